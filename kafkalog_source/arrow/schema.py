@@ -1,0 +1,111 @@
+"""The output schema, in Arrow and in Spark DDL, with the optional column groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+HEADER_STRUCT = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+HEADERS = pa.list_(pa.field("element", HEADER_STRUCT))
+CONTROL_STRUCT = pa.struct(
+    [
+        pa.field("type", pa.string()),
+        pa.field("version", pa.int32()),
+        pa.field("coordinatorEpoch", pa.int32()),
+    ]
+)
+
+KAFKA_COLUMNS: tuple[pa.Field, ...] = (
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", TIMESTAMP),
+    pa.field("timestampType", pa.int32()),
+    pa.field("headers", HEADERS),
+)
+
+METADATA_COLUMNS: tuple[pa.Field, ...] = (
+    pa.field("producerId", pa.int64()),
+    pa.field("producerEpoch", pa.int32()),
+    pa.field("sequence", pa.int32()),
+    pa.field("isTransactional", pa.bool_()),
+    pa.field("partitionLeaderEpoch", pa.int32()),
+    pa.field("magic", pa.int32()),
+    pa.field("codec", pa.string()),
+    pa.field("segmentPath", pa.string()),
+    pa.field("batchPosition", pa.int64()),
+    pa.field("segmentBaseOffset", pa.int64()),
+)
+
+CONTROL_COLUMNS: tuple[pa.Field, ...] = (pa.field("control", CONTROL_STRUCT),)
+
+ALL_COLUMNS: dict[str, pa.Field] = {
+    f.name: f for f in KAFKA_COLUMNS + METADATA_COLUMNS + CONTROL_COLUMNS
+}
+
+_DDL = {
+    "key": "binary",
+    "value": "binary",
+    "topic": "string",
+    "partition": "int",
+    "offset": "bigint",
+    "timestamp": "timestamp",
+    "timestampType": "int",
+    "headers": "array<struct<key:string,value:binary>>",
+    "producerId": "bigint",
+    "producerEpoch": "int",
+    "sequence": "int",
+    "isTransactional": "boolean",
+    "partitionLeaderEpoch": "int",
+    "magic": "int",
+    "codec": "string",
+    "segmentPath": "string",
+    "batchPosition": "bigint",
+    "segmentBaseOffset": "bigint",
+    "control": "struct<type:string,version:int,coordinatorEpoch:int>",
+}
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Which output columns to build, in order. Columns not named are never computed."""
+
+    names: tuple[str, ...]
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the produced record batches."""
+        return pa.schema([ALL_COLUMNS[n] for n in self.names])
+
+    def wants(self, name: str) -> bool:
+        """True when the column ``name`` is part of the output."""
+        return name in self.names
+
+    @property
+    def ddl(self) -> str:
+        """The Spark DDL string of this projection."""
+        return ", ".join(f"`{n}` {_DDL[n]}" for n in self.names)
+
+
+def default_projection(
+    include_headers: bool = True, include_metadata: bool = False, include_control: bool = False
+) -> Projection:
+    """The columns a reader produces for the given options, in Spark Kafka source order."""
+    names = [f.name for f in KAFKA_COLUMNS if include_headers or f.name != "headers"]
+    if include_metadata:
+        names += [f.name for f in METADATA_COLUMNS]
+    if include_control:
+        names += [f.name for f in CONTROL_COLUMNS]
+    return Projection(tuple(names))
+
+
+def projection_for(names: list[str] | tuple[str, ...]) -> Projection:
+    """A projection for user-chosen column names; raises KeyError naming an unknown column."""
+    for n in names:
+        if n not in ALL_COLUMNS:
+            raise KeyError(n)
+    return Projection(tuple(names))

@@ -1,0 +1,80 @@
+"""The one error hierarchy of kafkalog.
+
+Every failure caused by bad input raises a subclass of :class:`KafkaLogError`. Errors about data
+name the file, the byte position in that file, the base offset of the batch (when known) and the
+reason, so that a message alone is enough to find the bad bytes with ``xxd``.
+"""
+
+from __future__ import annotations
+
+
+class KafkaLogError(Exception):
+    """Base class of every error kafkalog raises on purpose."""
+
+
+class OptionError(KafkaLogError, ValueError):
+    """An unknown option, or an option with a malformed value."""
+
+
+class PathError(KafkaLogError, FileNotFoundError):
+    """A path that does not exist or holds no segment where one was required."""
+
+
+class CorruptDataError(KafkaLogError):
+    """Bytes that are not a valid Kafka log segment.
+
+    Attributes ``path``, ``position`` (absolute byte offset in the file), ``base_offset`` (of the
+    enclosing batch, or None) and ``reason`` are always set.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        path: str | None = None,
+        position: int | None = None,
+        base_offset: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.path = path
+        self.position = position
+        self.base_offset = base_offset
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = self.path if self.path is not None else "<buffer>"
+        parts = [where]
+        if self.position is not None:
+            parts.append(f"byte {self.position}")
+        if self.base_offset is not None:
+            parts.append(f"batch baseOffset {self.base_offset}")
+        return f"{': '.join(parts)}: {self.reason}"
+
+    def located(
+        self, path: str | None, position: int | None, base_offset: int | None
+    ) -> CorruptDataError:
+        """Return a copy of this error of the same class with its location filled in."""
+        err = type(self).__new__(type(self))
+        CorruptDataError.__init__(
+            err,
+            self.reason,
+            path if self.path is None else self.path,
+            position if self.position is None else self.position,
+            base_offset if self.base_offset is None else self.base_offset,
+        )
+        return err
+
+
+class ChecksumError(CorruptDataError):
+    """A stored CRC (CRC-32C for v2 batches, CRC-32 for v0/v1 messages) does not match."""
+
+
+class UnsupportedFormatError(CorruptDataError):
+    """An unknown magic byte or compression codec, or a codec not allowed for the magic."""
+
+
+class DecompressionError(CorruptDataError):
+    """A compressed payload failed to decompress, or decompresses past ``maxBatchBytes``."""
+
+
+class RecordStructureError(CorruptDataError):
+    """A batch whose framing or records are inconsistent: bad lengths, counts, or varints."""

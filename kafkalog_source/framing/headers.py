@@ -1,0 +1,239 @@
+"""Batch framing: the 17-byte prefix every batch shares, and the v2 / legacy header fields.
+
+A ``.log`` file is a concatenation of batches. Each starts ``offset:int64 | size:int32 | 4 bytes |
+magic:int8`` (SEGMENT_SPEC §0); the batch occupies ``12 + size`` bytes. This module walks that
+framing without decoding records, which is all the planner needs, and classifies how a file ends.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..errors import RecordStructureError, UnsupportedFormatError
+
+LOG_OVERHEAD = 12
+PREFIX_SIZE = 17  # offset, size, 4 format bytes, magic
+V2_HEADER_SIZE = 61
+LEGACY_MIN_SIZE = 14  # RECORD_OVERHEAD_V0: the smallest legal size field
+V1_HEADER_SIZE = 34  # 12 + crc 4 + magic 1 + attrs 1 + ts 8 + key len 4 + value len 4
+
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+_PREFIX = struct.Struct(">qiiB")
+_V2 = struct.Struct(">qiiBIhiqqqhii")  # through recordsCount
+_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The header fields of one batch (v2) or one top-level legacy message (v0/v1)."""
+
+    position: int
+    base_offset: int  # v2: baseOffset; legacy: the entry offset, which is the *last* offset
+    size: int  # total bytes, 12 + size field
+    magic: int
+    attributes: int = 0
+    crc: int = 0
+    last_offset_delta: int = 0
+    base_timestamp: int = -1
+    max_timestamp: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    records_count: int = -1
+    partition_leader_epoch: int = -1
+
+    @property
+    def codec(self) -> int:
+        """Compression codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+        return self.attributes & 0x07
+
+    @property
+    def codec_name(self) -> str:
+        """The codec as Kafka's tools name it."""
+        c = self.codec
+        return CODEC_NAMES[c] if c < len(CODEC_NAMES) else f"unknown({c})"
+
+    @property
+    def log_append_time(self) -> bool:
+        """True when the timestamp type bit says LogAppendTime (v1 and v2)."""
+        return self.magic > 0 and bool(self.attributes & 0x08)
+
+    @property
+    def is_transactional(self) -> bool:
+        """v2 transactional bit."""
+        return self.magic >= 2 and bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self) -> bool:
+        """v2 control bit (transaction markers, KRaft control records)."""
+        return self.magic >= 2 and bool(self.attributes & 0x20)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        """v2 bit 6: baseTimestamp holds the delete horizon (KIP-534)."""
+        return self.magic >= 2 and bool(self.attributes & 0x40)
+
+    @property
+    def last_offset(self) -> int:
+        """The last offset this batch occupies (v2: base + lastOffsetDelta; legacy: entry offset)."""
+        return self.base_offset + self.last_offset_delta if self.magic >= 2 else self.base_offset
+
+    @property
+    def end(self) -> int:
+        """Byte position just past this batch."""
+        return self.position + self.size
+
+    @property
+    def timestamp_type(self) -> int:
+        """Spark's timestampType: -1 none (v0), 0 CreateTime, 1 LogAppendTime."""
+        if self.magic == 0:
+            return -1
+        return 1 if self.attributes & 0x08 else 0
+
+
+def parse_header(buf: bytes | memoryview, at: int, position: int) -> BatchHeader:
+    """Parse the header at ``buf[at:]``; ``position`` is its absolute byte position in the file.
+
+    ``buf`` must hold at least 61 bytes from ``at`` for v2, or 17 (v0) / 26 (v1) for legacy.
+    """
+    offset, size, _, magic = _PREFIX.unpack_from(buf, at)
+    if magic >= 2:
+        (
+            base_offset,
+            size,
+            ple,
+            magic,
+            crc,
+            attrs,
+            lod,
+            base_ts,
+            max_ts,
+            pid,
+            epoch,
+            base_seq,
+            count,
+        ) = _V2.unpack_from(buf, at)
+        return BatchHeader(
+            position,
+            base_offset,
+            LOG_OVERHEAD + size,
+            magic,
+            attrs & 0xFF,
+            crc,
+            lod,
+            base_ts,
+            max_ts,
+            pid,
+            epoch,
+            base_seq,
+            count,
+            ple,
+        )
+    offset, size, crc, magic, attrs = _LEGACY.unpack_from(buf, at)
+    ts = -1
+    if magic == 1 and len(buf) - at >= 26:
+        ts = struct.unpack_from(">q", buf, at + 18)[0]
+    return BatchHeader(
+        position,
+        offset,
+        LOG_OVERHEAD + size,
+        magic,
+        attrs & 0xFF,
+        crc,
+        0,
+        ts,
+        ts,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """How a walked byte range ended.
+
+    ``kind`` is ``"clean"`` (ended exactly at a batch boundary), ``"truncated"`` (a final batch
+    whose size runs past the end: Kafka's reader stops silently), ``"zeros"`` (a zero-filled
+    tail from preallocation or a crash), or ``"short"`` (fewer than 17 bytes left, not all zero).
+    """
+
+    kind: str
+    position: int
+    skipped_bytes: int
+
+    @property
+    def clean(self) -> bool:
+        """True when nothing was left over."""
+        return self.kind == "clean"
+
+
+def _is_zero(fd: int, pos: int, end: int, chunk: int = 1 << 20) -> bool:
+    while pos < end:
+        n = min(chunk, end - pos)
+        data = os.pread(fd, n, pos)
+        if len(data) < n or data.count(0) != len(data):
+            return False
+        pos += n
+    return True
+
+
+def classify_stop(
+    fd: int, path: str, pos: int, end: int, prefix: bytes | None
+) -> Tail:
+    """Decide how the data at ``pos`` ends. Raises for a bad size field that is not a zero tail."""
+    remaining = end - pos
+    if remaining <= 0:
+        return Tail("clean", pos, 0)
+    if prefix is None or len(prefix) < PREFIX_SIZE:
+        kind = "zeros" if _is_zero(fd, pos, end) else "short"
+        return Tail(kind, pos, remaining)
+    offset, size, _, magic = _PREFIX.unpack_from(prefix, 0)
+    if size < LEGACY_MIN_SIZE:
+        if _is_zero(fd, pos, end):
+            return Tail("zeros", pos, remaining)
+        raise RecordStructureError(
+            f"found batch size {size} smaller than the minimum record overhead "
+            f"({LEGACY_MIN_SIZE}); the bytes from here on are not zero, so this is corruption",
+            path,
+            pos,
+            offset,
+        )
+    return Tail("truncated", pos, remaining)
+
+
+def walk_headers(
+    fd: int, path: str, start: int, end: int, full: bool = False
+) -> Iterator[BatchHeader | Tail]:
+    """Yield the header of every complete batch in ``[start, end)``, then one :class:`Tail`.
+
+    Reads 26 bytes per batch (the prefix plus a legacy message's attributes and timestamp), or 61
+    when ``full`` is true (to get v2 timestamps and producer fields). It never reads record data.
+    Magic bytes other than 0, 1 and 2 raise.
+    """
+    pos = start
+    want = V2_HEADER_SIZE if full else 26
+    while True:
+        if end - pos < PREFIX_SIZE:
+            yield classify_stop(fd, path, pos, end, None)
+            return
+        data = os.pread(fd, min(want, end - pos), pos)
+        offset, size, _, magic = _PREFIX.unpack_from(data, 0)
+        total = LOG_OVERHEAD + size
+        if size < LEGACY_MIN_SIZE or pos + total > end:
+            yield classify_stop(fd, path, pos, end, data)
+            return
+        if magic > 2 or magic < 0:
+            raise UnsupportedFormatError(f"unknown magic byte {magic}", path, pos, offset)
+        if magic == 2 and size < V2_HEADER_SIZE - LOG_OVERHEAD:
+            raise RecordStructureError(
+                f"v2 batch size {total} is smaller than the 61-byte batch header", path, pos, offset
+            )
+        if full and magic == 2 and len(data) < V2_HEADER_SIZE:
+            data = os.pread(fd, V2_HEADER_SIZE, pos)
+        if full or magic < 2:
+            yield parse_header(data, 0, pos)
+        else:
+            yield BatchHeader(pos, offset, total, magic)
+        pos += total

@@ -1,0 +1,308 @@
+"""Reader options: parsed once, on the driver, into one typed, immutable object.
+
+The same names and meanings serve ``spark.read.format("kafkalog").option(...)``, the Arrow API
+(``iter_batches(path, **options)``) and the command line. Names are case-insensitive, as Spark's
+are. Values may be strings (as Spark passes them) or Python values. An unknown name or a malformed
+value raises :class:`~kafkalog_source.errors.OptionError` naming the option.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import OptionError
+
+MiB = 1024 * 1024
+
+EARLIEST = -2
+LATEST = -1
+
+MODES = ("FAILFAST", "DROPMALFORMED", "PERMISSIVE")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+
+# (topic, partition) -> offset or timestamp; topic None means "any topic" (global bound)
+PartitionMap = dict[tuple[str, int], int]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Every reader option, typed. Build it with :func:`parse_options`."""
+
+    paths: tuple[str, ...] = ()
+    # decoding
+    verify_checksums: bool = True
+    include_headers: bool = True
+    include_metadata: bool = False
+    include_control_records: bool = False
+    max_batch_bytes: int = 64 * MiB
+    records_per_batch: int = 65536
+    mode: str = "FAILFAST"
+    isolation_level: str = "read_uncommitted"
+    # ranges (Spark Kafka source names)
+    starting_offsets: str | PartitionMap = "earliest"
+    ending_offsets: str | PartitionMap = "latest"
+    starting_timestamp: int | None = None
+    ending_timestamp: int | None = None
+    starting_offsets_by_timestamp: PartitionMap | None = None
+    ending_offsets_by_timestamp: PartitionMap | None = None
+    fail_on_data_loss: bool = False
+    min_partitions: int | None = None
+    # planning (Spark file source names)
+    max_partition_bytes: int = 128 * MiB
+    open_cost_in_bytes: int = 4 * MiB
+    recursive_file_lookup: bool = False
+    path_glob_filter: str | None = None
+    modified_before: float | None = None
+    modified_after: float | None = None
+    ignore_missing_files: bool = False
+    ignore_corrupt_files: bool = False
+    # raw option names as given, for error messages
+    given: tuple[str, ...] = field(default=(), compare=False)
+
+    def replace(self, **changes: Any) -> ReadOptions:
+        """Return a copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+def _bool(name: str, v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise OptionError(f"option {name!r}: expected true or false, got {v!r}")
+
+
+def _int(name: str, v: Any, minimum: int | None = None) -> int:
+    if isinstance(v, bool):
+        raise OptionError(f"option {name!r}: expected an integer, got {v!r}")
+    try:
+        out = int(v.strip()) if isinstance(v, str) else int(v)
+    except (TypeError, ValueError):
+        raise OptionError(f"option {name!r}: expected an integer, got {v!r}") from None
+    if isinstance(v, float) and v != out:
+        raise OptionError(f"option {name!r}: expected an integer, got {v!r}")
+    if minimum is not None and out < minimum:
+        raise OptionError(f"option {name!r}: must be >= {minimum}, got {out}")
+    return out
+
+
+_SIZE_UNITS = {"b": 1, "k": 1024, "kb": 1024, "m": MiB, "mb": MiB, "g": 1024 * MiB, "gb": 1024 * MiB}
+
+
+def _size(name: str, v: Any) -> int:
+    """Bytes as an integer or with a unit suffix (``128m``, ``4MB``), like Spark's byte configs."""
+    if isinstance(v, str):
+        s = v.strip().lower()
+        for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
+            if s.endswith(unit) and s[: -len(unit)].strip().isdigit():
+                return _int(name, s[: -len(unit)], 1) * _SIZE_UNITS[unit]
+    return _int(name, v, 1)
+
+
+def _choice(name: str, v: Any, choices: tuple[str, ...], upper: bool) -> str:
+    s = str(v).strip()
+    s = s.upper() if upper else s.lower()
+    if s not in choices:
+        raise OptionError(f"option {name!r}: expected one of {', '.join(choices)}, got {v!r}")
+    return s
+
+
+def _partition_json(name: str, v: Any, allow_special: bool) -> PartitionMap:
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except json.JSONDecodeError as e:
+            raise OptionError(f"option {name!r}: not valid JSON ({e.msg}): {v!r}") from None
+    if not isinstance(v, dict):
+        raise OptionError(f"option {name!r}: expected JSON like {{\"topic\":{{\"0\":23}}}}")
+    out: PartitionMap = {}
+    for topic, parts in v.items():
+        if not isinstance(parts, dict):
+            raise OptionError(f"option {name!r}: topic {topic!r} must map partitions to values")
+        for p, val in parts.items():
+            part = _int(f"{name}[{topic}]", p, 0)
+            num = _int(f"{name}[{topic}][{p}]", val)
+            if num < 0 and not (allow_special and num in (EARLIEST, LATEST)):
+                raise OptionError(
+                    f"option {name!r}: {topic}-{part}: {num} is not an offset"
+                    + (" (-2 = earliest, -1 = latest)" if allow_special else "")
+                )
+            out[(str(topic), part)] = num
+    return out
+
+
+def _offsets(name: str, v: Any, default: str) -> str | PartitionMap:
+    if isinstance(v, str) and v.strip().lower() in ("earliest", "latest"):
+        s = v.strip().lower()
+        if name == "startingOffsets" and s == "latest":
+            # Spark allows it for streaming only; for a batch read of an archive it is empty.
+            raise OptionError("option 'startingOffsets': 'latest' is not allowed for batch reads")
+        if name == "endingOffsets" and s == "earliest":
+            raise OptionError("option 'endingOffsets': 'earliest' is not allowed for batch reads")
+        return s
+    return _partition_json(name, v, allow_special=True)
+
+
+def _timestamp_ms(name: str, v: Any) -> float:
+    """A time as epoch milliseconds, or an ISO-8601 string (UTC when no zone is given)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, datetime):
+        dt = v
+    else:
+        s = str(v).strip()
+        try:
+            return float(int(s))
+        except ValueError:
+            pass
+        try:
+            dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+        except ValueError:
+            raise OptionError(
+                f"option {name!r}: expected epoch milliseconds or an ISO-8601 time, got {v!r}"
+            ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp() * 1000.0
+
+
+# Spark option name (case-insensitive) -> (field name, parser)
+_PARSERS: dict[str, tuple[str, Any]] = {
+    "verifyChecksums": ("verify_checksums", _bool),
+    "includeHeaders": ("include_headers", _bool),
+    "includeMetadata": ("include_metadata", _bool),
+    "includeControlRecords": ("include_control_records", _bool),
+    "maxBatchBytes": ("max_batch_bytes", _size),
+    "recordsPerBatch": ("records_per_batch", lambda n, v: _int(n, v, 1)),
+    "mode": ("mode", lambda n, v: _choice(n, v, MODES, True)),
+    "isolationLevel": ("isolation_level", lambda n, v: _choice(n, v, ISOLATION_LEVELS, False)),
+    "kafka.isolation.level": (
+        "isolation_level",
+        lambda n, v: _choice(n, v, ISOLATION_LEVELS, False),
+    ),
+    "startingOffsets": ("starting_offsets", lambda n, v: _offsets(n, v, "earliest")),
+    "endingOffsets": ("ending_offsets", lambda n, v: _offsets(n, v, "latest")),
+    "startingTimestamp": ("starting_timestamp", lambda n, v: _int(n, v, 0)),
+    "endingTimestamp": ("ending_timestamp", lambda n, v: _int(n, v, 0)),
+    "startingOffsetsByTimestamp": (
+        "starting_offsets_by_timestamp",
+        lambda n, v: _partition_json(n, v, False),
+    ),
+    "endingOffsetsByTimestamp": (
+        "ending_offsets_by_timestamp",
+        lambda n, v: _partition_json(n, v, False),
+    ),
+    "failOnDataLoss": ("fail_on_data_loss", _bool),
+    "minPartitions": ("min_partitions", lambda n, v: _int(n, v, 1)),
+    "maxPartitionBytes": ("max_partition_bytes", _size),
+    "openCostInBytes": ("open_cost_in_bytes", lambda n, v: _size(n, v) if str(v) != "0" else 0),
+    "recursiveFileLookup": ("recursive_file_lookup", _bool),
+    "pathGlobFilter": ("path_glob_filter", lambda n, v: str(v)),
+    "modifiedBefore": ("modified_before", _timestamp_ms),
+    "modifiedAfter": ("modified_after", _timestamp_ms),
+    "ignoreMissingFiles": ("ignore_missing_files", _bool),
+    "ignoreCorruptFiles": ("ignore_corrupt_files", _bool),
+}
+_BY_LOWER = {k.lower(): k for k in _PARSERS}
+
+# Names that Spark itself adds or that belong to Spark, accepted and ignored here.
+_SPARK_PASSTHROUGH = {"path", "paths"}
+
+OPTION_NAMES: tuple[str, ...] = tuple(_PARSERS)
+
+
+def parse_options(
+    options: Mapping[str, Any] | None = None, paths: Any = None, **kwargs: Any
+) -> ReadOptions:
+    """Parse user options (Spark's strings or Python values) into a :class:`ReadOptions`."""
+    merged: dict[str, Any] = {}
+    for source in (options or {}), kwargs:
+        for k, v in source.items():
+            merged[str(k)] = v
+    collected_paths: list[str] = []
+    values: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+    for raw_name, value in merged.items():
+        lower = raw_name.lower()
+        if lower == "path":
+            if value is not None and str(value) != "":
+                collected_paths.append(str(value))
+            continue
+        if lower == "paths":
+            collected_paths.extend(_parse_paths(value))
+            continue
+        canonical = _BY_LOWER.get(lower)
+        if canonical is None:
+            raise OptionError(_unknown_message(raw_name))
+        field_name, parser = _PARSERS[canonical]
+        if value is None:
+            continue
+        if field_name in seen and seen[field_name] != canonical:
+            raise OptionError(f"options {seen[field_name]!r} and {canonical!r} are the same option")
+        seen[field_name] = canonical
+        values[field_name] = parser(canonical, value)
+    if paths is not None:
+        collected_paths.extend([paths] if isinstance(paths, (str, bytes)) else list(paths))
+    opts = ReadOptions(
+        paths=tuple(str(p) for p in collected_paths), given=tuple(seen.values()), **values
+    )
+    _check_combinations(opts)
+    return opts
+
+
+def _parse_paths(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        s = value.strip()
+        if s.startswith("["):
+            try:
+                out = json.loads(s)
+            except json.JSONDecodeError:
+                raise OptionError(f"option 'paths': not a JSON list: {value!r}") from None
+            return [str(p) for p in out]
+        return [s] if s else []
+    return [str(p) for p in value]
+
+
+def _unknown_message(name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), list(_BY_LOWER), n=1, cutoff=0.6)
+    hint = f"; did you mean {_BY_LOWER[close[0]]!r}?" if close else ""
+    return f"unknown option {name!r}{hint} (known: {', '.join(sorted(OPTION_NAMES))})"
+
+
+def _check_combinations(o: ReadOptions) -> None:
+    starts = [
+        n
+        for n, v in (
+            ("startingOffsets", o.starting_offsets != "earliest"),
+            ("startingTimestamp", o.starting_timestamp is not None),
+            ("startingOffsetsByTimestamp", o.starting_offsets_by_timestamp is not None),
+        )
+        if v
+    ]
+    ends = [
+        n
+        for n, v in (
+            ("endingOffsets", o.ending_offsets != "latest"),
+            ("endingTimestamp", o.ending_timestamp is not None),
+            ("endingOffsetsByTimestamp", o.ending_offsets_by_timestamp is not None),
+        )
+        if v
+    ]
+    # Spark's Kafka source applies one starting rule: the timestamp ones take precedence. We are
+    # stricter and reject ambiguous combinations rather than silently ignoring one of them.
+    if len(starts) > 1:
+        raise OptionError(f"options {' and '.join(starts)} both set a start; use only one")
+    if len(ends) > 1:
+        raise OptionError(f"options {' and '.join(ends)} both set an end; use only one")
+    if o.modified_before is not None and o.modified_after is not None:
+        if o.modified_after >= o.modified_before:
+            raise OptionError("option 'modifiedAfter' must be earlier than 'modifiedBefore'")

@@ -1,0 +1,49 @@
+"""What the planner hands to executors: small, picklable descriptions of byte ranges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NO_LIMIT = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class SegmentRange:
+    """A byte range ``[start, end)`` of one ``.log`` file that starts and ends on batch boundaries.
+
+    ``at_file_end`` is true when ``end`` is the end of the file, so the reader classifies the tail
+    (truncated batch, zero fill) there. Record-level bounds are exact: the reader returns only
+    records with ``offset_lo <= offset < offset_hi``. ``timestamp_start`` implements Spark's
+    ``startingTimestamp`` rule (records from the first one whose timestamp is >= it) and
+    ``timestamp_end`` the matching end rule (records before the first one whose timestamp is >= it);
+    both are resolved per partition by the planner, so None means no rule.
+    """
+
+    path: str
+    start: int
+    end: int
+    at_file_end: bool = True
+    topic: str | None = None
+    partition: int | None = None
+    segment_base_offset: int | None = None
+    offset_lo: int = 0
+    offset_hi: int = NO_LIMIT
+    # Batch-level pruning hints from pushed filters (never exact: Spark re-applies the filters).
+    min_timestamp_hint: int | None = None
+    # read_committed: sorted (producerId, firstOffset, markerOffset) of aborted transactions whose
+    # data may lie in this range, and the first offset of undecided transactions (the LSO).
+    aborted: tuple[tuple[int, int, int], ...] = ()
+    last_stable_offset: int = NO_LIMIT
+
+
+@dataclass(frozen=True)
+class Split:
+    """One unit of parallel work (a Spark input partition): one or more segment ranges."""
+
+    index: int
+    ranges: tuple[SegmentRange, ...] = field(default=())
+
+    @property
+    def size(self) -> int:
+        """Bytes covered by this split."""
+        return sum(r.end - r.start for r in self.ranges)

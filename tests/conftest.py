@@ -1,0 +1,32 @@
+"""Shared test fixtures: the ../shared ground truth and one local SparkSession."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_segments"
+SHARED = Path(os.environ.get("KAFKALOG_SHARED", ROOT.parent / "shared"))
+CLIENT_WRITTEN = SHARED / "fixtures" / "client-written"
+BROKER_WRITTEN = SHARED / "fixtures" / "broker-written"
+
+
+def require_shared(path: Path) -> Path:
+    """Skip the calling test when a ../shared fixture path is absent."""
+    if not path.exists():
+        pytest.skip(f"shared fixtures not present: {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test session, configured from conf/."""
+    pytest.importorskip("pyspark")
+    from kafkalog_source.spark.session import local_session
+
+    session = local_session(app_name="kafkalog-tests", master="local[2]")
+    yield session
+    session.stop()
