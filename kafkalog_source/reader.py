@@ -1,16 +1,87 @@
-"""Read segment byte ranges into Arrow record batches (API stub; implementation in progress)."""
+"""Read segment byte ranges into Arrow record batches.
+
+Per range, bytes flow through the layers in order: a reusable window buffer is filled with
+``pread`` (storage), ``scan_window`` frames the batches in it (framing), compressed payloads are
+decompressed one batch at a time (codecs), the compiled kernels walk the records straight into
+column buffers (kernel), and :class:`~kafkalog_source.arrow.sink.ColumnSink` turns those into
+Arrow arrays (arrow). Decompression and the record walk alternate batch by batch, so each payload
+is walked while it is still in cache.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import struct
 from collections.abc import Iterator
 from typing import Any
 
+import crc32c
+import numpy as np
 import pyarrow as pa
 
-from .arrow.schema import Projection, default_projection
+from .arrow.schema import CONTROL_STRUCT, Projection, default_projection
+from .arrow.sink import ColumnSink, constant_int, constant_string, timestamp_array
+from .codecs import decompress
+from .errors import (
+    ChecksumError,
+    CorruptDataError,
+    KafkaLogError,
+    RecordStructureError,
+    UnsupportedFormatError,
+)
+from .framing.headers import CODEC_NAMES, classify_stop
+from .framing.scan import (
+    H_ATTRS,
+    H_BASE_OFFSET,
+    H_BASE_SEQ,
+    H_BASE_TS,
+    H_COUNT,
+    H_CRC,
+    H_EPOCH,
+    H_LOD,
+    H_MAGIC,
+    H_MAX_TS,
+    H_PID,
+    H_PLE,
+    H_POS,
+    H_SIZE,
+    H_WIDTH,
+    H_WPOS,
+    STOP_BAD_MAGIC,
+    STOP_BAD_SIZE,
+    STOP_END,
+    STOP_FULL,
+    STOP_INCOMPLETE,
+    scan_window,
+)
+from .kernel.bytes import varint, varlong
+from .kernel.crc32 import CRC32_TABLES
+from .kernel.legacy import decode_legacy
+from .kernel.status import E_LEGACY_CRC, ERR_A, ERR_B, ERR_ITEM, ERR_POS, OK, WRAP_POS, WRAPPER
+from .kernel.status import describe as describe_status
+from .kernel.v2 import BP_WIDTH, decode_v2
 from .options import ReadOptions, parse_options
-from .planning.splits import SegmentRange, Split
+from .planning.splits import NO_LIMIT, SegmentRange, Split
 from .stats import ReadStats
+
+log = logging.getLogger("kafkalog")
+
+WINDOW_BYTES = 8 << 20
+HEADER_ROWS = 4096
+FLUSH_DATA_BYTES = 256 << 20
+MAX_WRAPPER_DEPTH = 4
+CONTROL_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+_CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
+_INT32_MAX = 2**31 - 1
 
 
 def output_projection(options: ReadOptions) -> Projection:
@@ -20,6 +91,795 @@ def output_projection(options: ReadOptions) -> Projection:
     )
 
 
+class _Skip(Exception):
+    """Internal: the current batch is malformed and the mode says to skip it."""
+
+
+class RangeReader:
+    """Decodes one :class:`SegmentRange` into record batches; iterate it once."""
+
+    def __init__(
+        self,
+        rng: SegmentRange,
+        options: ReadOptions,
+        projection: Projection,
+        stats: ReadStats | None = None,
+    ) -> None:
+        self.rng = rng
+        self.opts = options
+        self.projection = projection
+        self.stats = stats if stats is not None else ReadStats()
+        self.sink = ColumnSink(projection)
+        self.verify = options.verify_checksums
+        self.include_control = options.include_control_records or projection.wants("control")
+        self.read_committed = options.isolation_level == "read_committed"
+        self._meta_tables: list[np.ndarray] = []
+        self._meta_base = 0
+        self._window_pos = 0
+        self._done = False
+        self._ts_start = getattr(rng, "timestamp_start", None)
+        self._ts_end = getattr(rng, "timestamp_end", None)
+        self._started = self._ts_start is None
+        # read_committed state (SEGMENT_SPEC §4.2)
+        self._aborted = sorted(rng.aborted, key=lambda t: t[1])
+        self._aborted_next = 0
+        self._aborted_pids: set[int] = set()
+
+    # ------------------------------------------------------------------ errors and modes
+    def _error(
+        self,
+        exc: CorruptDataError,
+        row: np.ndarray | None,
+        raw: bytes | None = None,
+        meta_index: int | None = None,
+    ) -> None:
+        """Apply the mode to a malformed batch: raise, or count it and skip it."""
+        mode = self.opts.mode
+        if mode == "FAILFAST":
+            raise exc
+        size = int(row[H_SIZE]) if row is not None else 0
+        self.stats.malformed_batches += 1
+        self.stats.malformed_bytes += size
+        self.stats.note(f"{mode}: skipped malformed batch: {exc}")
+        if mode == "PERMISSIVE" and row is not None:
+            self._emit_corrupt(row, exc.reason, raw, meta_index)
+        raise _Skip
+
+    def _emit_corrupt(
+        self, row: np.ndarray, reason: str, raw: bytes | None, meta_index: int | None
+    ) -> None:
+        """PERMISSIVE: one row for a corrupt batch; raw bytes in value, the reason in a header."""
+        s = self.sink
+        raw = raw or b""
+        reason_b = reason.encode()
+        s.reserve(1, len(raw) + len(reason_b) + 32)
+        n = s.rows
+        s.offsets[n] = row[H_BASE_OFFSET]
+        s.timestamps[n] = -1
+        s.ts_types[n] = -1
+        if meta_index is None:
+            idx = self._row_index(row)
+            meta_index = self._meta_base + idx
+        s.metas[n] = meta_index
+        st = s.state
+        if s.want & 1:
+            s.key_valid[n] = 0
+            s.key_off[n + 1] = st[1]
+        if s.want & 2:
+            nv = int(st[2])
+            s.val_data[nv : nv + len(raw)] = np.frombuffer(raw, np.uint8)
+            st[2] = nv + len(raw)
+            s.val_valid[n] = 1
+            s.val_off[n + 1] = st[2]
+        if s.want & 4:
+            key = b"kafkalog.error"
+            nh, nhk, nhv = int(st[3]), int(st[4]), int(st[5])
+            s.hk_data[nhk : nhk + len(key)] = np.frombuffer(key, np.uint8)
+            s.hv_data[nhv : nhv + len(reason_b)] = np.frombuffer(reason_b, np.uint8)
+            s.hv_valid[nh] = 1
+            st[3], st[4], st[5] = nh + 1, nhk + len(key), nhv + len(reason_b)
+            s.hk_off[nh + 1] = st[4]
+            s.hv_off[nh + 1] = st[5]
+            s.hdr_off[n + 1] = st[3]
+        st[0] = n + 1
+
+    def _row_index(self, row: np.ndarray) -> int:
+        table = self._meta_tables[-1]
+        hits = np.nonzero(table[:, H_POS] == row[H_POS])[0]
+        if hits.size:
+            return int(hits[0])
+        self._register(row[None, :].copy())
+        return 0
+
+    def _corrupt(
+        self, cls: type[CorruptDataError], reason: str, position: int, row: np.ndarray | None
+    ) -> CorruptDataError:
+        base = int(row[H_BASE_OFFSET]) if row is not None else None
+        return cls(reason, self.rng.path, position, base)
+
+    # ------------------------------------------------------------------ main loop
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        rng = self.rng
+        try:
+            fd = os.open(rng.path, os.O_RDONLY)
+        except FileNotFoundError:
+            if self.opts.ignore_missing_files:
+                self.stats.missing_files += 1
+                self.stats.note(f"ignoreMissingFiles: {rng.path} disappeared; skipped it")
+                return
+            raise
+        try:
+            self.stats.segments += 1
+            yield from self._read(fd)
+        except CorruptDataError as exc:
+            if not self.opts.ignore_corrupt_files:
+                raise
+            self.stats.corrupt_files += 1
+            self.stats.note(f"ignoreCorruptFiles: stopped reading {rng.path}: {exc}")
+        finally:
+            os.close(fd)
+        if self.sink.rows:
+            yield from self._flush()
+
+    def _read(self, fd: int) -> Iterator[pa.RecordBatch]:
+        rng = self.rng
+        end = min(rng.end, os.fstat(fd).st_size)
+        buf = np.empty(min(WINDOW_BYTES, max(end - rng.start, 64)), np.uint8)
+        hdr = np.empty((HEADER_ROWS, H_WIDTH), np.int64)
+        pos = rng.start
+        while pos < end and not self._done:
+            want = min(buf.shape[0], end - pos)
+            got = os.preadv(fd, [memoryview(buf)[:want]], pos)
+            if got <= 0:
+                break
+            self.stats.bytes_read += got
+            rows, stop, why = scan_window(buf, got, pos, hdr)
+            if rows:
+                self._window_pos = pos
+                table = hdr[:rows].copy()
+                self._register(table)
+                yield from self._process(buf, table)
+            pos += int(stop)
+            if why == STOP_FULL or self._done:
+                continue
+            if why == STOP_END:
+                if got == want and pos + 17 <= end and (rows or stop):
+                    continue  # the window ended; read on
+                self._tail(fd, pos, end)
+                return
+            if why == STOP_INCOMPLETE:
+                size = 12 + struct.unpack_from(">i", buf, int(stop) + 8)[0]
+                if pos + size > end:
+                    self._tail(fd, pos, end)
+                    return
+                if size > buf.shape[0]:
+                    if size > self.opts.max_batch_bytes + 12:
+                        base = struct.unpack_from(">q", buf, int(stop))[0]
+                        raise RecordStructureError(
+                            f"batch size {size} exceeds maxBatchBytes={self.opts.max_batch_bytes}"
+                            "; raise the maxBatchBytes option if this batch is legitimate",
+                            rng.path,
+                            pos,
+                            base,
+                        )
+                    buf = np.empty(size, np.uint8)
+                continue
+            # invalid framing at pos
+            at = int(stop)
+            base = struct.unpack_from(">q", buf, at)[0]
+            if why == STOP_BAD_SIZE:
+                self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
+                return
+            size = 12 + struct.unpack_from(">i", buf, at + 8)[0]
+            if why == STOP_BAD_MAGIC:
+                exc: CorruptDataError = UnsupportedFormatError(
+                    f"unknown magic byte {np.int8(buf[at + 16])}", rng.path, pos, base
+                )
+            else:  # STOP_V2_SMALL
+                exc = RecordStructureError(
+                    f"v2 batch size {size} is smaller than the 61-byte batch header",
+                    rng.path,
+                    pos,
+                    base,
+                )
+            row = np.zeros(H_WIDTH, np.int64)
+            row[H_POS], row[H_SIZE], row[H_BASE_OFFSET] = pos, size, base
+            self._register(row[None, :])
+            try:
+                self._error(exc, row, bytes(buf[at : at + size]))
+            except _Skip:
+                pos += size
+
+    def _tail(self, fd: int, pos: int, end: int) -> None:
+        """Classify the bytes left at ``pos``: quiet at a truncated batch or zero fill, else raise."""
+        rng = self.rng
+        if pos >= end:
+            return
+        prefix = os.pread(fd, 17, pos)
+        if not rng.at_file_end:
+            raise RecordStructureError(
+                f"the planned range ends at byte {end}, inside a batch (the file changed "
+                "while being read, or a planning bug)",
+                rng.path,
+                pos,
+            )
+        try:
+            tail = classify_stop(fd, rng.path, pos, end, prefix)
+        except CorruptDataError as exc:
+            row = np.zeros(H_WIDTH, np.int64)
+            row[H_POS], row[H_SIZE] = pos, end - pos
+            self._register(row[None, :])
+            try:
+                self._error(exc, row, None)
+            except _Skip:
+                return
+            return
+        self.stats.tail_bytes += tail.skipped_bytes
+        if tail.kind == "zeros":
+            self.stats.zero_tails += 1
+            self.stats.note(
+                f"{rng.path}: zero-filled tail from byte {pos}: {tail.skipped_bytes} bytes "
+                "(preallocated or crashed segment) not decoded",
+                logging.INFO,
+            )
+        else:
+            self.stats.truncated_tails += 1
+            self.stats.note(
+                f"{rng.path}: truncated final batch at byte {pos}: {tail.skipped_bytes} bytes "
+                "not decoded (Kafka's reader stops here too)"
+            )
+
+    def _register(self, table: np.ndarray) -> None:
+        if self._meta_tables:
+            self._meta_base += self._meta_tables[-1].shape[0]
+        self._meta_tables.append(table)
+
+    # ------------------------------------------------------------------ batches
+    def _process(self, buf: np.ndarray, table: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Decode the batches of one scanned window."""
+        rows = table.shape[0]
+        i = 0
+        while i < rows:
+            row = table[i]
+            if row[H_MAGIC] < 2:
+                j = i + 1
+                while j < rows and table[j, H_MAGIC] < 2:
+                    j += 1
+                self._legacy_top(buf, table, i, j)
+                i = j
+            else:
+                j = self._v2_run_end(table, i)
+                if j > i:
+                    self._v2_plain_run(buf, table, i, j)
+                    i = j
+                else:
+                    self._v2_one(buf, table, i)
+                    i += 1
+            if self._done:
+                break
+            if self.sink.rows >= self.opts.records_per_batch or (
+                self.sink.data_bytes >= FLUSH_DATA_BYTES
+            ):
+                yield from self._flush()
+
+    def _in_range(self, row: np.ndarray) -> bool:
+        """Offset bounds and pruning hints, from the header alone; sets ``_done`` past the end."""
+        rng = self.rng
+        base = int(row[H_BASE_OFFSET])
+        if base >= rng.offset_hi:
+            self._done = True
+            return False
+        if base + int(row[H_LOD]) < rng.offset_lo:
+            return False
+        hint = rng.min_timestamp_hint
+        return hint is None or row[H_MAX_TS] >= hint
+
+    def _advance_aborted(self, row: np.ndarray) -> None:
+        """§4.2 step 1: aborted transactions that started at or before this batch's last offset."""
+        last = int(row[H_BASE_OFFSET]) + int(row[H_LOD])
+        while (
+            self._aborted_next < len(self._aborted) and self._aborted[self._aborted_next][1] <= last
+        ):
+            self._aborted_pids.add(self._aborted[self._aborted_next][0])
+            self._aborted_next += 1
+
+    def _data_wanted(self, row: np.ndarray) -> bool:
+        """A v2 data batch: in range, and not dropped by read_committed."""
+        if not self._in_range(row):
+            return False
+        if self.read_committed and row[H_PID] >= 0:
+            self._advance_aborted(row)
+            if row[H_ATTRS] & 0x10 and (
+                int(row[H_PID]) in self._aborted_pids
+                or row[H_BASE_OFFSET] >= self.rng.last_stable_offset
+            ):
+                self.stats.aborted_batches += 1
+                return False
+        return True
+
+    def _v2_run_end(self, table: np.ndarray, i: int) -> int:
+        """End of the run of plain (uncompressed, data) v2 batches starting at row ``i``."""
+        j = i
+        rows = table.shape[0]
+        while (
+            j < rows
+            and table[j, H_MAGIC] == 2
+            and (table[j, H_ATTRS] & 0x27) == 0
+            and not (self.read_committed and table[j, H_PID] >= 0)
+        ):
+            j += 1
+        return j
+
+    def _check_crc(self, buf: np.ndarray, row: np.ndarray) -> None:
+        w = int(row[H_WPOS])
+        computed = crc32c.crc32c(memoryview(buf)[w + 21 : w + int(row[H_SIZE])])
+        if computed != row[H_CRC]:
+            exc = self._corrupt(
+                ChecksumError,
+                f"record batch is corrupt (stored crc = {int(row[H_CRC])}, computed crc = "
+                f"{computed}, CRC-32C over bytes 21..{int(row[H_SIZE])} of the batch)",
+                int(row[H_POS]),
+                row,
+            )
+            self._error(exc, row, bytes(buf[w : w + int(row[H_SIZE])]))
+
+    def _check_count(self, row: np.ndarray, payload_len: int, where: str) -> int:
+        """Reject a record count that is negative or cannot fit in the payload (7 B per record)."""
+        count = int(row[H_COUNT])
+        reason = None
+        if count < 0:
+            reason = f"found invalid record count {count} in magic v2 batch"
+        elif count > payload_len // 7:
+            reason = (
+                f"record count {count} cannot fit in {payload_len} bytes of {where} "
+                "(a record takes at least 7 bytes)"
+            )
+        if reason is not None:
+            self._error(
+                self._corrupt(RecordStructureError, reason, int(row[H_POS]), row), row, None
+            )
+        return count
+
+    def _v2_plain_run(self, buf: np.ndarray, table: np.ndarray, i: int, j: int) -> None:
+        """Decode uncompressed v2 data batches ``i..j-1`` of the window in one kernel call."""
+        keep = []
+        for k in range(i, j):
+            row = table[k]
+            if not self._data_wanted(row):
+                if self._done:
+                    break
+                continue
+            try:
+                if self.verify:
+                    self._check_crc(buf, row)
+                self._check_count(row, int(row[H_SIZE]) - 61, "records")
+            except _Skip:
+                continue
+            keep.append(k)
+        if not keep:
+            return
+        sel = table[keep]
+        bp = np.empty((len(keep), BP_WIDTH), np.int64)
+        bp[:, 0] = sel[:, H_WPOS] + 61
+        bp[:, 1] = sel[:, H_WPOS] + sel[:, H_SIZE]
+        bp[:, 2] = sel[:, H_COUNT]
+        bp[:, 3] = sel[:, H_BASE_OFFSET]
+        bp[:, 4] = sel[:, H_BASE_TS]
+        bp[:, 5] = sel[:, H_MAX_TS]
+        bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
+        bp[:, 7] = self._meta_base + np.asarray(keep, np.int64)
+        self._decode_v2(buf, bp, sel, None)
+        self.stats.batches += len(keep)
+
+    def _decode_v2(
+        self, src: np.ndarray, bp: np.ndarray, rows: np.ndarray, payload_pos: int | None
+    ) -> None:
+        """Run the v2 kernel over ``bp``; on a bad batch apply the mode and go on after it."""
+        sink = self.sink
+        start = 0
+        while start < bp.shape[0]:
+            part = bp[start:]
+            sink.reserve(int(part[:, 2].clip(0).sum()), int((part[:, 1] - part[:, 0]).sum()))
+            code = decode_v2(src, part, sink.want, *sink.v2_args())
+            if code == OK:
+                return
+            st = sink.state
+            b = start + int(st[ERR_ITEM])
+            row = rows[b]
+            reason = describe_status(int(code), int(st[ERR_A]), int(st[ERR_B]))
+            if payload_pos is None:
+                pos = self._window_pos + int(st[ERR_POS])
+            else:
+                reason += (
+                    f" (at byte {int(st[ERR_POS])} of the decompressed records, "
+                    f"codec {CODEC_NAMES[int(row[H_ATTRS]) & 7]})"
+                )
+                pos = int(row[H_POS])
+            try:
+                self._error(self._corrupt(RecordStructureError, reason, pos, row), row, None)
+            except _Skip:
+                pass
+            start = b + 1
+
+    def _v2_one(self, buf: np.ndarray, table: np.ndarray, i: int) -> None:
+        """Decode one compressed, control or (under read_committed) producer v2 batch."""
+        row = table[i]
+        w = int(row[H_WPOS])
+        size = int(row[H_SIZE])
+        codec = int(row[H_ATTRS]) & 7
+        is_control = bool(row[H_ATTRS] & 0x20)
+        try:
+            if is_control:
+                self.stats.control_batches += 1
+                if not self._in_range(row):
+                    return
+                if self.verify:
+                    self._check_crc(buf, row)
+                if self.read_committed and row[H_PID] >= 0:
+                    self._advance_aborted(row)
+                    if codec == 0 and self._control_type(buf, w + 61, w + size) == 0:
+                        self._aborted_pids.discard(int(row[H_PID]))
+                if not self.include_control:
+                    return
+            else:
+                if not self._data_wanted(row):
+                    return
+                if self.verify:
+                    self._check_crc(buf, row)
+            if codec == 0:
+                src, start, end = buf, w + 61, w + size
+            else:
+                try:
+                    data = decompress(codec, memoryview(buf)[w + 61 : w + size], 2, self._cap())
+                except CorruptDataError as exc:
+                    self._error(
+                        exc.located(self.rng.path, int(row[H_POS]), int(row[H_BASE_OFFSET])),
+                        row,
+                        bytes(buf[w : w + size]),
+                    )
+                src = np.frombuffer(data, np.uint8)
+                start, end = 0, src.shape[0]
+            self._check_count(row, end - start, "decompressed records" if codec else "records")
+        except _Skip:
+            return
+        bp = np.array(
+            [
+                [
+                    start,
+                    end,
+                    row[H_COUNT],
+                    row[H_BASE_OFFSET],
+                    row[H_BASE_TS],
+                    row[H_MAX_TS],
+                    (row[H_ATTRS] >> 3) & 1,
+                    self._meta_base + i,
+                ]
+            ],
+            np.int64,
+        )
+        self._decode_v2(src, bp, row[None, :], None if codec == 0 else 0)
+        self.stats.batches += 1
+
+    @staticmethod
+    def _control_type(buf: np.ndarray, start: int, end: int) -> int | None:
+        """The control type (0 ABORT, 1 COMMIT, ...) of the first record of a control batch."""
+        _, p = varint(buf, start, end)  # record length
+        if p < 0:
+            return None
+        _, p = varlong(buf, p + 1, end)  # skip attributes, then timestampDelta
+        if p < 0:
+            return None
+        _, p = varint(buf, p, end)  # offsetDelta
+        if p < 0:
+            return None
+        klen, p = varint(buf, p, end)
+        if p < 0 or klen < 4 or p + 4 > end:
+            return None
+        return int(struct.unpack_from(">h", buf, int(p) + 2)[0])
+
+    def _cap(self) -> int:
+        return self.opts.max_batch_bytes
+
+    # ------------------------------------------------------------------ legacy
+    def _legacy_top(self, buf: np.ndarray, table: np.ndarray, i: int, j: int) -> None:
+        """Decode top-level legacy messages ``i..j-1`` of the window, in runs of wanted ones."""
+        k = i
+        while k < j:
+            if not self._legacy_wanted(table[k]):
+                k += 1
+                continue
+            m = k + 1
+            while m < j and self._legacy_wanted(table[m]):
+                m += 1
+            start = int(table[k, H_WPOS])
+            end = int(table[m - 1, H_WPOS] + table[m - 1, H_SIZE])
+            self._legacy_run(buf, start, end, self._meta_base + k, 1, 0, table, k)
+            self.stats.batches += m - k
+            k = m
+
+    def _legacy_wanted(self, row: np.ndarray) -> bool:
+        rng = self.rng
+        last = int(row[H_BASE_OFFSET])
+        if last < rng.offset_lo:
+            return False
+        hint = rng.min_timestamp_hint
+        return not (hint is not None and row[H_MAX_TS] < hint)
+
+    def _legacy_run(
+        self,
+        src: np.ndarray,
+        start: int,
+        end: int,
+        meta_base: int,
+        meta_step: int,
+        depth: int,
+        table: np.ndarray | None,
+        first_row: int,
+    ) -> None:
+        """Decode legacy messages in ``src[start:end]``, descending into compressed wrappers."""
+        sink = self.sink
+        p = start
+        k0 = 0
+        inner = table is None
+        while p < end:
+            sink.reserve((end - p) // 26 + 1, end - p)
+            code = decode_legacy(
+                src,
+                p,
+                end,
+                meta_base + k0 * meta_step,
+                meta_step,
+                self.verify,
+                sink.want,
+                CRC32_TABLES,
+                *sink.legacy_args(),
+            )
+            st = sink.state
+            if code == OK:
+                return
+            k = int(st[ERR_ITEM])
+            row = None if inner else table[first_row + k0 + k]
+            if code == WRAPPER:
+                wp = int(st[WRAP_POS])
+                size = 12 + struct.unpack_from(">i", src, wp + 8)[0]
+                r0 = sink.rows
+                try:
+                    self._wrapper(src, wp, meta_base + (k0 + k) * meta_step, depth, row)
+                except _Skip:
+                    sink.truncate(r0)
+                except CorruptDataError as exc:
+                    if inner:
+                        raise
+                    sink.truncate(r0)
+                    located = exc.located(self.rng.path, int(row[H_POS]), int(row[H_BASE_OFFSET]))
+                    if type(exc) is RecordStructureError and exc.path is None:
+                        located = RecordStructureError(
+                            f"inside compressed wrapper message: {exc.reason}",
+                            self.rng.path,
+                            int(row[H_POS]),
+                            int(row[H_BASE_OFFSET]),
+                        )
+                    try:
+                        self._error(located, row, None)
+                    except _Skip:
+                        pass
+                p = wp + size
+                k0 += k + 1
+                continue
+            reason = describe_status(int(code), int(st[ERR_A]), int(st[ERR_B]))
+            bad = int(st[ERR_POS])
+            cls = ChecksumError if code == E_LEGACY_CRC else RecordStructureError
+            if inner:
+                raise cls(f"{reason} (at byte {bad} of the decompressed message set)")
+            exc = self._corrupt(cls, reason, self._window_pos + bad, row)
+            size = int(row[H_SIZE])
+            try:
+                self._error(exc, row, bytes(src[bad : bad + size]))
+            except _Skip:
+                pass
+            p = bad + size
+            k0 += k + 1
+
+    def _wrapper(
+        self, src: np.ndarray, wp: int, meta: int, depth: int, row: np.ndarray | None
+    ) -> None:
+        """Decompress one legacy wrapper message and decode its inner message set."""
+        sink = self.sink
+        w_offset, size, _crc, magic, attrs = struct.unpack_from(">qiIbb", src, wp)
+        q = wp + 18
+        w_ts = -1
+        if magic == 1:
+            w_ts = struct.unpack_from(">q", src, q)[0]
+            q += 8
+        klen = struct.unpack_from(">i", src, q)[0]
+        q += 4 + max(klen, 0)
+        vlen = struct.unpack_from(">i", src, q)[0]
+        q += 4
+        codec = attrs & 7
+        if depth >= MAX_WRAPPER_DEPTH:
+            raise RecordStructureError(f"compressed messages nested deeper than {depth} levels")
+        if vlen < 0:
+            raise RecordStructureError(
+                f"found invalid compressed record set with null value (magic = {magic})"
+            )
+        if codec > 4:
+            raise UnsupportedFormatError(f"unknown compression codec {codec}")
+        data = decompress(codec, memoryview(src)[q : q + vlen], magic, self._cap())
+        inner = np.frombuffer(data, np.uint8)
+        r0 = sink.rows
+        self._legacy_run(inner, 0, inner.shape[0], meta, 0, depth + 1, None, 0)
+        r1 = sink.rows
+        if r1 == r0:
+            raise RecordStructureError("found invalid compressed record set with no inner records")
+        offs = sink.offsets[r0:r1]
+        if magic == 1 and w_offset != 0:
+            last_rel = int(offs[-1])
+            if w_offset < last_rel:
+                raise RecordStructureError(
+                    f"found invalid wrapper offset {w_offset} in compressed v1 message set "
+                    f"(last inner relative offset {last_rel})"
+                )
+            offs += w_offset - last_rel
+        if magic == 1:
+            types = sink.ts_types[r0:r1]
+            has_ts = types != -1
+            log_append = bool(attrs & 0x08)
+            types[has_ts] = 1 if log_append else 0
+            if log_append:
+                sink.timestamps[r0:r1][has_ts] = w_ts
+        del row
+
+    # ------------------------------------------------------------------ output
+    def _flush(self) -> Iterator[pa.RecordBatch]:
+        """Turn the sink's rows into one record batch and restart the batch-table numbering."""
+        cols = self.sink.take_columns()
+        tables = self._meta_tables
+        meta = np.concatenate(tables) if len(tables) > 1 else tables[-1]
+        # rows still to come from the current window are numbered from 0 again
+        self._meta_tables = [tables[-1]]
+        self._meta_base = 0
+        batch = self._assemble(cols, meta[cols["meta"]])
+        if batch.num_rows:
+            self.stats.records += batch.num_rows
+            yield batch
+
+    def _assemble(self, cols: dict[str, Any], meta: np.ndarray) -> pa.RecordBatch:
+        n = len(cols["offset"])
+        rng = self.rng
+        proj = self.projection
+        offsets = cols["offset"]
+        if "header_keys" in cols:
+            self._check_utf8(cols["header_keys"], cols, meta)
+        arrays = []
+        for name in proj.names:
+            if name == "key" or name == "value" or name == "headers":
+                arrays.append(cols[name])
+            elif name == "topic":
+                arrays.append(constant_string(rng.topic, n))
+            elif name == "partition":
+                arrays.append(constant_int(rng.partition, n, pa.int32()))
+            elif name == "offset":
+                arrays.append(pa.array(offsets, pa.int64()))
+            elif name == "timestamp":
+                arrays.append(timestamp_array(cols["timestamp_ms"], cols["ts_type"]))
+            elif name == "timestampType":
+                arrays.append(pa.array(cols["ts_type"].astype(np.int32), pa.int32()))
+            else:
+                arrays.append(self._meta_column(name, cols, meta, n))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=proj.schema)
+        return self._filter(batch, offsets, cols["timestamp_ms"], cols["ts_type"])
+
+    def _filter(
+        self, batch: pa.RecordBatch, offsets: np.ndarray, ts: np.ndarray, types: np.ndarray
+    ) -> pa.RecordBatch:
+        """Exact record-level bounds: offsets, and Spark's starting/ending timestamp rules."""
+        rng = self.rng
+        mask = None
+        if rng.offset_lo > 0 or rng.offset_hi != NO_LIMIT:
+            m = (offsets >= rng.offset_lo) & (offsets < rng.offset_hi)
+            if not m.all():
+                mask = m
+        if not self._started:
+            hit = np.nonzero((ts >= self._ts_start) & (types != -1))[0]
+            first = int(hit[0]) if hit.size else len(ts)
+            m = np.arange(len(ts)) >= first
+            mask = m if mask is None else mask & m
+            self._started = bool(hit.size)
+        if self._ts_end is not None:
+            hit = np.nonzero((ts >= self._ts_end) & (types != -1))[0]
+            if hit.size:
+                m = np.arange(len(ts)) < int(hit[0])
+                mask = m if mask is None else mask & m
+                self._done = True
+        if mask is None:
+            return batch
+        return batch.filter(pa.array(mask))
+
+    def _meta_column(self, name: str, cols: dict[str, Any], meta: np.ndarray, n: int) -> pa.Array:
+        rng = self.rng
+        if name == "producerId":
+            return pa.array(meta[:, H_PID], pa.int64())
+        if name == "producerEpoch":
+            return pa.array(meta[:, H_EPOCH].astype(np.int32), pa.int32())
+        if name == "sequence":
+            base = meta[:, H_BASE_SEQ]
+            delta = cols["offset"] - meta[:, H_BASE_OFFSET]
+            wrapped = np.where(
+                base > _INT32_MAX - delta, delta - (_INT32_MAX - base) - 1, base + delta
+            )
+            seq = np.where((base < 0) | (meta[:, H_MAGIC] < 2), -1, wrapped)
+            return pa.array(seq.astype(np.int32), pa.int32())
+        if name == "isTransactional":
+            return pa.array((meta[:, H_ATTRS] & 0x10) != 0, pa.bool_())
+        if name == "partitionLeaderEpoch":
+            return pa.array(meta[:, H_PLE].astype(np.int32), pa.int32())
+        if name == "magic":
+            return pa.array(meta[:, H_MAGIC].astype(np.int32), pa.int32())
+        if name == "codec":
+            return _CODEC_ARRAY.take(pa.array(meta[:, H_ATTRS] & 7))
+        if name == "segmentPath":
+            return constant_string(rng.path, n)
+        if name == "batchPosition":
+            return pa.array(meta[:, H_POS], pa.int64())
+        if name == "segmentBaseOffset":
+            return constant_int(rng.segment_base_offset, n, pa.int64())
+        if name == "control":
+            return self._control_column(cols, meta, n)
+        raise KafkaLogError(f"internal: unknown column {name}")
+
+    def _control_column(self, cols: dict[str, Any], meta: np.ndarray, n: int) -> pa.Array:
+        is_control = (meta[:, H_MAGIC] == 2) & ((meta[:, H_ATTRS] & 0x20) != 0)
+        idx = np.nonzero(is_control)[0]
+        types: list[str | None] = [None] * n
+        versions: list[int | None] = [None] * n
+        epochs: list[int | None] = [None] * n
+        valid = np.zeros(n, bool)
+        keys = cols["key"]
+        values = cols["value"]
+        for r in idx.tolist():  # control records are few: one per marker batch
+            k = keys[r].as_py()
+            v = values[r].as_py()
+            valid[r] = True
+            if k is None or len(k) < 4:
+                types[r] = "INVALID"
+                continue
+            version, ctype = struct.unpack_from(">hh", k, 0)
+            types[r] = CONTROL_TYPES.get(ctype, f"UNKNOWN({ctype})")
+            versions[r] = version
+            if ctype in (0, 1) and v is not None and len(v) >= 6:
+                epochs[r] = struct.unpack_from(">i", v, 2)[0]
+        return pa.StructArray.from_arrays(
+            [
+                pa.array(types, pa.string()),
+                pa.array(versions, pa.int32()),
+                pa.array(epochs, pa.int32()),
+            ],
+            fields=list(CONTROL_STRUCT),
+            mask=pa.array(~valid),
+        )
+
+    def _check_utf8(self, hkeys: pa.Array, cols: dict[str, Any], meta: np.ndarray) -> None:
+        try:
+            hkeys.validate(full=True)
+        except pa.ArrowInvalid:
+            pass
+        else:
+            return
+        hdr_off = cols["headers"].offsets.to_numpy()
+        for h in range(len(hkeys)):
+            try:
+                hkeys[h].as_py()
+            except UnicodeDecodeError as e:
+                r = int(np.searchsorted(hdr_off, h, side="right") - 1)
+                raise RecordStructureError(
+                    f"header key of the record at offset {int(cols['offset'][r])} is not valid "
+                    f"UTF-8 ({e.reason} at byte {e.start})",
+                    self.rng.path,
+                    int(meta[r, H_POS]),
+                    int(meta[r, H_BASE_OFFSET]),
+                ) from None
+
+
 def read_range(
     rng: SegmentRange,
     options: ReadOptions,
@@ -27,7 +887,7 @@ def read_range(
     stats: ReadStats | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode one segment byte range into record batches of ``projection``'s schema."""
-    raise NotImplementedError
+    return iter(RangeReader(rng, options, projection, stats))
 
 
 def read_split(
@@ -41,13 +901,29 @@ def read_split(
         yield from read_range(rng, options, projection, stats)
 
 
-def iter_batches(path: Any, **options: Any) -> Iterator[pa.RecordBatch]:
+def _whole_file_ranges(options: ReadOptions) -> list[SegmentRange]:
+    """Plan: every selected segment as one range (used when no planner is available)."""
+    from .planning.planner import plan
+
+    return [r for split in plan(options) for r in split.ranges]
+
+
+def iter_batches(
+    path: Any, stats: ReadStats | None = None, **options: Any
+) -> Iterator[pa.RecordBatch]:
     """Stream record batches from a segment file, a partition directory or a log directory."""
-    raise NotImplementedError
+    opts = parse_options(options, paths=path)
+    projection = output_projection(opts)
+    st = stats if stats is not None else ReadStats()
+    for rng in _whole_file_ranges(opts):
+        yield from read_range(rng, opts, projection, st)
+    if st.malformed_batches or st.truncated_tails or st.corrupt_files:
+        log.warning("kafkalog: %s", st.summary())
 
 
-def read_table(path: Any, **options: Any) -> pa.Table:
+def read_table(path: Any, stats: ReadStats | None = None, **options: Any) -> pa.Table:
     """Read everything under ``path`` into one Arrow table."""
     opts = parse_options(options, paths=path)
     projection = output_projection(opts)
-    return pa.Table.from_batches(list(iter_batches(path, **options)), schema=projection.schema)
+    batches = list(iter_batches(path, stats=stats, **options))
+    return pa.Table.from_batches(batches, schema=projection.schema)

@@ -179,9 +179,7 @@ def _is_zero(fd: int, pos: int, end: int, chunk: int = 1 << 20) -> bool:
     return True
 
 
-def classify_stop(
-    fd: int, path: str, pos: int, end: int, prefix: bytes | None
-) -> Tail:
+def classify_stop(fd: int, path: str, pos: int, end: int, prefix: bytes | None) -> Tail:
     """Decide how the data at ``pos`` ends. Raises for a bad size field that is not a zero tail."""
     remaining = end - pos
     if remaining <= 0:

@@ -1,0 +1,247 @@
+"""Columnar output buffers that kernels fill, and their conversion to Arrow record batches.
+
+The sink owns plain numpy arrays: per-record offsets, timestamps and validity, and contiguous data
+buffers for keys, values and headers. Kernels append to them in place; :meth:`ColumnSink.flush`
+wraps them as Arrow arrays with ``Array.from_buffers`` (no copy) and starts fresh arrays, so the
+Arrow data never aliases memory that is written again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..kernel.status import N_HDR, N_HKEY, N_HVAL, N_KEY, N_REC, N_VAL, STATE_SIZE
+from ..kernel.v2 import WANT_HEADERS, WANT_KEY, WANT_VALUE
+from .schema import HEADER_STRUCT, HEADERS, TIMESTAMP, Projection
+
+# Microsecond timestamps must fit in int64: |ms| below this bound.
+_MAX_MS = (2**63 - 1) // 1000
+
+
+def _grow(arr: np.ndarray, need: int) -> np.ndarray:
+    if need <= arr.shape[0]:
+        return arr
+    new = np.empty(max(need, 2 * arr.shape[0]), dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
+
+
+def _validity(valid: np.ndarray, n: int) -> tuple[pa.Buffer | None, int]:
+    v = valid[:n].view(np.bool_)
+    nulls = n - int(np.count_nonzero(v))
+    if nulls == 0:
+        return None, 0
+    return pa.py_buffer(np.packbits(v, bitorder="little")), nulls
+
+
+def _binary(
+    typ: pa.DataType, n: int, valid: np.ndarray | None, off: np.ndarray, data: np.ndarray, used: int
+) -> pa.Array:
+    bitmap, nulls = _validity(valid, n) if valid is not None else (None, 0)
+    return pa.Array.from_buffers(
+        typ,
+        n,
+        [bitmap, pa.py_buffer(off[: n + 1]), pa.py_buffer(data[:used])],
+        null_count=nulls,
+    )
+
+
+class ColumnSink:
+    """Growable per-column buffers for one output record batch at a time."""
+
+    def __init__(self, projection: Projection, records: int = 4096, data: int = 1 << 16) -> None:
+        self.projection = projection
+        self.want = (
+            (WANT_KEY if projection.wants("key") or projection.wants("control") else 0)
+            | (WANT_VALUE if projection.wants("value") or projection.wants("control") else 0)
+            | (WANT_HEADERS if projection.wants("headers") else 0)
+        )
+        self.state = np.zeros(STATE_SIZE, dtype=np.int64)
+        self._records0 = records
+        self._data0 = data
+        self._allocate()
+
+    def _allocate(self) -> None:
+        r, d = self._records0, self._data0
+        wk, wv, wh = (
+            self.want & WANT_KEY,
+            self.want & WANT_VALUE,
+            self.want & WANT_HEADERS,
+        )
+        self.offsets = np.empty(r, np.int64)
+        self.timestamps = np.empty(r, np.int64)
+        self.ts_types = np.empty(r, np.int8)
+        self.metas = np.empty(r, np.int64)
+        self.key_off = np.zeros(r + 1 if wk else 1, np.int32)
+        self.key_valid = np.empty(r if wk else 1, np.uint8)
+        self.key_data = np.empty(d if wk else 1, np.uint8)
+        self.val_off = np.zeros(r + 1 if wv else 1, np.int32)
+        self.val_valid = np.empty(r if wv else 1, np.uint8)
+        self.val_data = np.empty(d if wv else 1, np.uint8)
+        self.hdr_off = np.zeros(r + 1 if wh else 1, np.int32)
+        self.hk_off = np.zeros(1024 if wh else 1, np.int32)
+        self.hk_data = np.empty(4096 if wh else 1, np.uint8)
+        self.hv_off = np.zeros(1024 if wh else 1, np.int32)
+        self.hv_valid = np.empty(1024 if wh else 1, np.uint8)
+        self.hv_data = np.empty(d if wh else 1, np.uint8)
+        self.state[:] = 0
+
+    @property
+    def rows(self) -> int:
+        """Rows held now."""
+        return int(self.state[N_REC])
+
+    @property
+    def data_bytes(self) -> int:
+        """Key, value and header bytes held now."""
+        s = self.state
+        return int(s[N_KEY] + s[N_VAL] + s[N_HKEY] + s[N_HVAL])
+
+    def reserve(self, records: int, payload_bytes: int) -> None:
+        """Make room for up to ``records`` more rows built from ``payload_bytes`` source bytes."""
+        s = self.state
+        n = int(s[N_REC]) + records
+        if n > self.offsets.shape[0]:
+            self.offsets = _grow(self.offsets, n)
+            self.timestamps = _grow(self.timestamps, n)
+            self.ts_types = _grow(self.ts_types, n)
+            self.metas = _grow(self.metas, n)
+            if self.want & WANT_KEY:
+                self.key_off = _grow(self.key_off, n + 1)
+                self.key_valid = _grow(self.key_valid, n)
+            if self.want & WANT_VALUE:
+                self.val_off = _grow(self.val_off, n + 1)
+                self.val_valid = _grow(self.val_valid, n)
+            if self.want & WANT_HEADERS:
+                self.hdr_off = _grow(self.hdr_off, n + 1)
+        if self.want & WANT_KEY:
+            self.key_data = _grow(self.key_data, int(s[N_KEY]) + payload_bytes)
+        if self.want & WANT_VALUE:
+            self.val_data = _grow(self.val_data, int(s[N_VAL]) + payload_bytes)
+        if self.want & WANT_HEADERS:
+            # each header takes at least two bytes of payload (two one-byte varints)
+            h = int(s[N_HDR]) + payload_bytes // 2 + 1
+            self.hk_off = _grow(self.hk_off, h + 1)
+            self.hv_off = _grow(self.hv_off, h + 1)
+            self.hv_valid = _grow(self.hv_valid, h)
+            self.hk_data = _grow(self.hk_data, int(s[N_HKEY]) + payload_bytes)
+            self.hv_data = _grow(self.hv_data, int(s[N_HVAL]) + payload_bytes)
+
+    def v2_args(self) -> tuple:
+        """The sink arrays in the order :func:`kafkalog_source.kernel.v2.decode_v2` takes them."""
+        return (
+            self.offsets,
+            self.timestamps,
+            self.ts_types,
+            self.metas,
+            self.key_off,
+            self.key_valid,
+            self.key_data,
+            self.val_off,
+            self.val_valid,
+            self.val_data,
+            self.hdr_off,
+            self.hk_off,
+            self.hk_data,
+            self.hv_off,
+            self.hv_valid,
+            self.hv_data,
+            self.state,
+        )
+
+    def legacy_args(self) -> tuple:
+        """The sink arrays in the order the legacy kernel takes them."""
+        return (
+            self.offsets,
+            self.timestamps,
+            self.ts_types,
+            self.metas,
+            self.key_off,
+            self.key_valid,
+            self.key_data,
+            self.val_off,
+            self.val_valid,
+            self.val_data,
+            self.hdr_off,
+            self.state,
+        )
+
+    def truncate(self, rows: int) -> None:
+        """Forget rows past ``rows`` (used when a batch fails after some rows were written)."""
+        s = self.state
+        if rows >= s[N_REC]:
+            return
+        s[N_REC] = rows
+        if self.want & WANT_KEY:
+            s[N_KEY] = self.key_off[rows]
+        if self.want & WANT_VALUE:
+            s[N_VAL] = self.val_off[rows]
+        if self.want & WANT_HEADERS:
+            h = int(self.hdr_off[rows])
+            s[N_HDR] = h
+            s[N_HKEY] = self.hk_off[h]
+            s[N_HVAL] = self.hv_off[h]
+
+    def take_columns(self) -> dict[str, pa.Array | np.ndarray]:
+        """Hand over the held rows as Arrow arrays / numpy arrays and start empty buffers."""
+        s = self.state
+        n = int(s[N_REC])
+        out: dict[str, pa.Array | np.ndarray] = {
+            "offset": self.offsets[:n],
+            "timestamp_ms": self.timestamps[:n],
+            "ts_type": self.ts_types[:n],
+            "meta": self.metas[:n],
+        }
+        if self.want & WANT_KEY:
+            out["key"] = _binary(
+                pa.binary(), n, self.key_valid, self.key_off, self.key_data, int(s[N_KEY])
+            )
+        if self.want & WANT_VALUE:
+            out["value"] = _binary(
+                pa.binary(), n, self.val_valid, self.val_off, self.val_data, int(s[N_VAL])
+            )
+        if self.want & WANT_HEADERS:
+            h = int(s[N_HDR])
+            hkeys = _binary(pa.string(), h, None, self.hk_off, self.hk_data, int(s[N_HKEY]))
+            hvals = _binary(
+                pa.binary(), h, self.hv_valid, self.hv_off, self.hv_data, int(s[N_HVAL])
+            )
+            struct = pa.StructArray.from_arrays([hkeys, hvals], fields=list(HEADER_STRUCT))
+            counts = np.diff(self.hdr_off[: n + 1])
+            bitmap, nulls = _validity((counts > 0).view(np.uint8), n)
+            out["headers"] = pa.Array.from_buffers(
+                HEADERS,
+                n,
+                [bitmap, pa.py_buffer(self.hdr_off[: n + 1])],
+                null_count=nulls,
+                children=[struct],
+            )
+            out["header_keys"] = hkeys
+        self._allocate()
+        return out
+
+
+def timestamp_array(ms: np.ndarray, ts_types: np.ndarray) -> pa.Array:
+    """Milliseconds to ``timestamp('us', UTC)``; null for v0 rows and for out-of-range values."""
+    valid = (ts_types != -1) & (ms <= _MAX_MS) & (ms >= -_MAX_MS)
+    us = ms * 1000
+    n = ms.shape[0]
+    bitmap, nulls = _validity(valid.view(np.uint8), n)
+    return pa.Array.from_buffers(TIMESTAMP, n, [bitmap, pa.py_buffer(us)], null_count=nulls)
+
+
+def constant_string(value: str | None, n: int) -> pa.Array:
+    """A string column of ``n`` copies of ``value`` (or nulls), built from buffers."""
+    if value is None:
+        return pa.nulls(n, pa.string())
+    b = value.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int32) * len(b)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b * n)])
+
+
+def constant_int(value: int | None, n: int, typ: pa.DataType) -> pa.Array:
+    """An integer column of ``n`` copies of ``value`` (or nulls)."""
+    if value is None:
+        return pa.nulls(n, typ)
+    return pa.array(np.full(n, value, dtype=typ.to_pandas_dtype()), type=typ)

@@ -1,0 +1,86 @@
+"""Big-endian integer reads and zig-zag varints over uint8 arrays, for use inside kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import kernel
+
+
+@kernel
+def be16(src, p):  # type: ignore[no-untyped-def]
+    """Signed 16-bit big-endian integer at ``src[p]``."""
+    v = (np.int64(src[p]) << 8) | np.int64(src[p + 1])
+    return v - 65536 if v >= 32768 else v
+
+
+@kernel
+def be32(src, p):  # type: ignore[no-untyped-def]
+    """Signed 32-bit big-endian integer at ``src[p]``."""
+    v = (
+        (np.int64(src[p]) << 24)
+        | (np.int64(src[p + 1]) << 16)
+        | (np.int64(src[p + 2]) << 8)
+        | np.int64(src[p + 3])
+    )
+    return v - 4294967296 if v >= 2147483648 else v
+
+
+@kernel
+def be32u(src, p):  # type: ignore[no-untyped-def]
+    """Unsigned 32-bit big-endian integer at ``src[p]``."""
+    return (
+        (np.int64(src[p]) << 24)
+        | (np.int64(src[p + 1]) << 16)
+        | (np.int64(src[p + 2]) << 8)
+        | np.int64(src[p + 3])
+    )
+
+
+@kernel
+def be64(src, p):  # type: ignore[no-untyped-def]
+    """Signed 64-bit big-endian integer at ``src[p]``."""
+    v = np.uint64(0)
+    for i in range(8):
+        v = (v << np.uint64(8)) | np.uint64(src[p + i])
+    return np.int64(v)
+
+
+# Varint results: position >= 0 on success; these negative positions report why not.
+VARINT_EOF = -1
+VARINT_TOO_LONG = -2
+
+
+@kernel
+def varint(src, p, end):  # type: ignore[no-untyped-def]
+    """Zig-zag int32 varint at ``src[p]`` (at most 5 bytes) -> (value, next position or error)."""
+    result = np.int64(0)
+    shift = 0
+    for _ in range(5):
+        if p >= end:
+            return np.int64(0), np.int64(VARINT_EOF)
+        b = np.int64(src[p])
+        p += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            u = result & 0xFFFFFFFF
+            return (u >> 1) ^ -(u & 1), np.int64(p)
+        shift += 7
+    return np.int64(0), np.int64(VARINT_TOO_LONG)
+
+
+@kernel
+def varlong(src, p, end):  # type: ignore[no-untyped-def]
+    """Zig-zag int64 varint at ``src[p]`` (at most 10 bytes) -> (value, next position or error)."""
+    result = np.uint64(0)
+    shift = np.uint64(0)
+    for _ in range(10):
+        if p >= end:
+            return np.int64(0), np.int64(VARINT_EOF)
+        b = np.uint64(src[p])
+        p += 1
+        result |= (b & np.uint64(0x7F)) << shift
+        if b < np.uint64(0x80):
+            return np.int64(result >> np.uint64(1)) ^ -np.int64(result & np.uint64(1)), np.int64(p)
+        shift += np.uint64(7)
+    return np.int64(0), np.int64(VARINT_TOO_LONG)

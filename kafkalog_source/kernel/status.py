@@ -1,0 +1,65 @@
+"""Status codes that kernels return, and the state-vector layout they share with Python.
+
+Kernels never raise: they stop, store a code and the byte position in ``state`` and return.
+The reader turns the code into a :mod:`kafkalog_source.errors` exception with the file context.
+"""
+
+from __future__ import annotations
+
+# state vector slots
+N_REC, N_KEY, N_VAL, N_HDR, N_HKEY, N_HVAL = 0, 1, 2, 3, 4, 5
+ERR_CODE, ERR_POS, ERR_ITEM, ERR_A, ERR_B = 8, 9, 10, 11, 12
+WRAP_POS = 13
+STATE_SIZE = 16
+
+OK = 0
+WRAPPER = 1  # legacy: a compressed wrapper message at state[WRAP_POS]; Python decompresses it
+
+E_VARINT_EOF = -1
+E_VARINT_TOO_LONG = -2
+E_RECORD_LENGTH = -3
+E_RECORD_OVERRUN = -4
+E_RECORD_SIZE_MISMATCH = -5
+E_KEY_LENGTH = -6
+E_VALUE_LENGTH = -7
+E_HEADER_COUNT = -8
+E_HEADER_KEY_LENGTH = -9
+E_HEADER_VALUE_LENGTH = -10
+E_TRAILING_BYTES = -11
+E_PREMATURE_EOF = -12
+E_LEGACY_SIZE = -13
+E_LEGACY_CRC = -14
+E_LEGACY_MAGIC = -15
+E_LEGACY_TRUNCATED = -16
+E_CAPACITY = -17
+
+
+def describe(code: int, a: int, b: int) -> str:
+    """A human-readable reason for a kernel status code and its two detail values."""
+    return {
+        E_VARINT_EOF: "record data ends inside a varint (premature EOF)",
+        E_VARINT_TOO_LONG: "invalid varint: more than 5 bytes (int32) or 10 bytes (int64)",
+        E_RECORD_LENGTH: f"invalid record length {a}",
+        E_RECORD_OVERRUN: f"record of {a} bytes overruns its batch ({b} bytes remain)",
+        E_RECORD_SIZE_MISMATCH: (
+            f"invalid record size: expected to read {a} bytes in record payload, "
+            f"but instead read {b}"
+        ),
+        E_KEY_LENGTH: f"key length {a} runs past the end of its record ({b} bytes remain)",
+        E_VALUE_LENGTH: f"value length {a} runs past the end of its record ({b} bytes remain)",
+        E_HEADER_COUNT: f"found invalid number of record headers {a} ({b} bytes remain)",
+        E_HEADER_KEY_LENGTH: f"invalid header key size {a} ({b} bytes remain)",
+        E_HEADER_VALUE_LENGTH: f"header value length {a} runs past its record ({b} bytes remain)",
+        E_TRAILING_BYTES: (
+            f"incorrect declared batch size: {b} bytes remain after the {a} declared records"
+        ),
+        E_PREMATURE_EOF: (
+            f"incorrect declared batch size, premature EOF: the batch declares {a} records "
+            f"but its data ends after {b}"
+        ),
+        E_LEGACY_SIZE: f"message size {a} is invalid ({b} bytes remain)",
+        E_LEGACY_CRC: f"message is corrupt (stored crc = {a}, computed crc = {b})",
+        E_LEGACY_MAGIC: f"unknown magic byte {a} in a message set",
+        E_LEGACY_TRUNCATED: f"inner message set ends inside a message ({b} bytes remain)",
+        E_CAPACITY: "internal error: output capacity exceeded",
+    }.get(code, f"kernel status {code}")

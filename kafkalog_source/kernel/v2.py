@@ -1,0 +1,207 @@
+"""The v2 record kernel: walk the records of whole batches into columnar output buffers.
+
+One call walks any number of batches whose record bytes sit in one source buffer (a run of
+uncompressed batches in the file window, or one decompressed payload). It creates no Python
+object per record: keys, values and headers are copied with slice copies (memcpy) straight into
+the Arrow data buffers, and offsets/validity go into preallocated arrays.
+
+Record layout (SEGMENT_SPEC §1.6): varint length, int8 attributes, varlong timestampDelta,
+varint offsetDelta, varint keyLength (negative = null), key, varint valueLength, value,
+varint headerCount, then per header varint keyLength (>= 0), key, varint valueLength, value.
+"""
+
+from __future__ import annotations
+
+from .bytes import varint, varlong
+from .jit import kernel
+from .status import (
+    E_HEADER_COUNT,
+    E_HEADER_KEY_LENGTH,
+    E_HEADER_VALUE_LENGTH,
+    E_KEY_LENGTH,
+    E_PREMATURE_EOF,
+    E_RECORD_LENGTH,
+    E_RECORD_OVERRUN,
+    E_RECORD_SIZE_MISMATCH,
+    E_TRAILING_BYTES,
+    E_VALUE_LENGTH,
+    ERR_A,
+    ERR_B,
+    ERR_CODE,
+    ERR_ITEM,
+    ERR_POS,
+    N_HDR,
+    N_HKEY,
+    N_HVAL,
+    N_KEY,
+    N_REC,
+    N_VAL,
+    OK,
+)
+
+# Columns of the batch-parameter matrix passed to decode_v2.
+BP_START, BP_END, BP_COUNT, BP_BASE_OFFSET, BP_BASE_TS, BP_MAX_TS, BP_LOG_APPEND, BP_META = range(8)
+BP_WIDTH = 8
+
+WANT_KEY = 1
+WANT_VALUE = 2
+WANT_HEADERS = 4
+
+
+@kernel
+def _fail(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
+    state[ERR_CODE] = code
+    state[ERR_POS] = pos
+    state[ERR_ITEM] = item
+    state[ERR_A] = a
+    state[ERR_B] = b
+    return code
+
+
+@kernel
+def decode_v2(
+    src,
+    bp,
+    want,
+    offsets,
+    timestamps,
+    ts_types,
+    metas,
+    key_off,
+    key_valid,
+    key_data,
+    val_off,
+    val_valid,
+    val_data,
+    hdr_off,
+    hk_off,
+    hk_data,
+    hv_off,
+    hv_valid,
+    hv_data,
+    state,
+):  # type: ignore[no-untyped-def]
+    """Decode the records of every batch described by the rows of ``bp`` into the sink arrays."""
+    n = state[N_REC]
+    nk = state[N_KEY]
+    nv = state[N_VAL]
+    nh = state[N_HDR]
+    nhk = state[N_HKEY]
+    nhv = state[N_HVAL]
+    want_key = (want & 1) != 0
+    want_val = (want & 2) != 0
+    want_hdr = (want & 4) != 0
+    for b in range(bp.shape[0]):
+        p = bp[b, BP_START]
+        end = bp[b, BP_END]
+        count = bp[b, BP_COUNT]
+        base_offset = bp[b, BP_BASE_OFFSET]
+        base_ts = bp[b, BP_BASE_TS]
+        log_append = bp[b, BP_LOG_APPEND] != 0
+        max_ts = bp[b, BP_MAX_TS]
+        meta = bp[b, BP_META]
+        tstype = 1 if log_append else 0
+        for r in range(count):
+            rec_start = p
+            length, q = varint(src, p, end)
+            if q < 0:
+                if q == -1 and p >= end:
+                    return _fail(state, E_PREMATURE_EOF, p, b, count, r)
+                return _fail(state, q, p, b, 0, 0)
+            if length < 0:
+                return _fail(state, E_RECORD_LENGTH, p, b, length, end - q)
+            body_end = q + length
+            if body_end > end:
+                return _fail(state, E_RECORD_OVERRUN, p, b, length, end - q)
+            p = q + 1  # attributes byte: unused
+            ts_delta, p = varlong(src, p, body_end)
+            if p < 0:
+                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+            off_delta, p = varint(src, p, body_end)
+            if p < 0:
+                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+            # key
+            klen, p = varint(src, p, body_end)
+            if p < 0:
+                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+            if klen >= 0:
+                if klen > body_end - p:
+                    return _fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
+                if want_key:
+                    key_data[nk : nk + klen] = src[p : p + klen]
+                    nk += klen
+                p += klen
+            # value
+            vlen, p = varint(src, p, body_end)
+            if p < 0:
+                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+            if vlen >= 0:
+                if vlen > body_end - p:
+                    return _fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
+                if want_val:
+                    val_data[nv : nv + vlen] = src[p : p + vlen]
+                    nv += vlen
+                p += vlen
+            # headers
+            hcount, p = varint(src, p, body_end)
+            if p < 0:
+                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+            if hcount < 0 or hcount > body_end - p:
+                return _fail(state, E_HEADER_COUNT, rec_start, b, hcount, body_end - p)
+            for _h in range(hcount):
+                hklen, p = varint(src, p, body_end)
+                if p < 0:
+                    return _fail(
+                        state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1
+                    )
+                if hklen < 0 or hklen > body_end - p:
+                    return _fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
+                if want_hdr:
+                    hk_data[nhk : nhk + hklen] = src[p : p + hklen]
+                    nhk += hklen
+                p += hklen
+                hvlen, p = varint(src, p, body_end)
+                if p < 0:
+                    return _fail(
+                        state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1
+                    )
+                if hvlen > body_end - p:
+                    return _fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
+                if want_hdr:
+                    if hvlen >= 0:
+                        hv_data[nhv : nhv + hvlen] = src[p : p + hvlen]
+                        nhv += hvlen
+                        hv_valid[nh] = 1
+                    else:
+                        hv_valid[nh] = 0
+                    nh += 1
+                    hk_off[nh] = nhk
+                    hv_off[nh] = nhv
+                if hvlen > 0:
+                    p += hvlen
+            if p != body_end:
+                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, p - q)
+            # emit
+            offsets[n] = base_offset + off_delta
+            timestamps[n] = max_ts if log_append else base_ts + ts_delta
+            ts_types[n] = tstype
+            metas[n] = meta
+            if want_key:
+                key_valid[n] = 1 if klen >= 0 else 0
+                key_off[n + 1] = nk
+            if want_val:
+                val_valid[n] = 1 if vlen >= 0 else 0
+                val_off[n + 1] = nv
+            if want_hdr:
+                hdr_off[n + 1] = nh
+            n += 1
+        if count > 0 and p != end:
+            return _fail(state, E_TRAILING_BYTES, p, b, count, end - p)
+        # commit this batch: a later failure leaves the rows of earlier batches in place
+        state[N_REC] = n
+        state[N_KEY] = nk
+        state[N_VAL] = nv
+        state[N_HDR] = nh
+        state[N_HKEY] = nhk
+        state[N_HVAL] = nhv
+    return OK
