@@ -91,7 +91,15 @@ def _int(name: str, v: Any, minimum: int | None = None) -> int:
     return out
 
 
-_SIZE_UNITS = {"b": 1, "k": 1024, "kb": 1024, "m": MiB, "mb": MiB, "g": 1024 * MiB, "gb": 1024 * MiB}
+_SIZE_UNITS = {
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "m": MiB,
+    "mb": MiB,
+    "g": 1024 * MiB,
+    "gb": 1024 * MiB,
+}
 
 
 def _size(name: str, v: Any) -> int:
@@ -119,7 +127,7 @@ def _partition_json(name: str, v: Any, allow_special: bool) -> PartitionMap:
         except json.JSONDecodeError as e:
             raise OptionError(f"option {name!r}: not valid JSON ({e.msg}): {v!r}") from None
     if not isinstance(v, dict):
-        raise OptionError(f"option {name!r}: expected JSON like {{\"topic\":{{\"0\":23}}}}")
+        raise OptionError(f'option {name!r}: expected JSON like {{"topic":{{"0":23}}}}')
     out: PartitionMap = {}
     for topic, parts in v.items():
         if not isinstance(parts, dict):

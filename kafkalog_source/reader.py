@@ -738,18 +738,18 @@ class RangeReader:
         # rows still to come from the current window are numbered from 0 again
         self._meta_tables = [tables[-1]]
         self._meta_base = 0
-        batch = self._assemble(cols, meta[cols["meta"]])
+        batch = self._assemble(cols, _LazyRows(meta, cols["meta"]))
         if batch.num_rows:
             self.stats.records += batch.num_rows
             yield batch
 
-    def _assemble(self, cols: dict[str, Any], meta: np.ndarray) -> pa.RecordBatch:
+    def _assemble(self, cols: dict[str, Any], lazy: _LazyRows) -> pa.RecordBatch:
         n = len(cols["offset"])
         rng = self.rng
         proj = self.projection
         offsets = cols["offset"]
         if "header_keys" in cols:
-            self._check_utf8(cols["header_keys"], cols, meta)
+            self._check_utf8(cols["header_keys"], cols, lazy)
         arrays = []
         for name in proj.names:
             if name == "key" or name == "value" or name == "headers":
@@ -765,7 +765,7 @@ class RangeReader:
             elif name == "timestampType":
                 arrays.append(pa.array(cols["ts_type"].astype(np.int32), pa.int32()))
             else:
-                arrays.append(self._meta_column(name, cols, meta, n))
+                arrays.append(self._meta_column(name, cols, lazy.rows, n))
         batch = pa.RecordBatch.from_arrays(arrays, schema=proj.schema)
         return self._filter(batch, offsets, cols["timestamp_ms"], cols["ts_type"])
 
@@ -858,7 +858,7 @@ class RangeReader:
             mask=pa.array(~valid),
         )
 
-    def _check_utf8(self, hkeys: pa.Array, cols: dict[str, Any], meta: np.ndarray) -> None:
+    def _check_utf8(self, hkeys: pa.Array, cols: dict[str, Any], lazy: _LazyRows) -> None:
         try:
             hkeys.validate(full=True)
         except pa.ArrowInvalid:
@@ -871,6 +871,7 @@ class RangeReader:
                 hkeys[h].as_py()
             except UnicodeDecodeError as e:
                 r = int(np.searchsorted(hdr_off, h, side="right") - 1)
+                meta = lazy.rows
                 raise RecordStructureError(
                     f"header key of the record at offset {int(cols['offset'][r])} is not valid "
                     f"UTF-8 ({e.reason} at byte {e.start})",
@@ -878,6 +879,22 @@ class RangeReader:
                     int(meta[r, H_POS]),
                     int(meta[r, H_BASE_OFFSET]),
                 ) from None
+
+
+class _LazyRows:
+    """The batch-table row of every output row, gathered only when a column needs it."""
+
+    def __init__(self, table: np.ndarray, index: np.ndarray) -> None:
+        self._table = table
+        self._index = index
+        self._rows: np.ndarray | None = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        """One batch-header row per output row."""
+        if self._rows is None:
+            self._rows = self._table[self._index]
+        return self._rows
 
 
 def read_range(

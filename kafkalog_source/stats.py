@@ -57,5 +57,7 @@ class ReadStats:
                 f"({self.tail_bytes} bytes not decoded)"
             )
         if self.corrupt_files or self.missing_files:
-            parts.append(f"ignored {self.corrupt_files} corrupt, {self.missing_files} missing files")
+            parts.append(
+                f"ignored {self.corrupt_files} corrupt, {self.missing_files} missing files"
+            )
         return "; ".join(parts)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .jit import kernel
 
@@ -84,3 +87,24 @@ def varlong(src, p, end):  # type: ignore[no-untyped-def]
             return np.int64(result >> np.uint64(1)) ^ -np.int64(result & np.uint64(1)), np.int64(p)
         shift += np.uint64(7)
     return np.int64(0), np.int64(VARINT_TOO_LONG)
+
+
+@intrinsic
+def _memcpy(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+    """LLVM ``memcpy`` of ``n`` bytes from ``src[src_off:]`` to ``dst[dst_off:]`` (no checks)."""
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        dst_arr = context.make_array(sig.args[0])(context, builder, args[0])
+        src_arr = context.make_array(sig.args[2])(context, builder, args[2])
+        d = builder.gep(dst_arr.data, [args[1]])
+        s = builder.gep(src_arr.data, [args[3]])
+        cgutils.raw_memcpy(builder, d, s, args[4], 1)
+        return context.get_dummy_value()
+
+    return types.void(dst, types.int64, src, types.int64, types.int64), codegen
+
+
+@kernel
+def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+    """Copy ``n`` bytes between uint8 arrays with a real memcpy; callers check the bounds."""
+    _memcpy(dst, np.int64(dst_off), src, np.int64(src_off), np.int64(n))

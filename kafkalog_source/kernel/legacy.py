@@ -8,7 +8,7 @@ then resumes after the wrapper. Every message's CRC-32 is checked here when aske
 
 from __future__ import annotations
 
-from .bytes import be32, be32u, be64
+from .bytes import be32, be32u, be64, copy_bytes
 from .crc32 import crc32
 from .jit import kernel
 from .status import (
@@ -129,7 +129,7 @@ def decode_legacy(
         metas[n] = meta_base + k * meta_step
         if want_key:
             if klen >= 0:
-                key_data[nk : nk + klen] = src[kpos : kpos + klen]
+                copy_bytes(key_data, nk, src, kpos, klen)
                 nk += klen
                 key_valid[n] = 1
             else:
@@ -137,7 +137,7 @@ def decode_legacy(
             key_off[n + 1] = nk
         if want_val:
             if vlen >= 0:
-                val_data[nv : nv + vlen] = src[q : q + vlen]
+                copy_bytes(val_data, nv, src, q, vlen)
                 nv += vlen
                 val_valid[n] = 1
             else:

@@ -12,7 +12,7 @@ varint headerCount, then per header varint keyLength (>= 0), key, varint valueLe
 
 from __future__ import annotations
 
-from .bytes import varint, varlong
+from .bytes import copy_bytes, varint, varlong
 from .jit import kernel
 from .status import (
     E_HEADER_COUNT,
@@ -128,7 +128,7 @@ def decode_v2(
                 if klen > body_end - p:
                     return _fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
                 if want_key:
-                    key_data[nk : nk + klen] = src[p : p + klen]
+                    copy_bytes(key_data, nk, src, p, klen)
                     nk += klen
                 p += klen
             # value
@@ -139,7 +139,7 @@ def decode_v2(
                 if vlen > body_end - p:
                     return _fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
                 if want_val:
-                    val_data[nv : nv + vlen] = src[p : p + vlen]
+                    copy_bytes(val_data, nv, src, p, vlen)
                     nv += vlen
                 p += vlen
             # headers
@@ -157,7 +157,7 @@ def decode_v2(
                 if hklen < 0 or hklen > body_end - p:
                     return _fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
                 if want_hdr:
-                    hk_data[nhk : nhk + hklen] = src[p : p + hklen]
+                    copy_bytes(hk_data, nhk, src, p, hklen)
                     nhk += hklen
                 p += hklen
                 hvlen, p = varint(src, p, body_end)
@@ -169,7 +169,7 @@ def decode_v2(
                     return _fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
                 if want_hdr:
                     if hvlen >= 0:
-                        hv_data[nhv : nhv + hvlen] = src[p : p + hvlen]
+                        copy_bytes(hv_data, nhv, src, p, hvlen)
                         nhv += hvlen
                         hv_valid[nh] = 1
                     else:
