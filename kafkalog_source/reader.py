@@ -60,7 +60,7 @@ from .kernel.crc32 import CRC32_TABLES
 from .kernel.legacy import decode_legacy
 from .kernel.status import E_LEGACY_CRC, ERR_A, ERR_B, ERR_ITEM, ERR_POS, OK, WRAP_POS, WRAPPER
 from .kernel.status import describe as describe_status
-from .kernel.v2 import BP_WIDTH, decode_v2
+from .kernel.v2 import decode_v2
 from .options import ReadOptions, parse_options
 from .planning.splits import NO_LIMIT, SegmentRange, Split
 from .stats import ReadStats
@@ -70,6 +70,7 @@ log = logging.getLogger("kafkalog")
 WINDOW_BYTES = 8 << 20
 HEADER_ROWS = 4096
 FLUSH_DATA_BYTES = 256 << 20
+GROUP_BYTES = 1 << 20
 MAX_WRAPPER_DEPTH = 4
 CONTROL_TYPES = {
     0: "ABORT",
@@ -116,6 +117,7 @@ class RangeReader:
         self._meta_tables: list[np.ndarray] = []
         self._meta_base = 0
         self._window_pos = 0
+        self._mv = memoryview(b"")
         self._done = False
         self._ts_start = getattr(rng, "timestamp_start", None)
         self._ts_end = getattr(rng, "timestamp_end", None)
@@ -236,6 +238,7 @@ class RangeReader:
             rows, stop, why = scan_window(buf, got, pos, hdr)
             if rows:
                 self._window_pos = pos
+                self._mv = memoryview(buf)
                 table = hdr[:rows].copy()
                 self._register(table)
                 yield from self._process(buf, table)
@@ -336,31 +339,130 @@ class RangeReader:
 
     # ------------------------------------------------------------------ batches
     def _process(self, buf: np.ndarray, table: np.ndarray) -> Iterator[pa.RecordBatch]:
-        """Decode the batches of one scanned window."""
+        """Decode the batches of one scanned window, in file order."""
         rows = table.shape[0]
+        tl = table.tolist()  # plain ints: far cheaper to index per batch than numpy scalars
         i = 0
-        while i < rows:
-            row = table[i]
-            if row[H_MAGIC] < 2:
-                j = i + 1
-                while j < rows and table[j, H_MAGIC] < 2:
+        while i < rows and not self._done:
+            j = i + 1
+            if tl[i][H_MAGIC] < 2:
+                while j < rows and tl[j][H_MAGIC] < 2:
                     j += 1
                 self._legacy_top(buf, table, i, j)
-                i = j
+                yield from self._maybe_flush()
             else:
-                j = self._v2_run_end(table, i)
-                if j > i:
-                    self._v2_plain_run(buf, table, i, j)
-                    i = j
+                while j < rows and tl[j][H_MAGIC] == 2:
+                    j += 1
+                yield from self._v2_rows(buf, table, tl, i, j)
+            i = j
+
+    def _maybe_flush(self) -> Iterator[pa.RecordBatch]:
+        if self.sink.rows >= self.opts.records_per_batch or (
+            self.sink.data_bytes >= FLUSH_DATA_BYTES
+        ):
+            yield from self._flush()
+
+    def _v2_rows(
+        self, buf: np.ndarray, table: np.ndarray, tl: list[list[int]], i: int, j: int
+    ) -> Iterator[pa.RecordBatch]:
+        """Decode v2 batches ``i..j-1`` of the window.
+
+        Uncompressed batches are walked in place, many per kernel call. Compressed batches are
+        decompressed one by one and walked in groups of about ``GROUP_BYTES`` of decompressed
+        data, so each payload is walked while it is still in cache and the per-call cost of the
+        kernel is spread over many batches.
+        """
+        plain: list[list[int]] = []
+        plain_idx: list[int] = []
+        packed: list[list[int]] = []
+        packed_idx: list[int] = []
+        packed_data: list[bytes] = []
+        packed_len = 0
+        base_meta = self._meta_base
+        for k in range(i, j):
+            r = tl[k]
+            attrs = r[H_ATTRS]
+            codec = attrs & 7
+            w = r[H_WPOS]
+            size = r[H_SIZE]
+            try:
+                if attrs & 0x20:
+                    self.stats.control_batches += 1
+                    if not self._in_range(r):
+                        if self._done:
+                            break
+                        continue
+                    if self.verify:
+                        self._check_crc(buf, r)
+                    if self.read_committed and r[H_PID] >= 0:
+                        self._advance_aborted(r)
+                        if codec == 0 and self._control_type(buf, w + 61, w + size) == 0:
+                            self._aborted_pids.discard(r[H_PID])
+                    if not self.include_control:
+                        continue
                 else:
-                    self._v2_one(buf, table, i)
-                    i += 1
-            if self._done:
-                break
-            if self.sink.rows >= self.opts.records_per_batch or (
-                self.sink.data_bytes >= FLUSH_DATA_BYTES
-            ):
-                yield from self._flush()
+                    if not self._data_wanted(r):
+                        if self._done:
+                            break
+                        continue
+                    if self.verify:
+                        self._check_crc(buf, r)
+                lat = (attrs >> 3) & 1
+                if codec == 0:
+                    count = self._check_count(r, size - 61, "records")
+                    if packed:
+                        yield from self._run_group(packed_data, packed, packed_idx, table)
+                        packed, packed_idx, packed_data, packed_len = [], [], [], 0
+                    plain.append(
+                        [w + 61, w + size, count, r[H_BASE_OFFSET], r[H_BASE_TS], r[H_MAX_TS],
+                         lat, base_meta + k]
+                    )  # fmt: skip
+                    plain_idx.append(k)
+                    continue
+                if plain:
+                    yield from self._run_group(buf, plain, plain_idx, table)
+                    plain, plain_idx = [], []
+                try:
+                    data = decompress(codec, self._mv[w + 61 : w + size], 2, self._cap())
+                except CorruptDataError as exc:
+                    self._error(
+                        exc.located(self.rng.path, r[H_POS], r[H_BASE_OFFSET]),
+                        r,
+                        bytes(buf[w : w + size]),
+                    )
+                count = self._check_count(r, len(data), "decompressed records")
+                packed.append(
+                    [packed_len, packed_len + len(data), count, r[H_BASE_OFFSET], r[H_BASE_TS],
+                     r[H_MAX_TS], lat, base_meta + k]
+                )  # fmt: skip
+                packed_idx.append(k)
+                packed_data.append(data)
+                packed_len += len(data)
+                if packed_len >= GROUP_BYTES:
+                    yield from self._run_group(packed_data, packed, packed_idx, table)
+                    packed, packed_idx, packed_data, packed_len = [], [], [], 0
+            except _Skip:
+                continue
+        if plain:
+            yield from self._run_group(buf, plain, plain_idx, table)
+        if packed:
+            yield from self._run_group(packed_data, packed, packed_idx, table)
+
+    def _run_group(
+        self,
+        src: np.ndarray | list[bytes],
+        bp_rows: list[list[int]],
+        idx: list[int],
+        table: np.ndarray,
+    ) -> Iterator[pa.RecordBatch]:
+        """Walk one group of batches with a single kernel call, then flush if the sink is full."""
+        decompressed = isinstance(src, list)
+        if decompressed:
+            src = np.frombuffer(src[0] if len(src) == 1 else b"".join(src), np.uint8)
+        bp = np.array(bp_rows, np.int64)
+        self._decode_v2(src, bp, table[idx], decompressed)
+        self.stats.batches += len(bp_rows)
+        yield from self._maybe_flush()
 
     def _in_range(self, row: np.ndarray) -> bool:
         """Offset bounds and pruning hints, from the header alone; sets ``_done`` past the end."""
@@ -397,22 +499,10 @@ class RangeReader:
                 return False
         return True
 
-    def _v2_run_end(self, table: np.ndarray, i: int) -> int:
-        """End of the run of plain (uncompressed, data) v2 batches starting at row ``i``."""
-        j = i
-        rows = table.shape[0]
-        while (
-            j < rows
-            and table[j, H_MAGIC] == 2
-            and (table[j, H_ATTRS] & 0x27) == 0
-            and not (self.read_committed and table[j, H_PID] >= 0)
-        ):
-            j += 1
-        return j
-
-    def _check_crc(self, buf: np.ndarray, row: np.ndarray) -> None:
-        w = int(row[H_WPOS])
-        computed = crc32c.crc32c(memoryview(buf)[w + 21 : w + int(row[H_SIZE])])
+    def _check_crc(self, buf: np.ndarray, row: list[int]) -> None:
+        """Verify a v2 batch's CRC-32C (bytes 21 to the end); apply the mode on a mismatch."""
+        w = row[H_WPOS]
+        computed = crc32c.crc32c(self._mv[w + 21 : w + row[H_SIZE]])
         if computed != row[H_CRC]:
             exc = self._corrupt(
                 ChecksumError,
@@ -440,46 +530,15 @@ class RangeReader:
             )
         return count
 
-    def _v2_plain_run(self, buf: np.ndarray, table: np.ndarray, i: int, j: int) -> None:
-        """Decode uncompressed v2 data batches ``i..j-1`` of the window in one kernel call."""
-        keep = []
-        for k in range(i, j):
-            row = table[k]
-            if not self._data_wanted(row):
-                if self._done:
-                    break
-                continue
-            try:
-                if self.verify:
-                    self._check_crc(buf, row)
-                self._check_count(row, int(row[H_SIZE]) - 61, "records")
-            except _Skip:
-                continue
-            keep.append(k)
-        if not keep:
-            return
-        sel = table[keep]
-        bp = np.empty((len(keep), BP_WIDTH), np.int64)
-        bp[:, 0] = sel[:, H_WPOS] + 61
-        bp[:, 1] = sel[:, H_WPOS] + sel[:, H_SIZE]
-        bp[:, 2] = sel[:, H_COUNT]
-        bp[:, 3] = sel[:, H_BASE_OFFSET]
-        bp[:, 4] = sel[:, H_BASE_TS]
-        bp[:, 5] = sel[:, H_MAX_TS]
-        bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
-        bp[:, 7] = self._meta_base + np.asarray(keep, np.int64)
-        self._decode_v2(buf, bp, sel, None)
-        self.stats.batches += len(keep)
-
     def _decode_v2(
-        self, src: np.ndarray, bp: np.ndarray, rows: np.ndarray, payload_pos: int | None
+        self, src: np.ndarray, bp: np.ndarray, rows: np.ndarray, decompressed: bool
     ) -> None:
         """Run the v2 kernel over ``bp``; on a bad batch apply the mode and go on after it."""
         sink = self.sink
         start = 0
         while start < bp.shape[0]:
             part = bp[start:]
-            sink.reserve(int(part[:, 2].clip(0).sum()), int((part[:, 1] - part[:, 0]).sum()))
+            sink.reserve(int(part[:, 2].sum()), int((part[:, 1] - part[:, 0]).sum()))
             code = decode_v2(src, part, sink.want, *sink.v2_args())
             if code == OK:
                 return
@@ -487,78 +546,19 @@ class RangeReader:
             b = start + int(st[ERR_ITEM])
             row = rows[b]
             reason = describe_status(int(code), int(st[ERR_A]), int(st[ERR_B]))
-            if payload_pos is None:
-                pos = self._window_pos + int(st[ERR_POS])
-            else:
+            if decompressed:
                 reason += (
-                    f" (at byte {int(st[ERR_POS])} of the decompressed records, "
+                    f" (at byte {int(st[ERR_POS]) - int(bp[b, 0])} of the decompressed records, "
                     f"codec {CODEC_NAMES[int(row[H_ATTRS]) & 7]})"
                 )
                 pos = int(row[H_POS])
+            else:
+                pos = self._window_pos + int(st[ERR_POS])
             try:
                 self._error(self._corrupt(RecordStructureError, reason, pos, row), row, None)
             except _Skip:
                 pass
             start = b + 1
-
-    def _v2_one(self, buf: np.ndarray, table: np.ndarray, i: int) -> None:
-        """Decode one compressed, control or (under read_committed) producer v2 batch."""
-        row = table[i]
-        w = int(row[H_WPOS])
-        size = int(row[H_SIZE])
-        codec = int(row[H_ATTRS]) & 7
-        is_control = bool(row[H_ATTRS] & 0x20)
-        try:
-            if is_control:
-                self.stats.control_batches += 1
-                if not self._in_range(row):
-                    return
-                if self.verify:
-                    self._check_crc(buf, row)
-                if self.read_committed and row[H_PID] >= 0:
-                    self._advance_aborted(row)
-                    if codec == 0 and self._control_type(buf, w + 61, w + size) == 0:
-                        self._aborted_pids.discard(int(row[H_PID]))
-                if not self.include_control:
-                    return
-            else:
-                if not self._data_wanted(row):
-                    return
-                if self.verify:
-                    self._check_crc(buf, row)
-            if codec == 0:
-                src, start, end = buf, w + 61, w + size
-            else:
-                try:
-                    data = decompress(codec, memoryview(buf)[w + 61 : w + size], 2, self._cap())
-                except CorruptDataError as exc:
-                    self._error(
-                        exc.located(self.rng.path, int(row[H_POS]), int(row[H_BASE_OFFSET])),
-                        row,
-                        bytes(buf[w : w + size]),
-                    )
-                src = np.frombuffer(data, np.uint8)
-                start, end = 0, src.shape[0]
-            self._check_count(row, end - start, "decompressed records" if codec else "records")
-        except _Skip:
-            return
-        bp = np.array(
-            [
-                [
-                    start,
-                    end,
-                    row[H_COUNT],
-                    row[H_BASE_OFFSET],
-                    row[H_BASE_TS],
-                    row[H_MAX_TS],
-                    (row[H_ATTRS] >> 3) & 1,
-                    self._meta_base + i,
-                ]
-            ],
-            np.int64,
-        )
-        self._decode_v2(src, bp, row[None, :], None if codec == 0 else 0)
-        self.stats.batches += 1
 
     @staticmethod
     def _control_type(buf: np.ndarray, start: int, end: int) -> int | None:

@@ -7,7 +7,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .jit import kernel
+from .jit import inline_kernel, kernel
 
 
 @kernel
@@ -54,9 +54,13 @@ VARINT_EOF = -1
 VARINT_TOO_LONG = -2
 
 
-@kernel
+@inline_kernel
 def varint(src, p, end):  # type: ignore[no-untyped-def]
     """Zig-zag int32 varint at ``src[p]`` (at most 5 bytes) -> (value, next position or error)."""
+    if p < end:
+        b0 = np.int64(src[p])
+        if b0 < 0x80:  # one-byte fast path: most lengths, deltas and counts
+            return (b0 >> 1) ^ -(b0 & 1), np.int64(p + 1)
     result = np.int64(0)
     shift = 0
     for _ in range(5):
@@ -72,9 +76,13 @@ def varint(src, p, end):  # type: ignore[no-untyped-def]
     return np.int64(0), np.int64(VARINT_TOO_LONG)
 
 
-@kernel
+@inline_kernel
 def varlong(src, p, end):  # type: ignore[no-untyped-def]
     """Zig-zag int64 varint at ``src[p]`` (at most 10 bytes) -> (value, next position or error)."""
+    if p < end:
+        b0 = np.int64(src[p])
+        if b0 < 0x80:
+            return (b0 >> 1) ^ -(b0 & 1), np.int64(p + 1)
     result = np.uint64(0)
     shift = np.uint64(0)
     for _ in range(10):
@@ -104,7 +112,7 @@ def _memcpy(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untype
     return types.void(dst, types.int64, src, types.int64, types.int64), codegen
 
 
-@kernel
+@inline_kernel
 def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """Copy ``n`` bytes between uint8 arrays with a real memcpy; callers check the bounds."""
     _memcpy(dst, np.int64(dst_off), src, np.int64(src_off), np.int64(n))

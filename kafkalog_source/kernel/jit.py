@@ -35,3 +35,10 @@ import numba  # noqa: E402
 def kernel(fn):  # type: ignore[no-untyped-def]
     """Compile ``fn`` with numba in nopython mode, cached on disk, releasing the GIL."""
     return numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")(fn)
+
+
+def inline_kernel(fn):  # type: ignore[no-untyped-def]
+    """Like :func:`kernel`, and inlined into its callers at the numba IR level (hot helpers)."""
+    return numba.njit(
+        cache=True, nogil=True, boundscheck=False, error_model="numpy", inline="always"
+    )(fn)
