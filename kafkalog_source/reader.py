@@ -58,9 +58,21 @@ from .framing.scan import (
 from .kernel.bytes import varint, varlong
 from .kernel.crc32 import CRC32_TABLES
 from .kernel.legacy import decode_legacy
-from .kernel.status import E_LEGACY_CRC, ERR_A, ERR_B, ERR_ITEM, ERR_POS, OK, WRAP_POS, WRAPPER
+from .kernel.status import (
+    E_LEGACY_CRC,
+    ERR_A,
+    ERR_B,
+    ERR_ITEM,
+    ERR_POS,
+    MAX_MS,
+    N_NULL_TS,
+    NULL_TS,
+    OK,
+    WRAP_POS,
+    WRAPPER,
+)
 from .kernel.status import describe as describe_status
-from .kernel.v2 import decode_v2
+from .kernel.v2 import BP_WIDTH, decode_v2
 from .options import ReadOptions, parse_options
 from .planning.splits import NO_LIMIT, SegmentRange, Split
 from .stats import ReadStats
@@ -157,7 +169,8 @@ class RangeReader:
         s.reserve(1, len(raw) + len(reason_b) + 32)
         n = s.rows
         s.offsets[n] = row[H_BASE_OFFSET]
-        s.timestamps[n] = -1
+        s.timestamps[n] = NULL_TS
+        s.state[N_NULL_TS] += 1
         s.ts_types[n] = -1
         if meta_index is None:
             idx = self._row_index(row)
@@ -372,6 +385,13 @@ class RangeReader:
         data, so each payload is walked while it is still in cache and the per-call cost of the
         kernel is spread over many batches.
         """
+        sub = table[i:j]
+        special = (sub[:, H_ATTRS] & 0x27) != 0
+        if self.read_committed:
+            special |= sub[:, H_PID] >= 0
+        if not special.any():
+            yield from self._plain_rows(buf, table, i, j)
+            return
         plain: list[list[int]] = []
         plain_idx: list[int] = []
         packed: list[list[int]] = []
@@ -447,6 +467,57 @@ class RangeReader:
             yield from self._run_group(buf, plain, plain_idx, table)
         if packed:
             yield from self._run_group(packed_data, packed, packed_idx, table)
+
+    def _plain_rows(
+        self, buf: np.ndarray, table: np.ndarray, i: int, j: int
+    ) -> Iterator[pa.RecordBatch]:
+        """Fast path for uncompressed v2 data batches: checks in bulk, one kernel call."""
+        rng = self.rng
+        sub = table[i:j]
+        base = sub[:, H_BASE_OFFSET]
+        past = np.nonzero(base >= rng.offset_hi)[0]
+        if past.size:
+            self._done = True
+            sub = sub[: past[0]]
+            base = base[: past[0]]
+        keep = base + sub[:, H_LOD] >= rng.offset_lo
+        if rng.min_timestamp_hint is not None:
+            keep &= sub[:, H_MAX_TS] >= rng.min_timestamp_hint
+        bad = (sub[:, H_COUNT] < 0) | (sub[:, H_COUNT] > (sub[:, H_SIZE] - 61) // 7)
+        if self.verify:
+            mv = self._mv
+            crcs = np.fromiter(
+                (crc32c.crc32c(mv[a + 21 : a + n]) for a, n in sub[:, [H_WPOS, H_SIZE]].tolist()),
+                np.int64,
+                sub.shape[0],
+            )
+            bad |= crcs != sub[:, H_CRC]
+        bad &= keep
+        if bad.any():
+            tl = sub.tolist()
+            for k in np.nonzero(bad)[0].tolist():
+                try:
+                    if self.verify:
+                        self._check_crc(buf, tl[k])
+                    self._check_count(tl[k], tl[k][H_SIZE] - 61, "records")
+                except _Skip:
+                    keep[k] = False
+        idx = np.nonzero(keep)[0]
+        if not idx.size:
+            return
+        sel = sub[idx]
+        bp = np.empty((idx.size, BP_WIDTH), np.int64)
+        bp[:, 0] = sel[:, H_WPOS] + 61
+        bp[:, 1] = sel[:, H_WPOS] + sel[:, H_SIZE]
+        bp[:, 2] = sel[:, H_COUNT]
+        bp[:, 3] = sel[:, H_BASE_OFFSET]
+        bp[:, 4] = sel[:, H_BASE_TS]
+        bp[:, 5] = sel[:, H_MAX_TS]
+        bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
+        bp[:, 7] = self._meta_base + i + idx
+        self._decode_v2(buf, bp, sel, False)
+        self.stats.batches += int(idx.size)
+        yield from self._maybe_flush()
 
     def _run_group(
         self,
@@ -726,7 +797,10 @@ class RangeReader:
             log_append = bool(attrs & 0x08)
             types[has_ts] = 1 if log_append else 0
             if log_append:
-                sink.timestamps[r0:r1][has_ts] = w_ts
+                ok = -MAX_MS <= w_ts <= MAX_MS
+                sink.timestamps[r0:r1][has_ts] = w_ts * 1000 if ok else NULL_TS
+                if not ok:
+                    sink.state[N_NULL_TS] += 1
         del row
 
     # ------------------------------------------------------------------ output
@@ -761,17 +835,15 @@ class RangeReader:
             elif name == "offset":
                 arrays.append(pa.array(offsets, pa.int64()))
             elif name == "timestamp":
-                arrays.append(timestamp_array(cols["timestamp_ms"], cols["ts_type"]))
+                arrays.append(timestamp_array(cols["timestamp_us"], cols["null_ts"] > 0))
             elif name == "timestampType":
-                arrays.append(pa.array(cols["ts_type"].astype(np.int32), pa.int32()))
+                arrays.append(pa.array(cols["ts_type"], pa.int32()))
             else:
                 arrays.append(self._meta_column(name, cols, lazy.rows, n))
         batch = pa.RecordBatch.from_arrays(arrays, schema=proj.schema)
-        return self._filter(batch, offsets, cols["timestamp_ms"], cols["ts_type"])
+        return self._filter(batch, offsets, cols["timestamp_us"])
 
-    def _filter(
-        self, batch: pa.RecordBatch, offsets: np.ndarray, ts: np.ndarray, types: np.ndarray
-    ) -> pa.RecordBatch:
+    def _filter(self, batch: pa.RecordBatch, offsets: np.ndarray, ts: np.ndarray) -> pa.RecordBatch:
         """Exact record-level bounds: offsets, and Spark's starting/ending timestamp rules."""
         rng = self.rng
         mask = None
@@ -780,13 +852,13 @@ class RangeReader:
             if not m.all():
                 mask = m
         if not self._started:
-            hit = np.nonzero((ts >= self._ts_start) & (types != -1))[0]
+            hit = np.nonzero((ts >= self._ts_start * 1000) & (ts != NULL_TS))[0]
             first = int(hit[0]) if hit.size else len(ts)
             m = np.arange(len(ts)) >= first
             mask = m if mask is None else mask & m
             self._started = bool(hit.size)
         if self._ts_end is not None:
-            hit = np.nonzero((ts >= self._ts_end) & (types != -1))[0]
+            hit = np.nonzero((ts >= self._ts_end * 1000) & (ts != NULL_TS))[0]
             if hit.size:
                 m = np.arange(len(ts)) < int(hit[0])
                 mask = m if mask is None else mask & m

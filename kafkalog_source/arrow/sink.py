@@ -11,12 +11,19 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..kernel.status import N_HDR, N_HKEY, N_HVAL, N_KEY, N_REC, N_VAL, STATE_SIZE
+from ..kernel.status import (
+    N_HDR,
+    N_HKEY,
+    N_HVAL,
+    N_KEY,
+    N_NULL_TS,
+    N_REC,
+    N_VAL,
+    NULL_TS,
+    STATE_SIZE,
+)
 from ..kernel.v2 import WANT_HEADERS, WANT_KEY, WANT_VALUE
 from .schema import HEADER_STRUCT, HEADERS, TIMESTAMP, Projection
-
-# Microsecond timestamps must fit in int64: |ms| below this bound.
-_MAX_MS = (2**63 - 1) // 1000
 
 
 def _grow(arr: np.ndarray, need: int) -> np.ndarray:
@@ -71,7 +78,7 @@ class ColumnSink:
         )
         self.offsets = np.empty(r, np.int64)
         self.timestamps = np.empty(r, np.int64)
-        self.ts_types = np.empty(r, np.int8)
+        self.ts_types = np.empty(r, np.int32)
         self.metas = np.empty(r, np.int64)
         self.key_off = np.zeros(r + 1 if wk else 1, np.int32)
         self.key_valid = np.empty(r if wk else 1, np.uint8)
@@ -173,6 +180,7 @@ class ColumnSink:
         if rows >= s[N_REC]:
             return
         s[N_REC] = rows
+        s[N_NULL_TS] += 1  # recount nulls at flush time
         if self.want & WANT_KEY:
             s[N_KEY] = self.key_off[rows]
         if self.want & WANT_VALUE:
@@ -189,7 +197,8 @@ class ColumnSink:
         n = int(s[N_REC])
         out: dict[str, pa.Array | np.ndarray] = {
             "offset": self.offsets[:n],
-            "timestamp_ms": self.timestamps[:n],
+            "timestamp_us": self.timestamps[:n],
+            "null_ts": int(s[N_NULL_TS]),
             "ts_type": self.ts_types[:n],
             "meta": self.metas[:n],
         }
@@ -222,12 +231,12 @@ class ColumnSink:
         return out
 
 
-def timestamp_array(ms: np.ndarray, ts_types: np.ndarray) -> pa.Array:
-    """Milliseconds to ``timestamp('us', UTC)``; null for v0 rows and for out-of-range values."""
-    valid = (ts_types != -1) & (ms <= _MAX_MS) & (ms >= -_MAX_MS)
-    us = ms * 1000
-    n = ms.shape[0]
-    bitmap, nulls = _validity(valid.view(np.uint8), n)
+def timestamp_array(us: np.ndarray, may_have_nulls: bool) -> pa.Array:
+    """Kernel microseconds as ``timestamp('us', UTC)``; ``NULL_TS`` entries become nulls."""
+    n = us.shape[0]
+    bitmap, nulls = None, 0
+    if may_have_nulls:
+        bitmap, nulls = _validity((us != NULL_TS).view(np.uint8), n)
     return pa.Array.from_buffers(TIMESTAMP, n, [bitmap, pa.py_buffer(us)], null_count=nulls)
 
 

@@ -97,22 +97,48 @@ def varlong(src, p, end):  # type: ignore[no-untyped-def]
     return np.int64(0), np.int64(VARINT_TOO_LONG)
 
 
-@intrinsic
-def _memcpy(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
-    """LLVM ``memcpy`` of ``n`` bytes from ``src[src_off:]`` to ``dst[dst_off:]`` (no checks)."""
-
+def _memcpy_codegen(count):  # type: ignore[no-untyped-def]
     def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
         dst_arr = context.make_array(sig.args[0])(context, builder, args[0])
         src_arr = context.make_array(sig.args[2])(context, builder, args[2])
         d = builder.gep(dst_arr.data, [args[1]])
         s = builder.gep(src_arr.data, [args[3]])
-        cgutils.raw_memcpy(builder, d, s, args[4], 1)
+        n = args[4] if count is None else context.get_constant(types.int64, count)
+        cgutils.raw_memcpy(builder, d, s, n, 1)
         return context.get_dummy_value()
 
-    return types.void(dst, types.int64, src, types.int64, types.int64), codegen
+    return codegen
+
+
+@intrinsic
+def _memcpy(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+    """LLVM ``memcpy`` of ``n`` bytes from ``src[src_off:]`` to ``dst[dst_off:]`` (no checks)."""
+    sig = types.void(dst, types.int64, src, types.int64, types.int64)
+    return sig, _memcpy_codegen(None)
+
+
+@intrinsic
+def _memcpy16(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+    """A 16-byte LLVM ``memcpy`` (compiled to two unaligned loads and stores); ``n`` unused."""
+    sig = types.void(dst, types.int64, src, types.int64, types.int64)
+    return sig, _memcpy_codegen(16)
 
 
 @inline_kernel
 def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
-    """Copy ``n`` bytes between uint8 arrays with a real memcpy; callers check the bounds."""
-    _memcpy(dst, np.int64(dst_off), src, np.int64(src_off), np.int64(n))
+    """Copy ``n`` bytes between uint8 arrays; callers check the bounds.
+
+    Short copies go 16 bytes at a time with fixed-size moves while at least 16 bytes remain in
+    both arrays past the copy (the common case for keys and small values); anything longer, or
+    near an array end, is one libc ``memcpy``.
+    """
+    d = np.int64(dst_off)
+    s = np.int64(src_off)
+    m = np.int64(n)
+    if m <= 64 and d + 64 <= dst.shape[0] and s + 64 <= src.shape[0]:
+        i = np.int64(0)
+        while i < m:
+            _memcpy16(dst, d + i, src, s + i, np.int64(16))
+            i += 16
+    else:
+        _memcpy(dst, d, src, s, m)

@@ -23,9 +23,12 @@ from .status import (
     ERR_CODE,
     ERR_ITEM,
     ERR_POS,
+    MAX_MS,
     N_KEY,
+    N_NULL_TS,
     N_REC,
     N_VAL,
+    NULL_TS,
     OK,
     WRAP_POS,
     WRAPPER,
@@ -124,7 +127,11 @@ def decode_legacy(
             state[N_VAL] = nv
             return WRAPPER
         offsets[n] = offset
-        timestamps[n] = ts
+        if tstype != -1 and -MAX_MS <= ts <= MAX_MS:
+            timestamps[n] = ts * 1000
+        else:
+            timestamps[n] = NULL_TS
+            state[N_NULL_TS] += 1
         ts_types[n] = tstype
         metas[n] = meta_base + k * meta_step
         if want_key:

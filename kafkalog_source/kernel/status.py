@@ -8,6 +8,12 @@ from __future__ import annotations
 
 # state vector slots
 N_REC, N_KEY, N_VAL, N_HDR, N_HKEY, N_HVAL = 0, 1, 2, 3, 4, 5
+N_NULL_TS = 6  # rows whose timestamp is null (v0, or out of the microsecond range)
+
+# Timestamps are stored in microseconds; a millisecond value beyond this bound cannot be, and
+# is stored as NULL_TS (a null timestamp).
+MAX_MS = (2**63 - 1) // 1000
+NULL_TS = -(2**63)
 ERR_CODE, ERR_POS, ERR_ITEM, ERR_A, ERR_B = 8, 9, 10, 11, 12
 WRAP_POS = 13
 STATE_SIZE = 16

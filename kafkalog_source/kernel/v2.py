@@ -30,12 +30,15 @@ from .status import (
     ERR_CODE,
     ERR_ITEM,
     ERR_POS,
+    MAX_MS,
     N_HDR,
     N_HKEY,
     N_HVAL,
     N_KEY,
+    N_NULL_TS,
     N_REC,
     N_VAL,
+    NULL_TS,
     OK,
 )
 
@@ -81,13 +84,17 @@ def decode_v2(
     hv_data,
     state,
 ):  # type: ignore[no-untyped-def]
-    """Decode the records of every batch described by the rows of ``bp`` into the sink arrays."""
+    """Decode the records of every batch described by the rows of ``bp`` into the sink arrays.
+
+    Timestamps are written in microseconds, ready for Arrow.
+    """
     n = state[N_REC]
     nk = state[N_KEY]
     nv = state[N_VAL]
     nh = state[N_HDR]
     nhk = state[N_HKEY]
     nhv = state[N_HVAL]
+    null_ts = state[N_NULL_TS]
     want_key = (want & 1) != 0
     want_val = (want & 2) != 0
     want_hdr = (want & 4) != 0
@@ -183,7 +190,12 @@ def decode_v2(
                 return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, p - q)
             # emit
             offsets[n] = base_offset + off_delta
-            timestamps[n] = max_ts if log_append else base_ts + ts_delta
+            ts = max_ts if log_append else base_ts + ts_delta
+            if -MAX_MS <= ts <= MAX_MS:
+                timestamps[n] = ts * 1000
+            else:
+                timestamps[n] = NULL_TS
+                null_ts += 1
             ts_types[n] = tstype
             metas[n] = meta
             if want_key:
@@ -204,4 +216,5 @@ def decode_v2(
         state[N_HDR] = nh
         state[N_HKEY] = nhk
         state[N_HVAL] = nhv
+        state[N_NULL_TS] = null_ts
     return OK
