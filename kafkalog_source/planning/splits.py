@@ -34,6 +34,12 @@ class SegmentRange:
     # data may lie in this range, and the first offset of undecided transactions (the LSO).
     aborted: tuple[tuple[int, int, int], ...] = ()
     last_stable_offset: int = NO_LIMIT
+    # startingTimestamp / endingTimestamp rules (epoch ms), see the class docstring. The planner
+    # sets timestamp_start only on the range that begins at the batch holding the partition's
+    # first record with timestamp >= it, and timestamp_end only on the range that ends with the
+    # batch holding the first record with timestamp >= it.
+    timestamp_start: int | None = None
+    timestamp_end: int | None = None
 
 
 @dataclass(frozen=True)
