@@ -83,7 +83,6 @@ WINDOW_BYTES = 8 << 20
 HEADER_ROWS = 4096
 FLUSH_DATA_BYTES = 256 << 20
 GROUP_BYTES = 1 << 20
-MAX_WRAPPER_DEPTH = 4
 CONTROL_TYPES = {
     0: "ABORT",
     1: "COMMIT",
@@ -134,6 +133,7 @@ class RangeReader:
         self._ts_start = getattr(rng, "timestamp_start", None)
         self._ts_end = getattr(rng, "timestamp_end", None)
         self._started = self._ts_start is None
+        self._first_last: int | None = None  # last offset of the range's first batch
         # read_committed state (SEGMENT_SPEC §4.2)
         self._aborted = sorted(rng.aborted, key=lambda t: t[1])
         self._aborted_next = 0
@@ -250,6 +250,8 @@ class RangeReader:
             self.stats.bytes_read += got
             rows, stop, why = scan_window(buf, got, pos, hdr)
             if rows:
+                if self._first_last is None:
+                    self._first_last = int(hdr[0, H_BASE_OFFSET] + hdr[0, H_LOD])
                 self._window_pos = pos
                 self._mv = memoryview(buf)
                 table = hdr[:rows].copy()
@@ -767,8 +769,11 @@ class RangeReader:
         vlen = struct.unpack_from(">i", src, q)[0]
         q += 4
         codec = attrs & 7
-        if depth >= MAX_WRAPPER_DEPTH:
-            raise RecordStructureError(f"compressed messages nested deeper than {depth} levels")
+        if depth > 0:
+            # Kafka: InvalidRecordException("Inner messages must not be compressed")
+            raise RecordStructureError(
+                "inner messages must not be compressed (a compressed wrapper inside a wrapper)"
+            )
         if vlen < 0:
             raise RecordStructureError(
                 f"found invalid compressed record set with null value (magic = {magic})"
@@ -851,12 +856,16 @@ class RangeReader:
             m = (offsets >= rng.offset_lo) & (offsets < rng.offset_hi)
             if not m.all():
                 mask = m
-        if not self._started:
-            hit = np.nonzero((ts >= self._ts_start * 1000) & (ts != NULL_TS))[0]
-            first = int(hit[0]) if hit.size else len(ts)
-            m = np.arange(len(ts)) >= first
+        if not self._started and self._first_last is not None:
+            # Spark's startingTimestamp: the planner starts this range at the batch holding the
+            # first offset whose timestamp is >= T; inside that batch, drop the records before
+            # it. Every later record is returned, whatever its timestamp.
+            in_first = offsets <= self._first_last
+            hit = np.nonzero(in_first & (ts >= self._ts_start * 1000) & (ts != NULL_TS))[0]
+            first = int(hit[0]) if hit.size else int(np.count_nonzero(in_first))
+            m = ~in_first | (np.arange(len(ts)) >= first)
             mask = m if mask is None else mask & m
-            self._started = bool(hit.size)
+            self._started = bool(hit.size) or not in_first.all()
         if self._ts_end is not None:
             hit = np.nonzero((ts >= self._ts_end * 1000) & (ts != NULL_TS))[0]
             if hit.size:

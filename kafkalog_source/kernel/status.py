@@ -38,6 +38,7 @@ E_LEGACY_CRC = -14
 E_LEGACY_MAGIC = -15
 E_LEGACY_TRUNCATED = -16
 E_CAPACITY = -17
+E_RECORD_STRUCTURE = -18  # a varint inside a record body ends early or is too long
 
 
 def describe(code: int, a: int, b: int) -> str:
@@ -68,4 +69,8 @@ def describe(code: int, a: int, b: int) -> str:
         E_LEGACY_MAGIC: f"unknown magic byte {a} in a message set",
         E_LEGACY_TRUNCATED: f"inner message set ends inside a message ({b} bytes remain)",
         E_CAPACITY: "internal error: output capacity exceeded",
+        E_RECORD_STRUCTURE: (
+            "found invalid record structure: a varint in the record body "
+            + ("is longer than allowed" if a == -2 else "runs past the end of the record")
+        ),
     }.get(code, f"kernel status {code}")

@@ -23,6 +23,7 @@ from .status import (
     E_RECORD_LENGTH,
     E_RECORD_OVERRUN,
     E_RECORD_SIZE_MISMATCH,
+    E_RECORD_STRUCTURE,
     E_TRAILING_BYTES,
     E_VALUE_LENGTH,
     ERR_A,
@@ -123,14 +124,14 @@ def decode_v2(
             p = q + 1  # attributes byte: unused
             ts_delta, p = varlong(src, p, body_end)
             if p < 0:
-                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
             off_delta, p = varint(src, p, body_end)
             if p < 0:
-                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
             # key
             klen, p = varint(src, p, body_end)
             if p < 0:
-                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
             if klen >= 0:
                 if klen > body_end - p:
                     return _fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
@@ -141,7 +142,7 @@ def decode_v2(
             # value
             vlen, p = varint(src, p, body_end)
             if p < 0:
-                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
             if vlen >= 0:
                 if vlen > body_end - p:
                     return _fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
@@ -152,15 +153,13 @@ def decode_v2(
             # headers
             hcount, p = varint(src, p, body_end)
             if p < 0:
-                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1)
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
             if hcount < 0 or hcount > body_end - p:
                 return _fail(state, E_HEADER_COUNT, rec_start, b, hcount, body_end - p)
             for _h in range(hcount):
                 hklen, p = varint(src, p, body_end)
                 if p < 0:
-                    return _fail(
-                        state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1
-                    )
+                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
                 if hklen < 0 or hklen > body_end - p:
                     return _fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
                 if want_hdr:
@@ -169,9 +168,7 @@ def decode_v2(
                 p += hklen
                 hvlen, p = varint(src, p, body_end)
                 if p < 0:
-                    return _fail(
-                        state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, body_end - q + 1
-                    )
+                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
                 if hvlen > body_end - p:
                     return _fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
                 if want_hdr:
