@@ -1,0 +1,46 @@
+"""kafkalog: read Apache Kafka log segment files as Arrow tables and Spark DataFrames.
+
+The Arrow API needs no Spark::
+
+    import kafkalog_source as kl
+    table = kl.read_table("/archive/kafka-logs/orders-0", isolationLevel="read_committed")
+    for batch in kl.iter_batches("/archive/kafka-logs", verifyChecksums=True):
+        ...
+
+With PySpark installed, ``spark.read.format("kafkalog").load(path)`` reads the same data with the
+same options (see the README's option table).
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    ChecksumError,
+    CorruptDataError,
+    DecompressionError,
+    KafkaLogError,
+    OptionError,
+    PathError,
+    RecordStructureError,
+    UnsupportedFormatError,
+)
+from .options import ReadOptions, parse_options
+from .reader import iter_batches, read_table
+from .stats import ReadStats
+
+__all__ = [
+    "ChecksumError",
+    "CorruptDataError",
+    "DecompressionError",
+    "KafkaLogError",
+    "OptionError",
+    "PathError",
+    "ReadOptions",
+    "ReadStats",
+    "RecordStructureError",
+    "UnsupportedFormatError",
+    "iter_batches",
+    "parse_options",
+    "read_table",
+]
+
+__version__ = "0.1.0"
