@@ -62,7 +62,7 @@ def test_sample_control_records(log: str) -> None:
     table = read_table(str(SAMPLES / log), includeControlRecords=True)
     rows = table.to_pylist()
     assert [r["offset"] for r in rows] == [e["offset"] for e in spec["rows"]]
-    for r, e in zip(rows, spec["rows"]):
+    for r, e in zip(rows, spec["rows"], strict=True):
         if e["isControl"]:
             assert r["control"]["type"] == e["controlType"]
         else:
@@ -75,5 +75,7 @@ def test_whole_log_directory() -> None:
     want = sum(1 for spec in MANIFEST.values() for e in spec["rows"] if not e["isControl"])
     assert table.num_rows == want
     topics = {(v["topic"], v["partition"]) for v in MANIFEST.values()}
-    got = set(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist()))
+    got = set(
+        zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(), strict=True)
+    )
     assert got <= topics
