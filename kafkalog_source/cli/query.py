@@ -1,0 +1,213 @@
+"""``kafkalog query PATH "SQL"``: run Spark SQL over segment files, exposed as the view ``kafkalog``.
+
+Example::
+
+    kafkalog query sample_segments \\
+        "SELECT topic, partition, count(*) AS n FROM kafkalog GROUP BY 1, 2 ORDER BY 1, 2"
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+VIEW = "kafkalog"
+DEFAULT_MAX_ROWS = 1000
+DEFAULT_MAX_WIDTH = 80
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``query`` subcommand."""
+    p = subparsers.add_parser(
+        "query",
+        help="run a SQL query over segment files (the view `kafkalog`)",
+        description=(
+            "Load PATH (a .log file, a partition directory or a log directory) with the "
+            f"kafkalog Spark source as the temporary view `{VIEW}`, run SQL and print the "
+            "result as a table. Binary values are shown as UTF-8 text when they decode to "
+            "printable text, else as 0x-prefixed hex."
+        ),
+    )
+    p.add_argument("path", metavar="PATH", help="segment file or directory")
+    p.add_argument("sql", metavar="SQL", help=f'a query, e.g. "SELECT count(*) FROM {VIEW}"')
+    p.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a reader option, e.g. --option isolationLevel=read_committed (repeatable)",
+    )
+    p.add_argument(
+        "--max-rows",
+        type=_non_negative,
+        default=DEFAULT_MAX_ROWS,
+        metavar="N",
+        help=f"print at most N rows (default {DEFAULT_MAX_ROWS})",
+    )
+    p.add_argument(
+        "--max-width",
+        type=_non_negative,
+        default=DEFAULT_MAX_WIDTH,
+        metavar="N",
+        help=f"cut cells longer than N characters, 0 = never (default {DEFAULT_MAX_WIDTH})",
+    )
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.set_defaults(run=run)
+
+
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
+    return n
+
+
+def parse_option_args(items: list[str]) -> dict[str, str]:
+    """``["k=v", ...]`` into a dict; the reader validates names and values."""
+    from .main import CommandError
+
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"--option expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the query and print the result table to stdout."""
+    from ..errors import PathError
+    from ..options import parse_options
+
+    options = parse_option_args(args.option)
+    parse_options(options, paths=args.path)  # fail fast, before starting Spark
+    if (
+        "://" not in args.path
+        and not any(c in args.path for c in "*?[")
+        and not os.path.exists(args.path)
+    ):
+        raise PathError(f"{args.path}: no such file or directory")
+
+    _quiet_python_loggers(verbose=args.verbose)
+    from ..spark.session import local_session
+
+    spark = local_session("kafkalog-query", master=args.master)
+    try:
+        if not args.verbose:
+            spark.sparkContext.setLogLevel("OFF")
+        spark.read.format("kafkalog").options(**options).load(args.path).createOrReplaceTempView(
+            VIEW
+        )
+        result = spark.sql(args.sql)
+        table = result.limit(args.max_rows + 1).toArrow()
+    finally:
+        spark.stop()
+    print(format_table(table, args.max_rows, args.max_width))
+    return 0
+
+
+def _quiet_python_loggers(verbose: bool) -> None:
+    """PySpark logs every failed query as JSON on stderr; our one-line error is enough."""
+    if verbose:
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger", "py4j"):
+        logging.getLogger(name).disabled = True
+
+
+# ---------------------------------------------------------------------------- formatting
+
+_NUMERIC = re.compile(r"^(int|uint|float|double|decimal|halffloat)")
+
+
+def format_table(table: Any, max_rows: int, max_width: int = DEFAULT_MAX_WIDTH) -> str:
+    """An aligned text table of a pyarrow Table, cut at ``max_rows`` rows, with a row count."""
+    names = list(table.column_names)
+    shown = min(table.num_rows, max_rows)
+    columns = [table.column(i).slice(0, shown).to_pylist() for i in range(len(names))]
+    right = [bool(_NUMERIC.match(str(table.schema.field(i).type))) for i in range(len(names))]
+    cells = [[_cut(format_value(v), max_width) for v in col] for col in columns]
+    widths = [max([len(n)] + [len(c) for c in col]) for n, col in zip(names, cells, strict=True)]
+
+    def line(values: list[str]) -> str:
+        parts = [
+            v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right, strict=True)
+        ]
+        return " | ".join(parts).rstrip()
+
+    out = []
+    if names:
+        out.append(line(names))
+        out.append("-+-".join("-" * w for w in widths))
+        for i in range(shown):
+            out.append(line([col[i] for col in cells]))
+    if table.num_rows > max_rows:
+        out.append(f"(first {max_rows} rows shown; raise --max-rows to see more)")
+    else:
+        out.append(f"({shown} row{'' if shown == 1 else 's'})")
+    return "\n".join(out)
+
+
+def _cut(text: str, max_width: int) -> str:
+    if max_width and len(text) > max_width:
+        return text[: max(max_width - 3, 1)] + "..."
+    return text
+
+
+def format_value(value: Any) -> str:
+    """One cell: null, UTF-8 text or hex for bytes, ISO times, lists and structs."""
+    if value is None:
+        return "null"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return format_bytes(bytes(value))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return format_datetime(value)
+    if isinstance(value, (int, float, Decimal)):
+        return str(value)
+    if isinstance(value, str):
+        return _printable(value)
+    if isinstance(value, dict):
+        if set(value) == {"key", "value"}:  # a Kafka header
+            return f"{format_value(value['key'])}={format_value(value['value'])}"
+        return "{" + ", ".join(f"{k}: {format_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return _printable(str(value))
+
+
+def format_bytes(data: bytes) -> str:
+    """UTF-8 text when the bytes decode to printable text, else ``0x`` + hex; empty is ``""``."""
+    if not data:
+        return '""'
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + data.hex()
+    if text.isprintable():
+        return text
+    return "0x" + data.hex()
+
+
+def format_datetime(value: datetime) -> str:
+    """``YYYY-MM-DD HH:MM:SS.mmm`` (microseconds only when present), in the value's zone."""
+    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    if value.microsecond % 1000:
+        return f"{text}.{value.microsecond:06d}"
+    return f"{text}.{value.microsecond // 1000:03d}"
+
+
+def _printable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
