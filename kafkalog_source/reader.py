@@ -59,13 +59,22 @@ from .kernel.bytes import varint, varlong
 from .kernel.crc32 import CRC32_TABLES
 from .kernel.legacy import decode_legacy
 from .kernel.status import (
+    CAP_HEADER_KEYS,
+    CAP_HEADER_VALUES,
+    CAP_HEADERS,
+    CAP_VALUES,
+    E_CAPACITY,
     E_LEGACY_CRC,
     ERR_A,
     ERR_B,
     ERR_ITEM,
     ERR_POS,
     MAX_MS,
+    N_HDR,
+    N_HKEY,
+    N_HVAL,
     N_NULL_TS,
+    N_VAL,
     NULL_TS,
     OK,
     WRAP_POS,
@@ -81,7 +90,7 @@ log = logging.getLogger("kafkalog")
 
 WINDOW_BYTES = 8 << 20
 HEADER_ROWS = 4096
-FLUSH_DATA_BYTES = 256 << 20
+FLUSH_DATA_BYTES = 16 << 20  # flush an Arrow batch at this many key/value/header bytes
 GROUP_BYTES = 1 << 20
 CONTROL_TYPES = {
     0: "ABORT",
@@ -166,7 +175,16 @@ class RangeReader:
         s = self.sink
         raw = raw or b""
         reason_b = reason.encode()
-        s.reserve(1, len(raw) + len(reason_b) + 32)
+        key = b"kafkalog.error"
+        st = s.state
+        s.reserve(1)
+        for which, slot, extra in (
+            (CAP_VALUES, N_VAL, len(raw)),
+            (CAP_HEADERS, N_HDR, 2),
+            (CAP_HEADER_KEYS, N_HKEY, len(key)),
+            (CAP_HEADER_VALUES, N_HVAL, len(reason_b)),
+        ):
+            s.grow(which, int(st[slot]) + extra + 1)
         n = s.rows
         s.offsets[n] = row[H_BASE_OFFSET]
         s.timestamps[n] = NULL_TS
@@ -176,7 +194,6 @@ class RangeReader:
             idx = self._row_index(row)
             meta_index = self._meta_base + idx
         s.metas[n] = meta_index
-        st = s.state
         if s.want & 1:
             s.key_valid[n] = 0
             s.key_off[n + 1] = st[1]
@@ -187,7 +204,6 @@ class RangeReader:
             s.val_valid[n] = 1
             s.val_off[n + 1] = st[2]
         if s.want & 4:
-            key = b"kafkalog.error"
             nh, nhk, nhv = int(st[3]), int(st[4]), int(st[5])
             s.hk_data[nhk : nhk + len(key)] = np.frombuffer(key, np.uint8)
             s.hv_data[nhv : nhv + len(reason_b)] = np.frombuffer(reason_b, np.uint8)
@@ -611,12 +627,17 @@ class RangeReader:
         start = 0
         while start < bp.shape[0]:
             part = bp[start:]
-            sink.reserve(int(part[:, 2].sum()), int((part[:, 1] - part[:, 0]).sum()))
+            sink.reserve(int(part[:, 2].sum()))
             code = decode_v2(src, part, sink.want, *sink.v2_args())
             if code == OK:
                 return
             st = sink.state
             b = start + int(st[ERR_ITEM])
+            if code == E_CAPACITY:
+                # batches before b are committed; grow the full buffer and redo batch b
+                sink.grow(int(st[ERR_A]), int(st[ERR_B]))
+                start = b
+                continue
             row = rows[b]
             reason = describe_status(int(code), int(st[ERR_A]), int(st[ERR_B]))
             if decompressed:
@@ -695,7 +716,7 @@ class RangeReader:
         k0 = 0
         inner = table is None
         while p < end:
-            sink.reserve((end - p) // 26 + 1, end - p)
+            sink.reserve((end - p) // 26 + 1)
             code = decode_legacy(
                 src,
                 p,
@@ -711,6 +732,11 @@ class RangeReader:
             if code == OK:
                 return
             k = int(st[ERR_ITEM])
+            if code == E_CAPACITY:
+                sink.grow(int(st[ERR_A]), int(st[ERR_B]))
+                p = int(st[ERR_POS])
+                k0 += k
+                continue
             row = None if inner else table[first_row + k0 + k]
             if code == WRAPPER:
                 wp = int(st[WRAP_POS])

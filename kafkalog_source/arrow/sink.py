@@ -12,6 +12,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..kernel.status import (
+    CAP_HEADER_KEYS,
+    CAP_HEADER_VALUES,
+    CAP_HEADERS,
+    CAP_KEYS,
+    CAP_RECORDS,
+    CAP_VALUES,
     N_HDR,
     N_HKEY,
     N_HVAL,
@@ -26,11 +32,12 @@ from ..kernel.v2 import WANT_HEADERS, WANT_KEY, WANT_VALUE
 from .schema import HEADER_STRUCT, HEADERS, TIMESTAMP, Projection
 
 
-def _grow(arr: np.ndarray, need: int) -> np.ndarray:
-    if need <= arr.shape[0]:
+def _grow(arr: np.ndarray, size: int, used: int) -> np.ndarray:
+    """A larger array holding the first ``used`` items of ``arr`` (only those are copied)."""
+    if size <= arr.shape[0]:
         return arr
-    new = np.empty(max(need, 2 * arr.shape[0]), dtype=arr.dtype)
-    new[: arr.shape[0]] = arr
+    new = np.empty(size, dtype=arr.dtype)
+    new[:used] = arr[:used]
     return new
 
 
@@ -57,7 +64,7 @@ def _binary(
 class ColumnSink:
     """Growable per-column buffers for one output record batch at a time."""
 
-    def __init__(self, projection: Projection, records: int = 4096, data: int = 1 << 16) -> None:
+    def __init__(self, projection: Projection, records: int = 4096, data: int = 1 << 20) -> None:
         self.projection = projection
         self.want = (
             (WANT_KEY if projection.wants("key") or projection.wants("control") else 0)
@@ -65,33 +72,39 @@ class ColumnSink:
             | (WANT_HEADERS if projection.wants("headers") else 0)
         )
         self.state = np.zeros(STATE_SIZE, dtype=np.int64)
-        self._records0 = records
-        self._data0 = data
+        # Capacities survive flushes, so a steady stream allocates each buffer once per batch
+        # with np.empty: pages are only touched (and counted in RSS) as the kernel fills them.
+        self._cap = {
+            CAP_RECORDS: records,
+            CAP_KEYS: data,
+            CAP_VALUES: data,
+            CAP_HEADERS: 1024,
+            CAP_HEADER_KEYS: 4096,
+            CAP_HEADER_VALUES: data,
+        }
         self._allocate()
 
     def _allocate(self) -> None:
-        r, d = self._records0, self._data0
-        wk, wv, wh = (
-            self.want & WANT_KEY,
-            self.want & WANT_VALUE,
-            self.want & WANT_HEADERS,
-        )
+        c = self._cap
+        r = c[CAP_RECORDS]
+        wk, wv, wh = self.want & WANT_KEY, self.want & WANT_VALUE, self.want & WANT_HEADERS
         self.offsets = np.empty(r, np.int64)
         self.timestamps = np.empty(r, np.int64)
         self.ts_types = np.empty(r, np.int32)
         self.metas = np.empty(r, np.int64)
         self.key_off = np.zeros(r + 1 if wk else 1, np.int32)
         self.key_valid = np.empty(r if wk else 1, np.uint8)
-        self.key_data = np.empty(d if wk else 1, np.uint8)
+        self.key_data = np.empty(c[CAP_KEYS] if wk else 1, np.uint8)
         self.val_off = np.zeros(r + 1 if wv else 1, np.int32)
         self.val_valid = np.empty(r if wv else 1, np.uint8)
-        self.val_data = np.empty(d if wv else 1, np.uint8)
+        self.val_data = np.empty(c[CAP_VALUES] if wv else 1, np.uint8)
         self.hdr_off = np.zeros(r + 1 if wh else 1, np.int32)
-        self.hk_off = np.zeros(1024 if wh else 1, np.int32)
-        self.hk_data = np.empty(4096 if wh else 1, np.uint8)
-        self.hv_off = np.zeros(1024 if wh else 1, np.int32)
-        self.hv_valid = np.empty(1024 if wh else 1, np.uint8)
-        self.hv_data = np.empty(d if wh else 1, np.uint8)
+        h = c[CAP_HEADERS]
+        self.hk_off = np.zeros(h + 1 if wh else 1, np.int32)
+        self.hv_off = np.zeros(h + 1 if wh else 1, np.int32)
+        self.hv_valid = np.empty(h if wh else 1, np.uint8)
+        self.hk_data = np.empty(c[CAP_HEADER_KEYS] if wh else 1, np.uint8)
+        self.hv_data = np.empty(c[CAP_HEADER_VALUES] if wh else 1, np.uint8)
         self.state[:] = 0
 
     @property
@@ -105,35 +118,46 @@ class ColumnSink:
         s = self.state
         return int(s[N_KEY] + s[N_VAL] + s[N_HKEY] + s[N_HVAL])
 
-    def reserve(self, records: int, payload_bytes: int) -> None:
-        """Make room for up to ``records`` more rows built from ``payload_bytes`` source bytes."""
+    def reserve(self, records: int) -> None:
+        """Make room for ``records`` more rows (data buffers grow on demand, see :meth:`grow`)."""
+        need = int(self.state[N_REC]) + records
+        if need > self.offsets.shape[0]:
+            self.grow(CAP_RECORDS, need)
+
+    def grow(self, which: int, needed: int) -> None:
+        """Grow one buffer group (a ``CAP_*`` code from a kernel) to hold ``needed`` items."""
         s = self.state
-        n = int(s[N_REC]) + records
-        if n > self.offsets.shape[0]:
-            self.offsets = _grow(self.offsets, n)
-            self.timestamps = _grow(self.timestamps, n)
-            self.ts_types = _grow(self.ts_types, n)
-            self.metas = _grow(self.metas, n)
+        cap = max(int(needed), 2 * self._cap[which])
+        self._cap[which] = cap
+        n = int(s[N_REC])
+        if which == CAP_RECORDS:
+            self.offsets = _grow(self.offsets, cap, n)
+            self.timestamps = _grow(self.timestamps, cap, n)
+            self.ts_types = _grow(self.ts_types, cap, n)
+            self.metas = _grow(self.metas, cap, n)
             if self.want & WANT_KEY:
-                self.key_off = _grow(self.key_off, n + 1)
-                self.key_valid = _grow(self.key_valid, n)
+                self.key_off = _grow(self.key_off, cap + 1, n + 1)
+                self.key_valid = _grow(self.key_valid, cap, n)
             if self.want & WANT_VALUE:
-                self.val_off = _grow(self.val_off, n + 1)
-                self.val_valid = _grow(self.val_valid, n)
+                self.val_off = _grow(self.val_off, cap + 1, n + 1)
+                self.val_valid = _grow(self.val_valid, cap, n)
             if self.want & WANT_HEADERS:
-                self.hdr_off = _grow(self.hdr_off, n + 1)
-        if self.want & WANT_KEY:
-            self.key_data = _grow(self.key_data, int(s[N_KEY]) + payload_bytes)
-        if self.want & WANT_VALUE:
-            self.val_data = _grow(self.val_data, int(s[N_VAL]) + payload_bytes)
-        if self.want & WANT_HEADERS:
-            # each header takes at least two bytes of payload (two one-byte varints)
-            h = int(s[N_HDR]) + payload_bytes // 2 + 1
-            self.hk_off = _grow(self.hk_off, h + 1)
-            self.hv_off = _grow(self.hv_off, h + 1)
-            self.hv_valid = _grow(self.hv_valid, h)
-            self.hk_data = _grow(self.hk_data, int(s[N_HKEY]) + payload_bytes)
-            self.hv_data = _grow(self.hv_data, int(s[N_HVAL]) + payload_bytes)
+                self.hdr_off = _grow(self.hdr_off, cap + 1, n + 1)
+        elif which == CAP_KEYS:
+            self.key_data = _grow(self.key_data, cap, int(s[N_KEY]))
+        elif which == CAP_VALUES:
+            self.val_data = _grow(self.val_data, cap, int(s[N_VAL]))
+        elif which == CAP_HEADERS:
+            h = int(s[N_HDR])
+            self.hk_off = _grow(self.hk_off, cap + 1, h + 1)
+            self.hv_off = _grow(self.hv_off, cap + 1, h + 1)
+            self.hv_valid = _grow(self.hv_valid, cap, h)
+        elif which == CAP_HEADER_KEYS:
+            self.hk_data = _grow(self.hk_data, cap, int(s[N_HKEY]))
+        elif which == CAP_HEADER_VALUES:
+            self.hv_data = _grow(self.hv_data, cap, int(s[N_HVAL]))
+        else:
+            raise ValueError(f"unknown buffer group {which}")
 
     def v2_args(self) -> tuple:
         """The sink arrays in the order :func:`kafkalog_source.kernel.v2.decode_v2` takes them."""

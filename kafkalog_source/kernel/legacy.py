@@ -12,6 +12,10 @@ from .bytes import be32, be32u, be64, copy_bytes
 from .crc32 import crc32
 from .jit import kernel
 from .status import (
+    CAP_KEYS,
+    CAP_RECORDS,
+    CAP_VALUES,
+    E_CAPACITY,
     E_KEY_LENGTH,
     E_LEGACY_CRC,
     E_LEGACY_MAGIC,
@@ -126,6 +130,12 @@ def decode_legacy(
             state[N_KEY] = nk
             state[N_VAL] = nv
             return WRAPPER
+        if n >= offsets.shape[0]:
+            return _fail(state, E_CAPACITY, p, k, CAP_RECORDS, n + 1)
+        if want_key and klen > 0 and nk + klen > key_data.shape[0]:
+            return _fail(state, E_CAPACITY, p, k, CAP_KEYS, nk + klen)
+        if want_val and vlen > 0 and nv + vlen > val_data.shape[0]:
+            return _fail(state, E_CAPACITY, p, k, CAP_VALUES, nv + vlen)
         offsets[n] = offset
         if tstype != -1 and -MAX_MS <= ts <= MAX_MS:
             timestamps[n] = ts * 1000

@@ -37,7 +37,8 @@ E_LEGACY_SIZE = -13
 E_LEGACY_CRC = -14
 E_LEGACY_MAGIC = -15
 E_LEGACY_TRUNCATED = -16
-E_CAPACITY = -17
+E_CAPACITY = -17  # an output buffer is full: ERR_A says which, ERR_B the size needed
+CAP_RECORDS, CAP_KEYS, CAP_VALUES, CAP_HEADERS, CAP_HEADER_KEYS, CAP_HEADER_VALUES = range(1, 7)
 E_RECORD_STRUCTURE = -18  # a varint inside a record body ends early or is too long
 
 

@@ -15,6 +15,13 @@ from __future__ import annotations
 from .bytes import copy_bytes, varint, varlong
 from .jit import kernel
 from .status import (
+    CAP_HEADER_KEYS,
+    CAP_HEADER_VALUES,
+    CAP_HEADERS,
+    CAP_KEYS,
+    CAP_RECORDS,
+    CAP_VALUES,
+    E_CAPACITY,
     E_HEADER_COUNT,
     E_HEADER_KEY_LENGTH,
     E_HEADER_VALUE_LENGTH,
@@ -111,6 +118,8 @@ def decode_v2(
         tstype = 1 if log_append else 0
         for r in range(count):
             rec_start = p
+            if n >= offsets.shape[0]:
+                return _fail(state, E_CAPACITY, p, b, CAP_RECORDS, n + 1)
             length, q = varint(src, p, end)
             if q < 0:
                 if q == -1 and p >= end:
@@ -136,6 +145,8 @@ def decode_v2(
                 if klen > body_end - p:
                     return _fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
                 if want_key:
+                    if nk + klen > key_data.shape[0]:
+                        return _fail(state, E_CAPACITY, p, b, CAP_KEYS, nk + klen)
                     copy_bytes(key_data, nk, src, p, klen)
                     nk += klen
                 p += klen
@@ -147,6 +158,8 @@ def decode_v2(
                 if vlen > body_end - p:
                     return _fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
                 if want_val:
+                    if nv + vlen > val_data.shape[0]:
+                        return _fail(state, E_CAPACITY, p, b, CAP_VALUES, nv + vlen)
                     copy_bytes(val_data, nv, src, p, vlen)
                     nv += vlen
                 p += vlen
@@ -163,6 +176,10 @@ def decode_v2(
                 if hklen < 0 or hklen > body_end - p:
                     return _fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
                 if want_hdr:
+                    if nh + 1 >= hv_valid.shape[0]:
+                        return _fail(state, E_CAPACITY, p, b, CAP_HEADERS, nh + 2)
+                    if nhk + hklen > hk_data.shape[0]:
+                        return _fail(state, E_CAPACITY, p, b, CAP_HEADER_KEYS, nhk + hklen)
                     copy_bytes(hk_data, nhk, src, p, hklen)
                     nhk += hklen
                 p += hklen
@@ -173,6 +190,8 @@ def decode_v2(
                     return _fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
                 if want_hdr:
                     if hvlen >= 0:
+                        if nhv + hvlen > hv_data.shape[0]:
+                            return _fail(state, E_CAPACITY, p, b, CAP_HEADER_VALUES, nhv + hvlen)
                         copy_bytes(hv_data, nhv, src, p, hvlen)
                         nhv += hvlen
                         hv_valid[nh] = 1
