@@ -370,22 +370,17 @@ class RangeReader:
 
     # ------------------------------------------------------------------ batches
     def _process(self, buf: np.ndarray, table: np.ndarray) -> Iterator[pa.RecordBatch]:
-        """Decode the batches of one scanned window, in file order."""
-        rows = table.shape[0]
-        tl = table.tolist()  # plain ints: far cheaper to index per batch than numpy scalars
-        i = 0
-        while i < rows and not self._done:
-            j = i + 1
-            if tl[i][H_MAGIC] < 2:
-                while j < rows and tl[j][H_MAGIC] < 2:
-                    j += 1
+        """Decode the batches of one scanned window, in file order: runs of one format each."""
+        legacy = table[:, H_MAGIC] < 2
+        cuts = (np.nonzero(np.diff(legacy.view(np.int8)))[0] + 1).tolist()
+        for i, j in zip([0, *cuts], [*cuts, table.shape[0]], strict=True):
+            if self._done:
+                return
+            if legacy[i]:
                 self._legacy_top(buf, table, i, j)
                 yield from self._maybe_flush()
             else:
-                while j < rows and tl[j][H_MAGIC] == 2:
-                    j += 1
-                yield from self._v2_rows(buf, table, tl, i, j)
-            i = j
+                yield from self._v2_rows(buf, table, i, j)
 
     def _maybe_flush(self) -> Iterator[pa.RecordBatch]:
         if self.sink.rows >= self.opts.records_per_batch or (
@@ -394,7 +389,7 @@ class RangeReader:
             yield from self._flush()
 
     def _v2_rows(
-        self, buf: np.ndarray, table: np.ndarray, tl: list[list[int]], i: int, j: int
+        self, buf: np.ndarray, table: np.ndarray, i: int, j: int
     ) -> Iterator[pa.RecordBatch]:
         """Decode v2 batches ``i..j-1`` of the window.
 
@@ -410,6 +405,7 @@ class RangeReader:
         if not special.any():
             yield from self._plain_rows(buf, table, i, j)
             return
+        tl = table.tolist()  # plain ints: far cheaper to index per batch than numpy scalars
         plain: list[list[int]] = []
         plain_idx: list[int] = []
         packed: list[list[int]] = []
@@ -677,27 +673,23 @@ class RangeReader:
     # ------------------------------------------------------------------ legacy
     def _legacy_top(self, buf: np.ndarray, table: np.ndarray, i: int, j: int) -> None:
         """Decode top-level legacy messages ``i..j-1`` of the window, in runs of wanted ones."""
-        k = i
-        while k < j:
-            if not self._legacy_wanted(table[k]):
-                k += 1
-                continue
-            m = k + 1
-            while m < j and self._legacy_wanted(table[m]):
-                m += 1
+        rng = self.rng
+        sub = table[i:j]
+        wanted = sub[:, H_BASE_OFFSET] >= rng.offset_lo  # a legacy entry offset is its last
+        if rng.min_timestamp_hint is not None:
+            wanted &= sub[:, H_MAX_TS] >= rng.min_timestamp_hint
+        if wanted.all():
+            runs = [(0, j - i)]
+        else:
+            edges = np.diff(np.concatenate(([0], wanted.view(np.int8), [0])))
+            starts = np.nonzero(edges == 1)[0].tolist()
+            runs = list(zip(starts, np.nonzero(edges == -1)[0].tolist(), strict=True))
+        for a, b in runs:
+            k, m = i + a, i + b
             start = int(table[k, H_WPOS])
             end = int(table[m - 1, H_WPOS] + table[m - 1, H_SIZE])
             self._legacy_run(buf, start, end, self._meta_base + k, 1, 0, table, k)
             self.stats.batches += m - k
-            k = m
-
-    def _legacy_wanted(self, row: np.ndarray) -> bool:
-        rng = self.rng
-        last = int(row[H_BASE_OFFSET])
-        if last < rng.offset_lo:
-            return False
-        hint = rng.min_timestamp_hint
-        return not (hint is not None and row[H_MAX_TS] < hint)
 
     def _legacy_run(
         self,
