@@ -55,7 +55,7 @@ from .framing.scan import (
     STOP_INCOMPLETE,
     scan_window,
 )
-from .kernel.bytes import varint, varlong
+from .kernel.bytes import PAD, varint, varlong
 from .kernel.crc32 import CRC32_TABLES
 from .kernel.legacy import decode_legacy
 from .kernel.status import (
@@ -85,6 +85,7 @@ from .kernel.v2 import BP_WIDTH, decode_v2
 from .options import ReadOptions, parse_options
 from .planning.splits import NO_LIMIT, SegmentRange, Split
 from .stats import ReadStats
+from .storage.windows import SegmentWindows
 
 log = logging.getLogger("kafkalog")
 
@@ -92,6 +93,7 @@ WINDOW_BYTES = 8 << 20
 HEADER_ROWS = 4096
 FLUSH_DATA_BYTES = 16 << 20  # flush an Arrow batch at this many key/value/header bytes
 GROUP_BYTES = 1 << 20
+_PADDING = bytes(PAD)
 CONTROL_TYPES = {
     0: "ABORT",
     1: "COMMIT",
@@ -253,18 +255,28 @@ class RangeReader:
             yield from self._flush()
 
     def _read(self, fd: int) -> Iterator[pa.RecordBatch]:
+        windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD)
+        try:
+            yield from self._read_windows(fd, windows)
+        finally:
+            self._mv = memoryview(b"")
+            windows.close()
+
+    def _read_windows(self, fd: int, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
         rng = self.rng
-        end = min(rng.end, os.fstat(fd).st_size)
-        buf = np.empty(min(WINDOW_BYTES, max(end - rng.start, 64)), np.uint8)
+        end = min(rng.end, windows.size)
+        window_bytes = WINDOW_BYTES
         hdr = np.empty((HEADER_ROWS, H_WIDTH), np.int64)
         pos = rng.start
+        copy_tail = False
         while pos < end and not self._done:
-            want = min(buf.shape[0], end - pos)
-            got = os.preadv(fd, [memoryview(buf)[:want]], pos)
-            if got <= 0:
-                break
-            self.stats.bytes_read += got
+            want = min(window_bytes, end - pos)
+            buf, got = windows.window(pos, want, copy_tail)
             rows, stop, why = scan_window(buf, got, pos, hdr)
+            if got < want and rows == 0:
+                copy_tail = True  # a window cut short held no whole batch: copy the tail
+                continue
+            self.stats.bytes_read += int(stop)
             if rows:
                 if self._first_last is None:
                     self._first_last = int(hdr[0, H_BASE_OFFSET] + hdr[0, H_LOD])
@@ -274,10 +286,11 @@ class RangeReader:
                 self._register(table)
                 yield from self._process(buf, table)
             pos += int(stop)
+            windows.release(pos)
             if why == STOP_FULL or self._done:
                 continue
             if why == STOP_END:
-                if got == want and pos + 17 <= end and (rows or stop):
+                if pos + 17 <= end and (rows or stop):
                     continue  # the window ended; read on
                 self._tail(fd, pos, end)
                 return
@@ -286,7 +299,7 @@ class RangeReader:
                 if pos + size > end:
                     self._tail(fd, pos, end)
                     return
-                if size > buf.shape[0]:
+                if size > window_bytes:
                     if size > self.opts.max_batch_bytes + 12:
                         base = struct.unpack_from(">q", buf, int(stop))[0]
                         raise RecordStructureError(
@@ -296,7 +309,7 @@ class RangeReader:
                             pos,
                             base,
                         )
-                    buf = np.empty(size, np.uint8)
+                    window_bytes = size
                 continue
             # invalid framing at pos
             at = int(stop)
@@ -543,7 +556,7 @@ class RangeReader:
         """Walk one group of batches with a single kernel call, then flush if the sink is full."""
         decompressed = isinstance(src, list)
         if decompressed:
-            src = np.frombuffer(src[0] if len(src) == 1 else b"".join(src), np.uint8)
+            src = np.frombuffer(b"".join([*src, _PADDING]), np.uint8)
         bp = np.array(bp_rows, np.int64)
         self._decode_v2(src, bp, table[idx], decompressed)
         self.stats.batches += len(bp_rows)
@@ -653,17 +666,17 @@ class RangeReader:
     @staticmethod
     def _control_type(buf: np.ndarray, start: int, end: int) -> int | None:
         """The control type (0 ABORT, 1 COMMIT, ...) of the first record of a control batch."""
-        _, p = varint(buf, start, end)  # record length
-        if p < 0:
+        _, p = varint(buf, start)  # record length
+        if p >= end:
             return None
-        _, p = varlong(buf, p + 1, end)  # skip attributes, then timestampDelta
-        if p < 0:
+        _, p = varlong(buf, p + 1)  # skip attributes, then timestampDelta
+        if p >= end:
             return None
-        _, p = varint(buf, p, end)  # offsetDelta
-        if p < 0:
+        _, p = varint(buf, p)  # offsetDelta
+        if p >= end:
             return None
-        klen, p = varint(buf, p, end)
-        if p < 0 or klen < 4 or p + 4 > end:
+        klen, p = varint(buf, p)
+        if klen < 4 or p + 4 > end:
             return None
         return int(struct.unpack_from(">h", buf, int(p) + 2)[0])
 

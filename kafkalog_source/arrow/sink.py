@@ -64,7 +64,9 @@ def _binary(
 class ColumnSink:
     """Growable per-column buffers for one output record batch at a time."""
 
-    def __init__(self, projection: Projection, records: int = 4096, data: int = 1 << 20) -> None:
+    def __init__(
+        self, projection: Projection, records: int = 1 << 17, data: int = 32 << 20
+    ) -> None:
         self.projection = projection
         self.want = (
             (WANT_KEY if projection.wants("key") or projection.wants("control") else 0)
@@ -72,14 +74,16 @@ class ColumnSink:
             | (WANT_HEADERS if projection.wants("headers") else 0)
         )
         self.state = np.zeros(STATE_SIZE, dtype=np.int64)
-        # Capacities survive flushes, so a steady stream allocates each buffer once per batch
-        # with np.empty: pages are only touched (and counted in RSS) as the kernel fills them.
+        # Capacities survive flushes, so a steady stream allocates each buffer once per batch.
+        # They are generous on purpose: np.empty reserves address space, and pages are only
+        # touched (and counted in RSS) as the kernel fills them. The reader flushes at
+        # FLUSH_DATA_BYTES, so in steady state nothing grows; larger batches grow on demand.
         self._cap = {
             CAP_RECORDS: records,
             CAP_KEYS: data,
             CAP_VALUES: data,
-            CAP_HEADERS: 1024,
-            CAP_HEADER_KEYS: 4096,
+            CAP_HEADERS: records,
+            CAP_HEADER_KEYS: data // 4,
             CAP_HEADER_VALUES: data,
         }
         self._allocate()

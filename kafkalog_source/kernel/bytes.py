@@ -49,52 +49,59 @@ def be64(src, p):  # type: ignore[no-untyped-def]
     return np.int64(v)
 
 
-# Varint results: position >= 0 on success; these negative positions report why not.
-VARINT_EOF = -1
-VARINT_TOO_LONG = -2
+# Varints are read without bounds checks, for speed: callers guarantee at least PAD readable
+# bytes after the end of the data they walk, and check every returned position against the end
+# of the enclosing record. A varint longer than allowed returns a position past any real data
+# (p + TOO_LONG), so that same check reports it.
+PAD = 16
+TOO_LONG = 1 << 40
 
 
 @inline_kernel
-def varint(src, p, end):  # type: ignore[no-untyped-def]
-    """Zig-zag int32 varint at ``src[p]`` (at most 5 bytes) -> (value, next position or error)."""
-    if p < end:
-        b0 = np.int64(src[p])
-        if b0 < 0x80:  # one-byte fast path: most lengths, deltas and counts
-            return (b0 >> 1) ^ -(b0 & 1), np.int64(p + 1)
-    result = np.int64(0)
-    shift = 0
-    for _ in range(5):
-        if p >= end:
-            return np.int64(0), np.int64(VARINT_EOF)
-        b = np.int64(src[p])
-        p += 1
-        result |= (b & 0x7F) << shift
+def varint(src, p):  # type: ignore[no-untyped-def]
+    """Zig-zag int32 varint at ``src[p]`` (at most 5 bytes) -> (value, next position)."""
+    b0 = np.int64(src[p])
+    if b0 < 0x80:  # fast paths: nearly every length, delta and count takes one or two bytes
+        return (b0 >> 1) ^ -(b0 & 1), p + 1
+    b1 = np.int64(src[p + 1])
+    if b1 < 0x80:
+        u = (b0 & 0x7F) | (b1 << 7)
+        return (u >> 1) ^ -(u & 1), p + 2
+    u = (b0 & 0x7F) | ((b1 & 0x7F) << 7)
+    shift = 14
+    q = p + 2
+    for _ in range(3):
+        b = np.int64(src[q])
+        q += 1
+        u |= (b & 0x7F) << shift
         if b < 0x80:
-            u = result & 0xFFFFFFFF
-            return (u >> 1) ^ -(u & 1), np.int64(p)
+            u &= 0xFFFFFFFF
+            return (u >> 1) ^ -(u & 1), q
         shift += 7
-    return np.int64(0), np.int64(VARINT_TOO_LONG)
+    return np.int64(0), q + TOO_LONG
 
 
 @inline_kernel
-def varlong(src, p, end):  # type: ignore[no-untyped-def]
-    """Zig-zag int64 varint at ``src[p]`` (at most 10 bytes) -> (value, next position or error)."""
-    if p < end:
-        b0 = np.int64(src[p])
-        if b0 < 0x80:
-            return (b0 >> 1) ^ -(b0 & 1), np.int64(p + 1)
-    result = np.uint64(0)
-    shift = np.uint64(0)
-    for _ in range(10):
-        if p >= end:
-            return np.int64(0), np.int64(VARINT_EOF)
-        b = np.uint64(src[p])
-        p += 1
-        result |= (b & np.uint64(0x7F)) << shift
+def varlong(src, p):  # type: ignore[no-untyped-def]
+    """Zig-zag int64 varint at ``src[p]`` (at most 10 bytes) -> (value, next position)."""
+    b0 = np.int64(src[p])
+    if b0 < 0x80:
+        return (b0 >> 1) ^ -(b0 & 1), p + 1
+    b1 = np.int64(src[p + 1])
+    if b1 < 0x80:
+        u = (b0 & 0x7F) | (b1 << 7)
+        return (u >> 1) ^ -(u & 1), p + 2
+    r = np.uint64((b0 & 0x7F) | ((b1 & 0x7F) << 7))
+    shift = np.uint64(14)
+    q = p + 2
+    for _ in range(8):
+        b = np.uint64(src[q])
+        q += 1
+        r |= (b & np.uint64(0x7F)) << shift
         if b < np.uint64(0x80):
-            return np.int64(result >> np.uint64(1)) ^ -np.int64(result & np.uint64(1)), np.int64(p)
+            return np.int64(r >> np.uint64(1)) ^ -np.int64(r & np.uint64(1)), q
         shift += np.uint64(7)
-    return np.int64(0), np.int64(VARINT_TOO_LONG)
+    return np.int64(0), q + TOO_LONG
 
 
 def _memcpy_codegen(count):  # type: ignore[no-untyped-def]
@@ -128,14 +135,14 @@ def _memcpy16(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-unty
 def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """Copy ``n`` bytes between uint8 arrays; callers check the bounds.
 
-    Short copies go 16 bytes at a time with fixed-size moves while at least 16 bytes remain in
+    Copies up to 128 bytes go 16 bytes at a time with fixed-size moves while at least 16 bytes remain in
     both arrays past the copy (the common case for keys and small values); anything longer, or
     near an array end, is one libc ``memcpy``.
     """
     d = np.int64(dst_off)
     s = np.int64(src_off)
     m = np.int64(n)
-    if m <= 64 and d + 64 <= dst.shape[0] and s + 64 <= src.shape[0]:
+    if m <= 128 and d + 128 <= dst.shape[0] and s + 128 <= src.shape[0]:
         i = np.int64(0)
         while i < m:
             _memcpy16(dst, d + i, src, s + i, np.int64(16))

@@ -71,7 +71,7 @@ def describe(code: int, a: int, b: int) -> str:
         E_LEGACY_TRUNCATED: f"inner message set ends inside a message ({b} bytes remain)",
         E_CAPACITY: "internal error: output capacity exceeded",
         E_RECORD_STRUCTURE: (
-            "found invalid record structure: a varint in the record body "
-            + ("is longer than allowed" if a == -2 else "runs past the end of the record")
+            "found invalid record structure: a varint runs past the end of its record "
+            "or is longer than 5 (int32) or 10 (int64) bytes"
         ),
     }.get(code, f"kernel status {code}")

@@ -94,6 +94,9 @@ def decode_v2(
 ):  # type: ignore[no-untyped-def]
     """Decode the records of every batch described by the rows of ``bp`` into the sink arrays.
 
+    ``src`` must have at least ``PAD`` readable bytes after every batch end (varints are read
+    without bounds checks; every position is checked against its record's end instead).
+
     Timestamps are written in microseconds, ready for Arrow.
     """
     n = state[N_REC]
@@ -120,27 +123,27 @@ def decode_v2(
             rec_start = p
             if n >= offsets.shape[0]:
                 return _fail(state, E_CAPACITY, p, b, CAP_RECORDS, n + 1)
-            length, q = varint(src, p, end)
-            if q < 0:
-                if q == -1 and p >= end:
-                    return _fail(state, E_PREMATURE_EOF, p, b, count, r)
-                return _fail(state, q, p, b, 0, 0)
+            if p >= end:
+                return _fail(state, E_PREMATURE_EOF, p, b, count, r)
+            length, q = varint(src, p)
+            if q > end:
+                return _fail(state, E_RECORD_STRUCTURE, p, b, 0, 0)
             if length < 0:
                 return _fail(state, E_RECORD_LENGTH, p, b, length, end - q)
             body_end = q + length
             if body_end > end:
                 return _fail(state, E_RECORD_OVERRUN, p, b, length, end - q)
             p = q + 1  # attributes byte: unused
-            ts_delta, p = varlong(src, p, body_end)
-            if p < 0:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
-            off_delta, p = varint(src, p, body_end)
-            if p < 0:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
+            ts_delta, p = varlong(src, p)
+            if p > body_end:
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+            off_delta, p = varint(src, p)
+            if p > body_end:
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             # key
-            klen, p = varint(src, p, body_end)
-            if p < 0:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
+            klen, p = varint(src, p)
+            if p > body_end:
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             if klen >= 0:
                 if klen > body_end - p:
                     return _fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
@@ -151,9 +154,9 @@ def decode_v2(
                     nk += klen
                 p += klen
             # value
-            vlen, p = varint(src, p, body_end)
-            if p < 0:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
+            vlen, p = varint(src, p)
+            if p > body_end:
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             if vlen >= 0:
                 if vlen > body_end - p:
                     return _fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
@@ -164,15 +167,15 @@ def decode_v2(
                     nv += vlen
                 p += vlen
             # headers
-            hcount, p = varint(src, p, body_end)
-            if p < 0:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
+            hcount, p = varint(src, p)
+            if p > body_end:
+                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             if hcount < 0 or hcount > body_end - p:
                 return _fail(state, E_HEADER_COUNT, rec_start, b, hcount, body_end - p)
             for _h in range(hcount):
-                hklen, p = varint(src, p, body_end)
-                if p < 0:
-                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
+                hklen, p = varint(src, p)
+                if p > body_end:
+                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
                 if hklen < 0 or hklen > body_end - p:
                     return _fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
                 if want_hdr:
@@ -183,9 +186,9 @@ def decode_v2(
                     copy_bytes(hk_data, nhk, src, p, hklen)
                     nhk += hklen
                 p += hklen
-                hvlen, p = varint(src, p, body_end)
-                if p < 0:
-                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, p, 0)
+                hvlen, p = varint(src, p)
+                if p > body_end:
+                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
                 if hvlen > body_end - p:
                     return _fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
                 if want_hdr:
