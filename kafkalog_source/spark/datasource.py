@@ -66,13 +66,16 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema  # needs pyarrow only, not pandas
 from pyspark.sql.types import StructType
 
 from ..arrow.schema import ALL_COLUMNS, METADATA_COLUMNS, Projection, projection_for
 from ..errors import OptionError, PathError
 from ..options import ReadOptions, parse_options
+from ..planning.planner import plan
 from ..planning.pruning import Pruning
 from ..planning.splits import Split
+from ..reader import output_projection, read_split
 from ..stats import ReadStats
 from .filters import pruning_from_filters
 
@@ -99,13 +102,6 @@ NO_PATH_MESSAGE = (
 )
 
 
-def _output_projection(options: ReadOptions) -> Projection:
-    # Imported here: the decoder pulls in the compiled kernels, which planning does not need.
-    from ..reader import output_projection
-
-    return output_projection(options)
-
-
 class KafkaLogDataSource(DataSource):
     """Reads Kafka log segment files (``.log``): ``spark.read.format("kafkalog").load(path)``."""
 
@@ -124,11 +120,11 @@ class KafkaLogDataSource(DataSource):
 
     def schema(self) -> str:
         """The DDL of the columns these options produce."""
-        return _output_projection(self.read_options).ddl
+        return output_projection(self.read_options).ddl
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader for ``schema`` (ours, or a user-supplied subset of it)."""
-        projection, arrow_schema = check_schema(schema, _output_projection(self.read_options))
+        projection, arrow_schema = check_schema(schema, output_projection(self.read_options))
         pushdown = FILTER_PRUNING and _in_pushdown_worker()
         cls = KafkaLogPushdownReader if pushdown else KafkaLogReader
         return cls(self.read_options, projection, arrow_schema)
@@ -154,8 +150,6 @@ def check_schema(schema: StructType, available: Projection) -> tuple[Projection,
     Any subset of the available columns, in any order, with our types, is allowed. Names match
     case-insensitively (as Spark does by default); the output keeps the user's spelling.
     """
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     allowed = {n.lower(): n for n in available.names}
     allowed_text = available.ddl.replace("`", "")
     names: list[str] = []
@@ -227,16 +221,12 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
-        from ..planning.planner import plan
-
         return [SplitPartition(s) for s in plan(self.read_options, pruning=self.pruning)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split; an empty plan arrives as ``InputPartition(None)`` and yields nothing."""
         if not isinstance(partition, SplitPartition):
             return
-        from ..reader import read_split
-
         stats = ReadStats()
         rename = self.rename
         for batch in read_split(partition.split, self.read_options, self.projection, stats):
