@@ -40,9 +40,9 @@ cache. Any later query on the same DataFrame or temporary view that pushes no fi
 with the setting off, reuses the last pushdown query's plan. With pruning, that plan covers only
 the files that query needed. ``df.where("topic = 'a'").count(); df.count()`` then counts only
 topic ``a``. This was observed here, and ``javap`` on spark-sql 4.3.0 shows
-``getOrCreateReadInfo``/``setReadInfo``. Newer Spark keeps the plan per scan; that change came
-with ``DataSourceReader.pushLimit``. So :data:`FILTER_PRUNING` is on only when ``pushLimit``
-exists. Until then ``pushFilters`` is not defined, every plan covers all the data, and
+``getOrCreateReadInfo``/``setReadInfo``. Upstream Spark keeps the plan per scan since the change
+that added ``DataSourceReader.pushLimit`` (SPARK-58551), whose scan builder says why. So
+:data:`FILTER_PRUNING` is on only when ``pushLimit`` exists; check this when moving Spark up. Until then ``pushFilters`` is not defined, every plan covers all the data, and
 pushdown on or off gives the same, exact results. Use the range options (``startingOffsets``,
 ``startingTimestamp``, ...) to read less.
 
