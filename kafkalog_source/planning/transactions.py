@@ -1,0 +1,573 @@
+"""Aborted and undecided transactions of a partition log, collected on the driver (SEGMENT_SPEC §4).
+
+Under ``isolationLevel=read_committed`` the reader drops transactional batches exactly as Kafka's
+consumer does (§4.2): it needs, for every range it reads, the ``(producerId, firstOffset,
+markerOffset)`` of the aborted transactions whose data may lie in the range. A transaction's data
+can sit in earlier segments, and in earlier splits, than its ABORT marker, so the list is built
+here, once per partition log (one partition directory), before the log is cut into splits:
+
+* **Markers from the batch headers.** Every segment of the directory is walked header by header
+  (61 bytes per v2 batch, plus the first record's key of each control batch to tell ABORT from
+  COMMIT; no record data is read or decompressed) and §4.4 pass 1 is applied across the segments in
+  offset order: a producer's transaction starts at its first transactional batch after its
+  previous marker, and an ABORT marker closes it as aborted. The walk is cached per file version
+  (path, size, mtime), so planning the same data again costs a ``stat`` per segment.
+* **The ``.txnindex``** (§4.3) of the segment holding each ABORT marker gives the broker's own
+  ``firstOffset`` for that transaction. It is used where it agrees with the log: an entry must
+  name an ABORT marker the walk found (same producer, same offset), and its ``firstOffset`` must lie
+  after that producer's previous marker and no later than the first data the walk found. Where the
+  index is missing (it is created lazily, and may be missing for an active segment after a crash
+  or in a copied directory), incomplete or inconsistent, the header walk wins.
+* **Undecided transactions.** A producer whose transaction has data but no marker by the end of
+  the log is undecided: a live ``read_committed`` consumer would wait at the last stable offset.
+  An archive has no "later", so such a transaction is excluded like an aborted one: it becomes the
+  entry ``(producerId, firstOffset, NO_LIMIT)`` and the same §4.2 machinery drops its batches.
+  Non-transactional records after the LSO are still returned.
+
+:meth:`LogTransactions.for_range` picks the entries one :class:`SegmentRange` needs. The rule
+mirrors the broker's ``collectAbortedTxns`` for a fetch: with ``F`` the first offset the range can
+return and ``E`` an offset past its last batch, keep the entries with ``markerOffset >= F`` and
+``firstOffset < E``. See its docstring for why this is exact.
+
+Nothing here raises for damaged data: a walk that meets corruption stops there (markers beyond it
+can still come from the ``.txnindex``), and unreadable files contribute nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..framing.headers import LEGACY_MIN_SIZE, LOG_OVERHEAD, PREFIX_SIZE, V2_HEADER_SIZE
+from ..storage.discovery import SEGMENT_NAME, SegmentFile
+from ..storage.indexes import read_txn_index, sibling_path
+from .splits import NO_LIMIT
+
+log = logging.getLogger("kafkalog")
+
+ABORT = 0
+COMMIT = 1
+DATA = 2  # event kind: a producer's first transactional batch since its previous marker
+
+Entry = tuple[int, int, int]  # (producerId, firstOffset, markerOffset)
+
+_PREFIX = struct.Struct(">qiiB")
+# baseOffset, batchLength, (leader epoch), magic, (crc), attributes, lastOffsetDelta,
+# (timestamps), producerId, (epoch), (baseSequence), recordsCount
+_V2 = struct.Struct(">qi4xB4xhi16xq2x4xi")
+assert _V2.size == V2_HEADER_SIZE
+_BLOCK = 64 * 1024
+# A control record's key starts within: length (<=5) + attributes (1) + timestampDelta (<=10) +
+# offsetDelta (<=5) + keyLength (<=5) bytes; then 4 key bytes.
+_CONTROL_PEEK = 32
+# Walk results kept in memory: summaries are small (a few tuples per transaction).
+_CACHE_EVENTS = 2_000_000
+_CACHE_LOGS = 256
+
+
+# --------------------------------------------------------------------------------------------
+# One segment: the header walk
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentSummary:
+    """What one segment file contributes to the transaction bookkeeping.
+
+    ``events`` are ``(offset, producerId, kind)`` in file order: ``ABORT`` / ``COMMIT`` markers,
+    and ``DATA`` for a producer's first transactional batch since the segment start or since its
+    previous marker in this segment (enough to run §4.4 pass 1 across segments).
+    ``first_offset`` / ``next_offset`` bound the offsets of the batches walked. ``error`` says why
+    the walk stopped before the end of the readable data (corruption), else None. ``txn_index``
+    holds the ``.txnindex`` entries ``(producerId, firstOffset, lastOffset, lastStableOffset)``, or
+    None when the file is missing or unreadable.
+    """
+
+    path: str
+    base_offset: int | None
+    first_offset: int | None
+    next_offset: int | None
+    events: tuple[tuple[int, int, int], ...]
+    txn_index: tuple[tuple[int, int, int, int], ...] | None
+    error: str | None = None
+    batches: int = 0
+    empty_markers: int = 0
+    unreadable_markers: int = 0
+
+
+def _varint(buf: bytes, p: int, end: int) -> tuple[int, int]:
+    """The zigzag varint at ``buf[p:end]`` as (value, next position); (0, -1) when malformed."""
+    raw = 0
+    shift = 0
+    while p < end and shift <= 63:
+        b = buf[p]
+        p += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), p
+        shift += 7
+    return 0, -1
+
+
+def control_type(record: bytes) -> int | None:
+    """The type of the control record at the start of ``record`` (0 ABORT, 1 COMMIT, ...), or
+    None when its key cannot be read (fewer than 4 bytes, malformed varints)."""
+    end = len(record)
+    _, p = _varint(record, 0, end)  # record length
+    if p < 0:
+        return None
+    _, p = _varint(record, p + 1, end)  # attributes (1 byte), then timestampDelta
+    if p < 0:
+        return None
+    _, p = _varint(record, p, end)  # offsetDelta
+    if p < 0:
+        return None
+    klen, p = _varint(record, p, end)
+    if p < 0 or klen < 4 or p + 4 > end:
+        return None
+    return struct.unpack_from(">h", record, p + 2)[0]
+
+
+def _read_txn_index(path: str) -> tuple[tuple[int, int, int, int], ...] | None:
+    try:
+        entries = read_txn_index(sibling_path(path, ".txnindex"))
+    except OSError as e:
+        log.warning("cannot read the .txnindex of %s (%s); using the batch headers", path, e)
+        return None
+    if entries is None:
+        return None
+    return tuple(
+        (
+            int(e["producer_id"]),
+            int(e["first_offset"]),
+            int(e["last_offset"]),
+            int(e["last_stable_offset"]),
+        )
+        for e in entries
+    )
+
+
+def _walk(path: str, size: int) -> tuple[int | None, int | None, list, str | None, list[int]]:
+    """Walk the batch headers of one file; see :class:`SegmentSummary`."""
+    events: list[tuple[int, int, int]] = []
+    counts = [0, 0, 0]  # batches, empty markers, unreadable markers
+    first_offset: int | None = None
+    next_offset: int | None = None
+    local_open: set[int] = set()
+    error: str | None = None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = 0
+        buf = b""
+        buf_pos = 0
+        while size - pos >= PREFIX_SIZE:
+            need = min(V2_HEADER_SIZE, size - pos)
+            if pos < buf_pos or pos + need > buf_pos + len(buf):
+                buf = os.pread(fd, min(max(_BLOCK, need), size - pos), pos)
+                buf_pos = pos
+                if len(buf) < need:
+                    break
+            at = pos - buf_pos
+            offset, bsize, _, magic = _PREFIX.unpack_from(buf, at)
+            if bsize < LEGACY_MIN_SIZE:
+                if not (offset == 0 and bsize == 0):  # a zero tail ends the data quietly
+                    error = f"bad batch size {bsize} at byte {pos}"
+                break
+            total = LOG_OVERHEAD + bsize
+            if pos + total > size:
+                break  # truncated final batch: Kafka's reader ignores it too
+            if magic > 2:
+                error = f"unknown magic byte {magic} at byte {pos}"
+                break
+            counts[0] += 1
+            if magic < 2:
+                first_offset = offset if first_offset is None else first_offset
+                next_offset = offset + 1
+                pos += total
+                continue
+            if total < V2_HEADER_SIZE or len(buf) - at < V2_HEADER_SIZE:
+                error = f"v2 batch of {total} bytes at byte {pos} is shorter than its header"
+                break
+            base, _, _, attrs, lod, pid, count = _V2.unpack_from(buf, at)
+            if first_offset is None:
+                first_offset = base
+            next_offset = base + lod + 1
+            if pid >= 0:
+                if attrs & 0x20:
+                    if count == 0:
+                        counts[1] += 1  # an emptied marker (compaction): not a marker any more
+                    elif attrs & 0x07:
+                        counts[2] += 1  # a compressed control batch: the reader ignores it too
+                    else:
+                        peek = min(total, V2_HEADER_SIZE + _CONTROL_PEEK)
+                        if len(buf) - at >= peek:
+                            rec = buf[at + V2_HEADER_SIZE : at + peek]
+                        else:
+                            rec = os.pread(fd, peek - V2_HEADER_SIZE, pos + V2_HEADER_SIZE)
+                        t = control_type(rec)
+                        if t in (ABORT, COMMIT):
+                            events.append((base, pid, t))
+                            local_open.discard(pid)
+                        elif t is None:
+                            counts[2] += 1
+                elif attrs & 0x10 and pid not in local_open:
+                    local_open.add(pid)
+                    events.append((base, pid, DATA))
+            pos += total
+    finally:
+        os.close(fd)
+    return first_offset, next_offset, events, error, counts
+
+
+_lock = threading.Lock()
+_segments: OrderedDict[tuple, SegmentSummary] = OrderedDict()
+_segment_events = 0
+_logs: OrderedDict[tuple, LogTransactions] = OrderedDict()
+_walks = 0  # header walks done (for tests and diagnostics)
+
+
+def _stat_key(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _summary_key(path: str) -> tuple | None:
+    log_key = _stat_key(path)
+    if log_key is None:
+        return None
+    return (os.path.realpath(path), log_key, _stat_key(sibling_path(path, ".txnindex")))
+
+
+def summarize_segment(path: str, base_offset: int | None = None) -> SegmentSummary | None:
+    """The (cached) transaction summary of one segment file; None when it cannot be read."""
+    global _segment_events, _walks
+    key = _summary_key(path)
+    if key is None:
+        return None
+    with _lock:
+        hit = _segments.get(key)
+        if hit is not None:
+            _segments.move_to_end(key)
+            return hit
+    try:
+        first, nxt, events, error, counts = _walk(path, key[1][0])
+    except OSError as e:
+        log.warning("cannot read %s for transaction markers (%s); skipping it", path, e)
+        return None
+    if error is not None:
+        log.warning(
+            "read_committed planning stopped walking %s: %s; markers after it come from its "
+            ".txnindex only",
+            path,
+            error,
+        )
+    summary = SegmentSummary(
+        path,
+        base_offset,
+        first,
+        nxt,
+        tuple(events),
+        _read_txn_index(path),
+        error,
+        counts[0],
+        counts[1],
+        counts[2],
+    )
+    with _lock:
+        _walks += 1
+        _segments[key] = summary
+        _segment_events += len(summary.events) + 1
+        while _segment_events > _CACHE_EVENTS and len(_segments) > 1:
+            _, old = _segments.popitem(last=False)
+            _segment_events -= len(old.events) + 1
+    return summary
+
+
+def clear_cache() -> None:
+    """Forget every cached segment walk and partition log."""
+    global _segment_events
+    with _lock:
+        _segments.clear()
+        _logs.clear()
+        _segment_events = 0
+
+
+def walk_count() -> int:
+    """How many segment header walks this process has done (cache misses)."""
+    return _walks
+
+
+# --------------------------------------------------------------------------------------------
+# One partition log: pass 1 across segments, cross-checked with the .txnindex files
+# --------------------------------------------------------------------------------------------
+
+
+class LogTransactions:
+    """The aborted and undecided transactions of one partition log (its segments in order)."""
+
+    def __init__(
+        self,
+        segments: Sequence[SegmentSummary],
+        aborted: Sequence[Entry],
+        undecided: Sequence[tuple[int, int]],
+        notes: Sequence[str] = (),
+    ) -> None:
+        self.segments = tuple(segments)
+        self.aborted: tuple[Entry, ...] = tuple(sorted(aborted, key=lambda e: (e[2], e[0])))
+        self.undecided: tuple[tuple[int, int], ...] = tuple(sorted(undecided, key=lambda u: u[1]))
+        self.notes = tuple(notes)
+        entries = list(self.aborted) + [(p, f, NO_LIMIT) for p, f in self.undecided]
+        arr = np.array(entries, dtype=np.int64).reshape(-1, 3)
+        self._pid, self._first, self._marker = arr[:, 0], arr[:, 1], arr[:, 2]
+        self._by_path = {os.path.realpath(s.path): i for i, s in enumerate(self.segments)}
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        """Every entry the reader may need: decided aborts, then undecided ones (marker NO_LIMIT)."""
+        return self.aborted + tuple((p, f, NO_LIMIT) for p, f in self.undecided)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest undecided transaction, or NO_LIMIT when none."""
+        return min((f for _, f in self.undecided), default=NO_LIMIT)
+
+    def _segment(self, path: str) -> SegmentSummary | None:
+        i = self._by_path.get(os.path.realpath(path))
+        return None if i is None else self.segments[i]
+
+    def for_range(
+        self,
+        path: str,
+        start: int,
+        end: int,
+        offset_lo: int = 0,
+        offset_hi: int = NO_LIMIT,
+    ) -> tuple[tuple[Entry, ...], bool]:
+        """The entries a reader of bytes ``[start, end)`` of ``path`` needs, and whether the range
+        holds one of their ABORT markers.
+
+        Let ``F`` be the first offset the range can return: the larger of ``offset_lo`` and the
+        base offset of the batch at ``start``; and ``E`` an offset past the range's last batch
+        (the base offset of the batch at ``end``, else the end of the segment's offsets), capped
+        by ``offset_hi``. Keep the entries with ``markerOffset >= F and firstOffset < E``:
+
+        * ``markerOffset < F``: the marker is before the range (or below ``offset_lo``, where
+          the reader skips it). The reader would put the producer in its aborted set at the
+          range's first batch and never see the marker that takes it out again, so it would drop
+          the producer's *next*, committed transaction. Excluded, and nothing is lost: all the
+          aborted data lies before the marker, outside the range.
+        * ``firstOffset >= E``: the reader moves an entry into its set only at a batch whose last
+          offset is >= ``firstOffset``; no batch of the range qualifies. Excluded as dead weight.
+        * The rest are the transactions whose data or marker lies in the range, and those that
+          span it. The producer enters the set at the first batch with ``lastOffset >=
+          firstOffset`` (at or before its first aborted batch, and after its previous marker,
+          which precedes ``firstOffset``), and leaves it at the ABORT marker if the range holds
+          it, else stays until the range ends: every transactional batch of that producer in
+          between belongs to the aborted (or undecided) transaction, since a producer has at
+          most one open transaction per partition, and nothing else is dropped. An entry whose
+          marker is in the range but whose data is all before it drops nothing.
+
+        ``F`` may not err low (that admits a marker before the range) and only err high past
+        markers whose data all precedes the range (in general too high loses an ABORT marker
+        the range holds, and with it that transaction's data in the range); ``E`` may err high. The second result tells the planner to keep
+        batch-level timestamp pruning off for this range, since a pruned ABORT marker would keep
+        its producer in the reader's aborted set.
+        """
+        if not len(self._pid):
+            return (), False
+        seg = self._segment(path)
+        f = _offset_at(path, start)
+        if f is None:  # no readable header at start: the reader will meet the damage too
+            f = 0
+            if start == 0 and seg is not None:
+                f = seg.first_offset if seg.first_offset is not None else seg.base_offset or 0
+        f = max(f, offset_lo)
+        e = _offset_at(path, end) if end > start else None
+        if e is None or e <= f:
+            e = NO_LIMIT
+            if seg is not None and seg.error is None and seg.next_offset is not None:
+                e = seg.next_offset
+        e = min(e, offset_hi)
+        keep = (self._marker >= f) & (self._first < e)
+        if not keep.any():
+            return (), False
+        idx = np.nonzero(keep)[0]
+        out = sorted(
+            ((int(self._pid[i]), int(self._first[i]), int(self._marker[i])) for i in idx.tolist()),
+            key=lambda t: (t[1], t[0], t[2]),
+        )
+        inside = bool(((self._marker[idx] >= f) & (self._marker[idx] < e)).any())
+        return tuple(out), inside
+
+
+def _offset_at(path: str, pos: int) -> int | None:
+    """The offset field of the batch starting at byte ``pos`` (v2: its base offset), or None when
+    no plausible batch header is there."""
+    if pos < 0:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.pread(fd, PREFIX_SIZE, pos)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) < PREFIX_SIZE:
+        return None
+    offset, size, _, magic = _PREFIX.unpack_from(data, 0)
+    if size < LEGACY_MIN_SIZE or magic > 2 or offset < 0:
+        return None
+    return offset
+
+
+def _log_files(segments: Iterable[SegmentFile | str]) -> list[tuple[str, int | None]]:
+    """The files of the partition log the segments belong to: every ``<20 digits>.log`` in their
+    directory, plus the given files themselves, in base-offset order."""
+    files: dict[str, tuple[str, int | None]] = {}
+    dirs: set[str] = set()
+    for s in segments:
+        path, base = (s, None) if isinstance(s, str) else (s.path, s.base_offset)
+        if base is None:
+            m = SEGMENT_NAME.match(os.path.basename(path))
+            base = int(m.group(1)) if m else None
+        files.setdefault(os.path.realpath(path), (path, base))
+        dirs.add(os.path.dirname(os.path.abspath(path)))
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            m = SEGMENT_NAME.match(name)
+            if m:
+                p = os.path.join(d, name)
+                files.setdefault(os.path.realpath(p), (p, int(m.group(1))))
+    return sorted(
+        files.values(),
+        key=lambda pb: (0, pb[1], pb[0]) if pb[1] is not None else (1, 0, pb[0]),
+    )
+
+
+def log_transactions(segments: Iterable[SegmentFile | str]) -> LogTransactions:
+    """The aborted and undecided transactions of the partition log holding ``segments`` (cached).
+
+    The log is every ``<20 digits>.log`` file of the segments' directory (one partition
+    directory is one log), plus any other file given, so that a transaction whose marker lies in
+    a segment the query does not read is still decided.
+    """
+    files = _log_files(segments)
+    summaries = []
+    for path, base in files:
+        s = summarize_segment(path, base)
+        if s is not None:
+            summaries.append(s)
+    key = tuple(_summary_key(s.path) for s in summaries)
+    with _lock:
+        hit = _logs.get(key)
+        if hit is not None:
+            _logs.move_to_end(key)
+            return hit
+    result = collect(summaries)
+    for note in result.notes:
+        log.warning("read_committed: %s", note)
+    if result.undecided:
+        log.info(
+            "read_committed: %d undecided transaction(s) (no marker yet) in %s, excluded from "
+            "offset %d on (transactional batches of those producers only)",
+            len(result.undecided),
+            os.path.dirname(files[0][0]) if files else "?",
+            result.last_stable_offset,
+        )
+    with _lock:
+        _logs[key] = result
+        while len(_logs) > _CACHE_LOGS:
+            _logs.popitem(last=False)
+    return result
+
+
+def collect(summaries: Sequence[SegmentSummary]) -> LogTransactions:
+    """§4.4 pass 1 over segment summaries in log order, cross-checked with their ``.txnindex``."""
+    open_: dict[int, int] = {}  # producerId -> first offset of its open transaction
+    last_marker: dict[int, int] = {}
+    aborted: list[Entry] = []
+    notes: list[str] = []
+    for s in summaries:
+        index: dict[tuple[int, int], int] = {}
+        for pid, first, last, _lso in s.txn_index or ():
+            index.setdefault((pid, last), first)
+        used: set[tuple[int, int]] = set()
+        missing = 0
+        for off, pid, kind in s.events:
+            if kind == DATA:
+                open_.setdefault(pid, off)
+                continue
+            first = open_.pop(pid, None)
+            prev = last_marker.get(pid)
+            last_marker[pid] = off
+            if kind != ABORT:
+                continue
+            f_index = index.get((pid, off))
+            if f_index is not None:
+                used.add((pid, off))
+                upper = first if first is not None else off
+                if (prev is None or f_index > prev) and f_index <= upper:
+                    first = f_index
+                else:
+                    notes.append(
+                        f"{s.path}.txnindex: entry (producer {pid}, first offset {f_index}, "
+                        f"marker {off}) disagrees with the log (previous marker {prev}, first "
+                        f"data {first}); using the log"
+                    )
+            elif first is not None and s.txn_index is not None:
+                missing += 1
+            if first is not None:
+                aborted.append((pid, first, off))
+        if missing:
+            notes.append(
+                f"{sibling_path(s.path, '.txnindex')} lacks {missing} aborted transaction(s) "
+                "found in the log; using the log"
+            )
+        for (pid, last), first in index.items():
+            if (pid, last) in used:
+                continue
+            beyond = s.error is not None and (s.next_offset is None or last >= s.next_offset)
+            if beyond:  # the walk could not read that far: the index is all we have
+                if pid in open_ and open_[pid] <= last:
+                    first = min(first, open_.pop(pid))
+                last_marker[pid] = last
+                aborted.append((pid, first, last))
+            else:
+                notes.append(
+                    f"{sibling_path(s.path, '.txnindex')}: entry (producer {pid}, first offset "
+                    f"{first}, marker {last}) matches no ABORT marker in the log; ignored"
+                )
+    undecided = sorted(open_.items(), key=lambda kv: kv[1])
+    return LogTransactions(summaries, aborted, undecided, notes)
+
+
+__all__ = [
+    "ABORT",
+    "COMMIT",
+    "DATA",
+    "LogTransactions",
+    "SegmentSummary",
+    "clear_cache",
+    "collect",
+    "control_type",
+    "log_transactions",
+    "summarize_segment",
+    "walk_count",
+]
