@@ -21,6 +21,11 @@ It runs for every query, so it touches as few bytes as it can:
    ``.index`` to jump near the offset and walk headers from there to the exact batch.
 4. **Splitting and packing** follow Spark's file source: pieces of about ``maxPartitionBytes``
    cut at verified batch starts, packed "next fit decreasing" with ``openCostInBytes`` per piece.
+5. **Transactions** (``read_committed`` only): the aborted and undecided transactions of each
+   partition log are collected from its ``.txnindex`` files and control batch headers
+   (:mod:`.transactions`), and every range carries the ones whose data it may hold
+   (:meth:`~.transactions.LogTransactions.for_range`). A range that holds an ABORT marker gets no
+   batch-level timestamp pruning hint, so the reader never skips the marker.
 
 Planning never raises for damaged data: where a header walk meets corruption, the planner stops
 cutting there and leaves the rest of the segment to the reader (and its ``mode``).
@@ -59,6 +64,7 @@ from ..storage.discovery import SegmentFile, discover
 from ..storage.indexes import absolute_offsets, read_offset_index, read_time_index, sibling_path
 from .pruning import Pruning
 from .splits import NO_LIMIT, SegmentRange, Split
+from .transactions import LogTransactions, log_transactions
 
 log = logging.getLogger("kafkalog")
 
@@ -402,6 +408,7 @@ class _Extent:
     timestamp_end: int | None = None
     min_timestamp_hint: int | None = None
     order: int = 0
+    txn: LogTransactions | None = None  # read_committed: the partition log's transactions
 
 
 @dataclass
@@ -634,6 +641,14 @@ def _ranges(bin_: list[_Piece]) -> tuple[SegmentRange, ...]:
 
 def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
     seg = ext.probe.seg
+    aborted: tuple[tuple[int, int, int], ...] = ()
+    hint = ext.min_timestamp_hint
+    if ext.txn is not None:
+        aborted, holds_marker = ext.txn.for_range(
+            seg.path, start, end, ext.offset_lo, ext.offset_hi
+        )
+        if holds_marker:
+            hint = None  # a pruned ABORT marker would leave its producer marked aborted
     return SegmentRange(
         path=seg.path,
         start=start,
@@ -644,7 +659,8 @@ def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
         segment_base_offset=seg.base_offset,
         offset_lo=ext.offset_lo,
         offset_hi=ext.offset_hi,
-        min_timestamp_hint=ext.min_timestamp_hint,
+        min_timestamp_hint=hint,
+        aborted=aborted,
         timestamp_start=ext.timestamp_start if start == ext.start else None,
         timestamp_end=ext.timestamp_end if end == ext.end else None,
     )
@@ -713,7 +729,12 @@ def plan(
             group = [SegmentProbe(s) for s in sorted(groups[gkey], key=_segment_order)]
             probes.extend(group)
             pkey = (gkey[1], gkey[2]) if gkey[0] == 0 else None
-            for ext in _partition_extents(pkey, group, options, pruning):
+            group_extents = _partition_extents(pkey, group, options, pruning)
+            if group_extents and options.isolation_level == "read_committed":
+                txn = log_transactions([p.seg for p in group])
+                for ext in group_extents:
+                    ext.txn = txn
+            for ext in group_extents:
                 ext.order = len(extents)
                 extents.append(ext)
         if not extents:

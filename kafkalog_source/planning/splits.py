@@ -30,8 +30,11 @@ class SegmentRange:
     offset_hi: int = NO_LIMIT
     # Batch-level pruning hints from pushed filters (never exact: Spark re-applies the filters).
     min_timestamp_hint: int | None = None
-    # read_committed: sorted (producerId, firstOffset, markerOffset) of aborted transactions whose
-    # data may lie in this range, and the first offset of undecided transactions (the LSO).
+    # read_committed: (producerId, firstOffset, markerOffset) of the aborted transactions whose
+    # data may lie in this range, sorted by firstOffset; undecided transactions (no marker by the
+    # end of the log) come with markerOffset NO_LIMIT and are dropped the same way (see
+    # planning/transactions.py for the selection rule). The planner leaves last_stable_offset at
+    # NO_LIMIT: non-transactional records after the LSO are returned.
     aborted: tuple[tuple[int, int, int], ...] = ()
     last_stable_offset: int = NO_LIMIT
     # startingTimestamp / endingTimestamp rules (epoch ms), see the class docstring. The planner
