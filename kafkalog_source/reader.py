@@ -412,12 +412,18 @@ class RangeReader:
         kernel is spread over many batches.
         """
         sub = table[i:j]
-        special = (sub[:, H_ATTRS] & 0x27) != 0
+        attrs = sub[:, H_ATTRS]
+        special = (attrs & 0x20) != 0
         if self.read_committed:
             special |= sub[:, H_PID] >= 0
         if not special.any():
-            yield from self._plain_rows(buf, table, i, j)
-            return
+            codecs = attrs & 0x07
+            if not codecs.any():
+                yield from self._bulk_rows(buf, table, i, j, compressed=False)
+                return
+            if codecs.all():
+                yield from self._bulk_rows(buf, table, i, j, compressed=True)
+                return
         tl = table.tolist()  # plain ints: far cheaper to index per batch than numpy scalars
         plain: list[list[int]] = []
         plain_idx: list[int] = []
@@ -495,10 +501,15 @@ class RangeReader:
         if packed:
             yield from self._run_group(packed_data, packed, packed_idx, table)
 
-    def _plain_rows(
-        self, buf: np.ndarray, table: np.ndarray, i: int, j: int
+    def _bulk_rows(
+        self, buf: np.ndarray, table: np.ndarray, i: int, j: int, compressed: bool
     ) -> Iterator[pa.RecordBatch]:
-        """Fast path for uncompressed v2 data batches: checks in bulk, one kernel call."""
+        """Fast path for a run of v2 data batches that are all uncompressed or all compressed.
+
+        Range checks, CRCs and record-count checks are done for the whole run at once; only the
+        batches that fail them are looked at one by one. Uncompressed batches are then walked in
+        one kernel call; compressed ones are decompressed and walked in groups.
+        """
         rng = self.rng
         sub = table[i:j]
         base = sub[:, H_BASE_OFFSET]
@@ -510,7 +521,9 @@ class RangeReader:
         keep = base + sub[:, H_LOD] >= rng.offset_lo
         if rng.min_timestamp_hint is not None:
             keep &= sub[:, H_MAX_TS] >= rng.min_timestamp_hint
-        bad = (sub[:, H_COUNT] < 0) | (sub[:, H_COUNT] > (sub[:, H_SIZE] - 61) // 7)
+        bad = sub[:, H_COUNT] < 0
+        if not compressed:
+            bad |= sub[:, H_COUNT] > (sub[:, H_SIZE] - 61) // 7
         if self.verify:
             mv = self._mv
             crcs = np.fromiter(
@@ -520,8 +533,8 @@ class RangeReader:
             )
             bad |= crcs != sub[:, H_CRC]
         bad &= keep
+        tl = sub.tolist()
         if bad.any():
-            tl = sub.tolist()
             for k in np.nonzero(bad)[0].tolist():
                 try:
                     if self.verify:
@@ -532,19 +545,57 @@ class RangeReader:
         idx = np.nonzero(keep)[0]
         if not idx.size:
             return
-        sel = sub[idx]
-        bp = np.empty((idx.size, BP_WIDTH), np.int64)
-        bp[:, 0] = sel[:, H_WPOS] + 61
-        bp[:, 1] = sel[:, H_WPOS] + sel[:, H_SIZE]
-        bp[:, 2] = sel[:, H_COUNT]
-        bp[:, 3] = sel[:, H_BASE_OFFSET]
-        bp[:, 4] = sel[:, H_BASE_TS]
-        bp[:, 5] = sel[:, H_MAX_TS]
-        bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
-        bp[:, 7] = self._meta_base + i + idx
-        self._decode_v2(buf, bp, sel, False)
-        self.stats.batches += int(idx.size)
-        yield from self._maybe_flush()
+        if not compressed:
+            sel = sub[idx]
+            bp = np.empty((idx.size, BP_WIDTH), np.int64)
+            bp[:, 0] = sel[:, H_WPOS] + 61
+            bp[:, 1] = sel[:, H_WPOS] + sel[:, H_SIZE]
+            bp[:, 2] = sel[:, H_COUNT]
+            bp[:, 3] = sel[:, H_BASE_OFFSET]
+            bp[:, 4] = sel[:, H_BASE_TS]
+            bp[:, 5] = sel[:, H_MAX_TS]
+            bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
+            bp[:, 7] = self._meta_base + i + idx
+            self._decode_v2(buf, bp, sel, False)
+            self.stats.batches += int(idx.size)
+            yield from self._maybe_flush()
+            return
+        mv = self._mv
+        cap = self.opts.max_batch_bytes
+        meta0 = self._meta_base + i
+        packed: list[list[int]] = []
+        packed_idx: list[int] = []
+        packed_data: list[bytes] = []
+        packed_len = 0
+        for k in idx.tolist():
+            r = tl[k]
+            w = r[H_WPOS]
+            try:
+                try:
+                    data = decompress(r[H_ATTRS] & 7, mv[w + 61 : w + r[H_SIZE]], 2, cap)
+                except CorruptDataError as exc:
+                    self._error(
+                        exc.located(rng.path, r[H_POS], r[H_BASE_OFFSET]),
+                        r,
+                        bytes(buf[w : w + r[H_SIZE]]),
+                    )
+                n = len(data)
+                if r[H_COUNT] > n // 7:
+                    self._check_count(r, n, "decompressed records")
+            except _Skip:
+                continue
+            packed.append(
+                [packed_len, packed_len + n, r[H_COUNT], r[H_BASE_OFFSET], r[H_BASE_TS],
+                 r[H_MAX_TS], (r[H_ATTRS] >> 3) & 1, meta0 + k]
+            )  # fmt: skip
+            packed_idx.append(i + k)
+            packed_data.append(data)
+            packed_len += n
+            if packed_len >= GROUP_BYTES:
+                yield from self._run_group(packed_data, packed, packed_idx, table)
+                packed, packed_idx, packed_data, packed_len = [], [], [], 0
+        if packed:
+            yield from self._run_group(packed_data, packed, packed_idx, table)
 
     def _run_group(
         self,
