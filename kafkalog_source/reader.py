@@ -10,6 +10,7 @@ is walked while it is still in cache.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import struct
@@ -19,6 +20,7 @@ from typing import Any
 import crc32c
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .arrow.schema import CONTROL_STRUCT, Projection, default_projection
 from .arrow.sink import ColumnSink, constant_int, constant_string, timestamp_array
@@ -55,7 +57,7 @@ from .framing.scan import (
     STOP_INCOMPLETE,
     scan_window,
 )
-from .kernel.bytes import PAD, varint, varlong
+from .kernel.bytes import PAD
 from .kernel.crc32 import CRC32_TABLES
 from .kernel.legacy import decode_legacy
 from .kernel.status import (
@@ -148,7 +150,9 @@ class RangeReader:
         # read_committed state (SEGMENT_SPEC §4.2)
         self._aborted = sorted(rng.aborted, key=lambda t: t[1])
         self._aborted_next = 0
-        self._aborted_pids: set[int] = set()
+        # producerId -> offset of the ABORT marker that ends its aborted transaction
+        self._aborting: dict[int, int] = {}
+        self._expiry: list[tuple[int, int]] = []  # heap of (marker offset, producerId)
 
     # ------------------------------------------------------------------ errors and modes
     def _error(
@@ -447,10 +451,6 @@ class RangeReader:
                         continue
                     if self.verify:
                         self._check_crc(buf, r)
-                    if self.read_committed and r[H_PID] >= 0:
-                        self._advance_aborted(r)
-                        if codec == 0 and self._control_type(buf, w + 61, w + size) == 0:
-                            self._aborted_pids.discard(r[H_PID])
                     if not self.include_control:
                         continue
                 else:
@@ -626,13 +626,28 @@ class RangeReader:
         return hint is None or row[H_MAX_TS] >= hint
 
     def _advance_aborted(self, row: np.ndarray) -> None:
-        """§4.2 step 1: aborted transactions that started at or before this batch's last offset."""
-        last = int(row[H_BASE_OFFSET]) + int(row[H_LOD])
-        while (
-            self._aborted_next < len(self._aborted) and self._aborted[self._aborted_next][1] <= last
-        ):
-            self._aborted_pids.add(self._aborted[self._aborted_next][0])
+        """Update the producers whose transaction is being aborted, as of this batch (§4.2).
+
+        A producer enters when the batch's last offset reaches the first offset of one of its
+        aborted transactions, and leaves once the reader is past that transaction's ABORT marker.
+        The marker offsets come from the planner, so leaving does not depend on reading the
+        marker batch itself (it may be pruned, or skipped as malformed). Undecided transactions
+        have no marker (NO_LIMIT) and never leave.
+        """
+        base = int(row[H_BASE_OFFSET])
+        last = base + int(row[H_LOD])
+        heap = self._expiry
+        while heap and heap[0][0] < base:
+            marker, pid = heapq.heappop(heap)
+            if self._aborting.get(pid) == marker:
+                del self._aborting[pid]
+        aborted = self._aborted
+        while self._aborted_next < len(aborted) and aborted[self._aborted_next][1] <= last:
+            pid, _first, marker = aborted[self._aborted_next]
             self._aborted_next += 1
+            if marker >= base:
+                self._aborting[pid] = marker
+                heapq.heappush(heap, (marker, pid))
 
     def _data_wanted(self, row: np.ndarray) -> bool:
         """A v2 data batch: in range, and not dropped by read_committed."""
@@ -641,7 +656,7 @@ class RangeReader:
         if self.read_committed and row[H_PID] >= 0:
             self._advance_aborted(row)
             if row[H_ATTRS] & 0x10 and (
-                int(row[H_PID]) in self._aborted_pids
+                int(row[H_PID]) in self._aborting
                 or row[H_BASE_OFFSET] >= self.rng.last_stable_offset
             ):
                 self.stats.aborted_batches += 1
@@ -713,23 +728,6 @@ class RangeReader:
             except _Skip:
                 pass
             start = b + 1
-
-    @staticmethod
-    def _control_type(buf: np.ndarray, start: int, end: int) -> int | None:
-        """The control type (0 ABORT, 1 COMMIT, ...) of the first record of a control batch."""
-        _, p = varint(buf, start)  # record length
-        if p >= end:
-            return None
-        _, p = varlong(buf, p + 1)  # skip attributes, then timestampDelta
-        if p >= end:
-            return None
-        _, p = varint(buf, p)  # offsetDelta
-        if p >= end:
-            return None
-        klen, p = varint(buf, p)
-        if klen < 4 or p + 4 > end:
-            return None
-        return int(struct.unpack_from(">h", buf, int(p) + 2)[0])
 
     def _cap(self) -> int:
         return self.opts.max_batch_bytes
@@ -911,9 +909,20 @@ class RangeReader:
         offsets = cols["offset"]
         if "header_keys" in cols:
             self._check_utf8(cols["header_keys"], cols, lazy)
+        control_mask = None
+        if self.include_control:
+            meta = lazy.rows
+            control_mask = (meta[:, H_MAGIC] == 2) & ((meta[:, H_ATTRS] & 0x20) != 0)
+            if not control_mask.any():
+                control_mask = None
         arrays = []
         for name in proj.names:
-            if name == "key" or name == "value" or name == "headers":
+            if name == "key" or name == "value":
+                col = cols[name]
+                if control_mask is not None:  # control records: parsed into `control` instead
+                    col = pc.if_else(pa.array(control_mask), pa.scalar(None, pa.binary()), col)
+                arrays.append(col)
+            elif name == "headers":
                 arrays.append(cols[name])
             elif name == "topic":
                 arrays.append(constant_string(rng.topic, n))

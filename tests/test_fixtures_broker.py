@@ -233,13 +233,20 @@ def check_record_set(path: Path, data: bytes, **where: Any) -> None:
     assert stats.malformed_batches == 0
     if ref.controls:
         with_control = decode(path, includeControlRecords=True, **where)
+        # control records come with null key and value; the key's version and type are parsed
+        # into the control column
         got = [
-            (r["offset"], r["key"], r["control"]["type"])
+            (r["offset"], r["key"], r["control"]["version"], r["control"]["type"])
             for r in with_control.to_pylist()
             if r["control"] is not None
         ]
         want = [
-            (off, key, CONTROL_TYPES.get(int.from_bytes(key[2:4], "big"), "?"))
+            (
+                off,
+                None,
+                int.from_bytes(key[0:2], "big", signed=True),
+                CONTROL_TYPES.get(int.from_bytes(key[2:4], "big"), "?"),
+            )
             for off, key in ref.controls
         ]
         assert got == want

@@ -108,8 +108,9 @@ def _expected(manifest: dict[str, Any], with_control: bool) -> list[dict[str, An
             # SEGMENT_SPEC §2.1: v0 has no timestamp; the manifest writes -1, we give null.
             "timestamp": None if ts_type == -1 else r["timestamp"],
             "timestampType": ts_type,
-            "key": None if r["key"] is None else bytes.fromhex(r["key"]),
-            "value": None if r["value"] is None else bytes.fromhex(r["value"]),
+            # control records come with null key and value: their content is in `control`
+            "key": None if r["key"] is None or control else bytes.fromhex(r["key"]),
+            "value": None if r["value"] is None or control else bytes.fromhex(r["value"]),
             "headers": [(k, None if v is None else bytes.fromhex(v)) for k, v in r["headers"]]
             or None,
         }
