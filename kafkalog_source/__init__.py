@@ -16,6 +16,7 @@ from __future__ import annotations
 from .errors import (
     ChecksumError,
     CorruptDataError,
+    DataLossError,
     DecompressionError,
     KafkaLogError,
     OptionError,
@@ -30,6 +31,7 @@ from .stats import ReadStats
 __all__ = [
     "ChecksumError",
     "CorruptDataError",
+    "DataLossError",
     "DecompressionError",
     "KafkaLogError",
     "OptionError",

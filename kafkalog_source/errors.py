@@ -78,3 +78,7 @@ class DecompressionError(CorruptDataError):
 
 class RecordStructureError(CorruptDataError):
     """A batch whose framing or records are inconsistent: bad lengths, counts, or varints."""
+
+
+class DataLossError(CorruptDataError):
+    """``failOnDataLoss=true``: an offset gap between consecutive batches of a segment."""

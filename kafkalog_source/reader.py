@@ -28,6 +28,7 @@ from .codecs import decompress
 from .errors import (
     ChecksumError,
     CorruptDataError,
+    DataLossError,
     KafkaLogError,
     RecordStructureError,
     UnsupportedFormatError,
@@ -147,6 +148,7 @@ class RangeReader:
         self._ts_end = getattr(rng, "timestamp_end", None)
         self._started = self._ts_start is None
         self._first_last: int | None = None  # last offset of the range's first batch
+        self._prev_last = -1  # failOnDataLoss: last offset of the previous batch
         # read_committed state (SEGMENT_SPEC §4.2)
         self._aborted = sorted(rng.aborted, key=lambda t: t[1])
         self._aborted_next = 0
@@ -282,6 +284,8 @@ class RangeReader:
                 continue
             self.stats.bytes_read += int(stop)
             if rows:
+                if self.opts.fail_on_data_loss:
+                    self._check_gaps(hdr[:rows])
                 if self._first_last is None:
                     self._first_last = int(hdr[0, H_BASE_OFFSET] + hdr[0, H_LOD])
                 self._window_pos = pos
@@ -340,6 +344,31 @@ class RangeReader:
                 self._error(exc, row, bytes(buf[at : at + size]))
             except _Skip:
                 pos += size
+
+    def _check_gaps(self, table: np.ndarray) -> None:
+        """failOnDataLoss: consecutive batches must leave no offsets out.
+
+        Gaps inside a batch (compaction) are fine, and control batches occupy their offsets, so
+        any gap between one batch's last offset and the next batch's base offset means batches
+        are missing: removed by the cleaner on a compacted topic, or lost.
+        """
+        first = table[:, H_BASE_OFFSET]
+        last = np.where(table[:, H_MAGIC] == 2, first + table[:, H_LOD], first)
+        # a legacy entry's offset is its last; its first is unknown before decompression
+        starts = np.where(table[:, H_MAGIC] == 2, first, -1)
+        prev = np.concatenate(([self._prev_last], last[:-1]))
+        gaps = np.nonzero((prev >= 0) & (starts > prev + 1))[0]
+        if gaps.size:
+            k = int(gaps[0])
+            raise DataLossError(
+                f"failOnDataLoss: offsets {int(prev[k]) + 1}..{int(starts[k]) - 1} are missing "
+                f"between batches (the previous batch ends at {int(prev[k])}); set "
+                "failOnDataLoss=false to read archives of compacted topics",
+                self.rng.path,
+                int(table[k, H_POS]),
+                int(first[k]),
+            )
+        self._prev_last = int(last[-1])
 
     def _tail(self, fd: int, pos: int, end: int) -> None:
         """Classify the bytes left at ``pos``: quiet at a truncated batch or zero fill, else raise."""

@@ -1,0 +1,89 @@
+"""Reader options whose behaviour is not covered by the fixture suites."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+
+import kafkalog_source as kl
+from kafkalog_source.framing.headers import BatchHeader, walk_headers
+
+
+def _batches(path: Path) -> list[BatchHeader]:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return [
+            h
+            for h in walk_headers(fd, str(path), 0, path.stat().st_size, full=True)
+            if isinstance(h, BatchHeader)
+        ]
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def segment_missing_a_batch(tmp_path: Path) -> Path:
+    """A copy of a sample segment with its second batch cut out (offsets go missing)."""
+    src = SAMPLES / "magic2-none-0" / "00000000000000000000.log"
+    data = src.read_bytes()
+    b = _batches(src)
+    assert len(b) >= 3
+    part = tmp_path / "lossy-0"
+    part.mkdir()
+    out = part / "00000000000000000000.log"
+    out.write_bytes(data[: b[1].position] + data[b[2].position :])
+    return out
+
+
+def test_fail_on_data_loss_names_the_gap(segment_missing_a_batch: Path) -> None:
+    """failOnDataLoss=true fails on a gap between batches, naming file, position and offsets."""
+    with pytest.raises(kl.DataLossError) as err:
+        kl.read_table(str(segment_missing_a_batch), failOnDataLoss=True)
+    msg = str(err.value)
+    assert str(segment_missing_a_batch) in msg and "missing" in msg and "byte " in msg
+
+
+def test_data_loss_is_allowed_by_default(segment_missing_a_batch: Path) -> None:
+    """The default (false) reads archives with gaps, as compacted topics have them."""
+    full = kl.read_table(str(SAMPLES / "magic2-none-0"))
+    lossy = kl.read_table(str(segment_missing_a_batch))
+    assert 0 < lossy.num_rows < full.num_rows
+
+
+@pytest.mark.parametrize("name", ["magic2-none-0", "compacted-0", "multi-segment-0", "upgraded-0"])
+def test_no_false_data_loss(name: str) -> None:
+    """Gaps inside batches (compaction) and control batches are not data loss."""
+    assert kl.read_table(str(SAMPLES / name), failOnDataLoss=True).num_rows > 0
+
+
+def test_permissive_turns_a_corrupt_batch_into_one_row(tmp_path: Path) -> None:
+    """PERMISSIVE: the bad batch is one row with its raw bytes and the reason in a header."""
+    src = SAMPLES / "magic2-none-0" / "00000000000000000000.log"
+    data = bytearray(src.read_bytes())
+    b = _batches(src)
+    data[b[1].position + 70] ^= 0xFF  # inside the second batch's records: CRC mismatch
+    part = tmp_path / "bad-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(bytes(data))
+    good = kl.read_table(str(src))
+    stats = kl.ReadStats()
+    got = kl.read_table(str(part), mode="PERMISSIVE", stats=stats)
+    assert stats.malformed_batches == 1
+    bad_rows = [
+        r for r in got.to_pylist() if r["headers"] and r["headers"][0]["key"] == "kafkalog.error"
+    ]
+    assert len(bad_rows) == 1
+    row = bad_rows[0]
+    assert row["offset"] == b[1].base_offset and row["key"] is None and row["timestamp"] is None
+    assert row["value"] == bytes(data[b[1].position : b[1].end])
+    assert "crc" in row["headers"][0]["value"].decode()
+    assert (
+        got.num_rows == good.num_rows - b[1].records_count + 1 if b[1].records_count > 0 else True
+    )
+    dropped = kl.read_table(str(part), mode="DROPMALFORMED")
+    assert dropped.num_rows == got.num_rows - 1
+    with pytest.raises(kl.ChecksumError):
+        kl.read_table(str(part))
