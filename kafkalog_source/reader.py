@@ -223,11 +223,12 @@ class RangeReader:
         st[0] = n + 1
 
     def _row_index(self, row: np.ndarray) -> int:
+        """Index of ``row`` (a batch header) in the current batch table, registering it if new."""
         table = self._meta_tables[-1]
         hits = np.nonzero(table[:, H_POS] == row[H_POS])[0]
         if hits.size:
             return int(hits[0])
-        self._register(row[None, :].copy())
+        self._register(np.asarray(row, np.int64)[None, :].copy())
         return 0
 
     def _corrupt(

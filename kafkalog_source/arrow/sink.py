@@ -149,6 +149,16 @@ class ColumnSink:
     def grow(self, which: int, needed: int) -> None:
         """Grow one buffer group (a ``CAP_*`` code from a kernel) to hold ``needed`` items."""
         s = self.state
+        current = {
+            CAP_RECORDS: self.offsets,
+            CAP_KEYS: self.key_data,
+            CAP_VALUES: self.val_data,
+            CAP_HEADERS: self.hv_valid,
+            CAP_HEADER_KEYS: self.hk_data,
+            CAP_HEADER_VALUES: self.hv_data,
+        }[which].shape[0]
+        if needed <= current:
+            return
         cap = max(int(needed), 2 * self._cap[which])
         self._cap[which] = cap
         n = int(s[N_REC])
