@@ -1,0 +1,228 @@
+"""What the ``dump`` and ``verify`` commands share: batch headers, CRC checks and reader rows.
+
+Nothing here decodes records itself. Batch headers come from the framing layer
+(:func:`~kafkalog_source.framing.headers.walk_headers`), records from the reader
+(:class:`~kafkalog_source.reader.RangeReader`, the decoder behind the data source). Two facts the
+reader's output does not carry are read here with the same layers:
+
+* the CRC and validity of each inner message of a compressed legacy (v0/v1) wrapper: the wrapper
+  is decompressed with :func:`kafkalog_source.codecs.decompress` and each inner entry's header is
+  parsed with :func:`~kafkalog_source.framing.headers.parse_header`, then CRC-32 checked;
+* the key and value sizes of control records other than transaction markers (the reader hands
+  control records out with a null key and value): for an uncompressed control batch the length
+  varints of its records are read; markers need no reading (key 4 bytes, value 6 bytes, as the
+  broker writes them, SEGMENT_SPEC §4.1).
+
+The reader is imported lazily, inside the functions that need it, so ``kafkalog dump`` without
+``--deep-iteration`` never builds a decoder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import crc32c
+
+from ..framing.headers import (
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    V2_HEADER_SIZE,
+    BatchHeader,
+    parse_header,
+)
+
+LOWEST_OFFSET = -(2**63)
+INT32_MAX = 2**31 - 1
+TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+CONTROL_TYPE_IDS = {
+    "ABORT": 0,
+    "COMMIT": 1,
+    "LEADER_CHANGE": 2,
+    "SNAPSHOT_HEADER": 3,
+    "SNAPSHOT_FOOTER": 4,
+    "KRAFT_VERSION": 5,
+    "KRAFT_VOTERS": 6,
+}
+MARKER_KEY_SIZE = 4  # version int16 + type int16
+MARKER_VALUE_SIZE = 6  # version int16 + coordinatorEpoch int32
+_BASE_NAME = re.compile(r"^[+-]?[0-9]+$")
+
+
+def base_offset_from_name(path: str) -> int | None:
+    """The offset Kafka parses from a segment or index file name (the part before the first dot)."""
+    stem = os.path.basename(path).split(".")[0]
+    if not _BASE_NAME.match(stem):
+        return None
+    value = int(stem)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def timestamp_type_name(h: BatchHeader) -> str:
+    """The batch's timestamp type as Kafka's ``TimestampType`` prints it."""
+    return TIMESTAMP_TYPES[h.timestamp_type]
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: wraps past Int32.MAX back to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    """``DefaultRecordBatch.decrementSequence``: the inverse of :func:`increment_sequence`."""
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def last_sequence(h: BatchHeader) -> int:
+    """A v2 batch's last sequence (-1 when the base sequence is -1)."""
+    if h.base_sequence == -1:
+        return -1
+    return increment_sequence(h.base_sequence, h.last_offset_delta)
+
+
+def batch_is_valid(data: bytes | memoryview, h: BatchHeader) -> bool:
+    """Kafka's ``isValid()`` for the batch bytes ``data``: size and stored CRC.
+
+    v2: at least 61 bytes and CRC-32C over bytes 21..end; legacy: a message of at least 14 bytes
+    and CRC-32 over the message from its magic byte (entry bytes 16..end).
+    """
+    if h.magic >= 2:
+        return h.size >= V2_HEADER_SIZE and crc32c.crc32c(data[21 : h.size]) == h.crc
+    if h.size - LOG_OVERHEAD < LEGACY_MIN_SIZE:
+        return False
+    return zlib.crc32(data[16 : h.size]) == h.crc
+
+
+def read_batch(fd: int, h: BatchHeader) -> bytes:
+    """The whole batch (``12 + size`` bytes) at its position."""
+    return os.pread(fd, h.size, h.position)
+
+
+def legacy_inner_checksums(
+    data: bytes, h: BatchHeader, max_bytes: int
+) -> list[tuple[int, bool]] | None:
+    """``(crc, isValid)`` of each inner message of the compressed legacy wrapper ``data``.
+
+    None when the wrapper cannot be decompressed (the reader reports that batch itself).
+    """
+    from ..codecs import decompress
+    from ..errors import KafkaLogError
+
+    q = 26 if h.magic == 1 else 18
+    try:
+        (klen,) = struct.unpack_from(">i", data, q)
+        q += 4 + max(klen, 0)
+        (vlen,) = struct.unpack_from(">i", data, q)
+        q += 4
+        if vlen < 0:
+            return None
+        inner = decompress(h.codec, memoryview(data)[q : q + vlen], h.magic, max_bytes)
+    except (struct.error, KafkaLogError):
+        return None
+    out: list[tuple[int, bool]] = []
+    at = 0
+    n = len(inner)
+    while n - at >= 18:
+        if inner[at + 16] not in (0, 1):
+            break
+        ih = parse_header(inner, at, at)
+        if ih.size < LOG_OVERHEAD + LEGACY_MIN_SIZE or at + ih.size > n:
+            break
+        valid = zlib.crc32(memoryview(inner)[at + 16 : at + ih.size]) == ih.crc
+        out.append((ih.crc, valid))
+        at += ih.size
+    return out
+
+
+def _varint(buf: bytes, p: int, end: int) -> tuple[int, int]:
+    raw = 0
+    shift = 0
+    while p < end and shift <= 63:
+        b = buf[p]
+        p += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), p
+        shift += 7
+    return 0, -1
+
+
+def control_record_sizes(data: bytes, h: BatchHeader) -> list[tuple[int, int]]:
+    """``(keySize, valueSize)`` of each record of an uncompressed v2 control batch ``data``.
+
+    Reads only the length fields; stops (returning what it has) at anything malformed.
+    """
+    out: list[tuple[int, int]] = []
+    if h.magic < 2 or h.codec != 0:
+        return out
+    p, end = V2_HEADER_SIZE, min(h.size, len(data))
+    for _ in range(max(h.records_count, 0)):
+        length, q = _varint(data, p, end)
+        if q < 0 or length < 0 or q + length > end:
+            break
+        nxt = q + length
+        _, r = _varint(data, q + 1, nxt)  # attributes byte, then timestampDelta
+        _, r = _varint(data, r, nxt) if r >= 0 else (0, -1)  # offsetDelta
+        klen, r = _varint(data, r, nxt) if r >= 0 else (0, -1)
+        if r < 0:
+            break
+        r += max(klen, 0)
+        vlen, r = _varint(data, r, nxt)
+        if r < 0:
+            break
+        out.append((klen if klen >= 0 else -1, vlen if vlen >= 0 else -1))
+        p = nxt
+    return out
+
+
+def reader_options(verify: bool, mode: str = "DROPMALFORMED", **extra: Any) -> Any:
+    """Reader options for the commands: control records included, offsets not bounded."""
+    from ..options import parse_options
+
+    return parse_options(
+        {
+            "verifyChecksums": verify,
+            "mode": mode,
+            "includeControlRecords": True,
+            "includeMetadata": True,
+            **extra,
+        }
+    )
+
+
+def read_rows(
+    path: str,
+    start: int,
+    end: int,
+    columns: Sequence[str],
+    options: Any,
+    stats: Any = None,
+    at_file_end: bool = True,
+) -> Iterator[Any]:
+    """Arrow record batches of ``columns`` for the batches in ``[start, end)`` of ``path``.
+
+    The byte range is read by the data source's own :class:`~kafkalog_source.reader.RangeReader`
+    with every offset admitted (carved record sets may hold negative offsets). ``at_file_end``
+    makes the reader treat ``end`` as the end of the data (``--max-bytes`` cuts there).
+    """
+    from ..arrow.schema import projection_for
+    from ..planning.splits import SegmentRange
+    from ..reader import RangeReader
+
+    rng = SegmentRange(path, start, end, at_file_end=at_file_end, offset_lo=LOWEST_OFFSET)
+    return iter(RangeReader(rng, options, projection_for(list(columns)), stats))
+
+
+def timestamps_ms(column: Any) -> list[int | None]:
+    """A ``timestamp[us]`` column as epoch milliseconds (None for null)."""
+    import pyarrow as pa
+
+    return [None if v is None else v // 1000 for v in column.cast(pa.int64()).to_pylist()]
