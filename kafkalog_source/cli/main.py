@@ -23,8 +23,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-# Subcommand modules, in help order. Add "dump", "verify", "convert", ... here.
-COMMANDS: tuple[str, ...] = ("query",)
+# Subcommand modules, in help order.
+COMMANDS: tuple[str, ...] = ("dump", "query")
 
 EXIT_OK = 0
 EXIT_ERROR = 2
