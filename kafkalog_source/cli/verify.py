@@ -1,0 +1,652 @@
+"""``kafkalog verify PATH...``: check an archive of Kafka segments, for backup checks in cron.
+
+PATH is a ``.log`` file, a partition directory or a log directory (as the data source reads
+them). For every segment it checks:
+
+* **CRCs and structure.** The data source's reader decodes the whole segment with
+  ``verifyChecksums=true`` and ``mode=DROPMALFORMED``: every v2 batch CRC-32C, every v0/v1 message
+  CRC-32 (inner messages of compressed wrappers included), decompression and record structure.
+  Each batch it had to skip (:class:`~kafkalog_source.stats.ReadStats`) is an error, reported
+  with the reader's own message (file, byte position, base offset, reason).
+* **Offset order.** Within a partition directory, batch by batch across its segments: each v2
+  batch's base offset must be above the previous batch's last offset (each legacy entry's offset
+  above the previous one), and record offsets must increase. Gaps are fine (compaction, aborted
+  data, markers); overlaps and steps back are errors. A segment's first offset must not be below
+  the base offset in its file name, and its last offset must be below the next segment's.
+* **Tails.** A truncated final batch, fewer than 17 stray bytes, or a zero-filled tail
+  (preallocation, or a crash) is a *warning* in the last segment of a partition (the active
+  segment: a copy taken while the broker was writing or after a crash looks like this, and the
+  broker itself recovers it) and an *error* in any other segment (a rolled segment is never
+  written again, so a damaged tail there means a damaged copy). Unreadable framing (a size field
+  below 14 that is not a zero fill, an unknown magic byte) is an error everywhere.
+* **.index** (SEGMENT_SPEC §5.4): the length is a multiple of 8; entries increase in offset and
+  position; each position is the start of a batch; each entry's offset is the last offset of the
+  batch at that position *or of a later batch before the next entry's position* (one append may
+  write several batches, and the entry then carries the append's last offset). A zero-filled
+  tail of the active segment's index is normal; in other segments it is a warning (the segment
+  was not closed cleanly). Non-zero bytes after the zero fill are an error.
+* **.timeindex** (§5.5): the length is a multiple of 12; timestamps strictly increase, offsets
+  never decrease; each entry's offset lies in a batch (it is that batch's last offset, or, as
+  older brokers wrote it, the offset of the record with the largest timestamp), and its timestamp
+  is the largest record timestamp of that batch. Zero tails as for ``.index``.
+* **.txnindex** (§4.3): the length is a multiple of 34; version 0; each entry's last offset is an
+  ABORT marker in this segment, at or after its first offset, in increasing order.
+
+Missing index files are not problems (Kafka rebuilds them). Output: the problems of each segment
+(``<file>: error: ...`` / ``<file>: warning: ...``), then one summary line per segment and a
+total line; ``--quiet`` prints only the problems. Exit code 0 when there is no error (warnings
+allowed, unless ``--strict``), 1 when anything is wrong, 2 for usage and I/O errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from ..errors import CorruptDataError, PathError
+from ..framing.headers import BatchHeader, Tail, walk_headers
+from . import segments as seg
+from .progress import Progress, wanted
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+_SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
+_FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
+_INDEX_ENTRY = np.dtype([("rel", ">i4"), ("pos", ">i4")])
+_TIME_ENTRY = np.dtype([("ts", ">i8"), ("rel", ">i4")])
+_TXN_ENTRY = np.dtype(
+    [("version", ">i2"), ("pid", ">i8"), ("first", ">i8"), ("last", ">i8"), ("lso", ">i8")]
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``verify`` subcommand."""
+    p = subparsers.add_parser(
+        "verify",
+        help="check CRCs, offsets, indexes and tails of segment files (exit 1 on problems)",
+        description=(
+            "Check every segment under PATH: CRCs and record structure (with the data "
+            "source's decoder), offset order, .index/.timeindex/.txnindex against the log, "
+            "truncated or zero-filled tails. Prints problems, one summary line per segment and "
+            "a total. Exit 0 when clean, 1 when anything is wrong, 2 for usage or I/O errors."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="segment file or directory")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the problems")
+    p.add_argument("--strict", action="store_true", help="treat warnings as problems too (exit 1)")
+    p.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a reader option, e.g. --option maxBatchBytes=256m (repeatable)",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the full traceback on errors",
+    )
+    p.set_defaults(run=run)
+
+
+@dataclass
+class SegmentReport:
+    """What was found in one segment."""
+
+    path: str
+    size: int = 0
+    batches: int = 0
+    records: int = 0
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def error(self, where: str, message: str) -> None:
+        """Record an error about file ``where``."""
+        self.errors.append(f"{where}: error: {message}")
+
+    def warning(self, where: str, message: str) -> None:
+        """Record a warning about file ``where``."""
+        self.warnings.append(f"{where}: warning: {message}")
+
+
+@dataclass
+class _Partition:
+    """What carries over from one segment to the next in a partition directory."""
+
+    last_offset: int | None = None  # last offset of the previous batch
+    last_record: int | None = None  # offset of the previous record
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify every segment under the paths; print problems and summaries."""
+    from ..options import parse_options
+    from ..storage.discovery import discover
+    from .main import CommandError
+    from .query import parse_option_args
+
+    logging.getLogger("kafkalog").addHandler(logging.NullHandler())
+    extra = parse_option_args(args.option)
+    for key in extra:
+        if key.lower() in _FIXED_OPTIONS:
+            raise CommandError(f"verify: option {key!r} is fixed by the command")
+    options = seg.reader_options(True, "DROPMALFORMED", **extra)
+    for path in args.paths:
+        if not os.path.exists(path):
+            raise PathError(f"{path}: no such file or directory")
+    found = discover(parse_options(extra, paths=list(args.paths)))
+    if not found:
+        raise CommandError(f"no segment files (.log) found under {', '.join(args.paths)}")
+    groups: dict[str, list[Any]] = {}
+    for s in found:
+        groups.setdefault(os.path.dirname(os.path.abspath(s.path)), []).append(s)
+    total_bytes = sum(s.size for s in found)
+    progress = Progress("verify", total_bytes, wanted(args.quiet))
+    out = sys.stdout
+    totals = SegmentReport("total")
+    done = 0
+    try:
+        for directory, segs in groups.items():
+            later = _segment_bases(directory)
+            state = _Partition()
+            for i, s in enumerate(segs):
+                if s.base_offset is not None:
+                    nxt = [b for b in later if b > s.base_offset]
+                    next_base = min(nxt) if nxt else None
+                    is_last = not nxt
+                else:
+                    next_base, is_last = None, i == len(segs) - 1
+                report = verify_segment(
+                    s.path, s.base_offset, next_base, is_last, state, options, progress, done
+                )
+                done += s.size
+                progress.close()
+                lines = report.errors + report.warnings
+                for line in lines:
+                    out.write(line + "\n")
+                if not args.quiet:
+                    out.write(_summary(report.path, report) + "\n")
+                out.flush()
+                totals.batches += report.batches
+                totals.records += report.records
+                totals.size += report.size
+                totals.errors += report.errors
+                totals.warnings += report.warnings
+    finally:
+        progress.close()
+    if not args.quiet:
+        out.write(
+            _summary(f"total: {len(found)} segments in {len(groups)} partition directories", totals)
+            + "\n"
+        )
+    out.flush()
+    bad = totals.errors or (args.strict and totals.warnings)
+    return EXIT_PROBLEMS if bad else EXIT_OK
+
+
+def _summary(label: str, r: SegmentReport) -> str:
+    counts = f"{r.batches} batches, {r.records} records, {r.size} bytes"
+    if not r.errors and not r.warnings:
+        return f"{label}: {counts}: OK"
+    parts = []
+    if r.errors:
+        parts.append(f"{len(r.errors)} error{'s' if len(r.errors) != 1 else ''}")
+    if r.warnings:
+        parts.append(f"{len(r.warnings)} warning{'s' if len(r.warnings) != 1 else ''}")
+    return f"{label}: {counts}: {', '.join(parts)}"
+
+
+def _segment_bases(directory: str) -> list[int]:
+    """Base offsets of the ``<20 digits>.log`` files in a directory."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for n in names if (m := _SEGMENT_NAME.match(n)))
+
+
+# ------------------------------------------------------------------------------ one segment
+
+
+def verify_segment(
+    path: str,
+    base: int | None,
+    next_base: int | None,
+    is_last: bool,
+    state: _Partition,
+    options: Any,
+    progress: Progress,
+    done: int,
+) -> SegmentReport:
+    """Check one segment and its index files; ``state`` carries the partition's last offsets."""
+    report = SegmentReport(path)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        report.error(path, f"cannot open: {e.strerror}")
+        return report
+    try:
+        size = os.fstat(fd).st_size
+        report.size = size
+        headers, walk_end = _walk(fd, path, size, is_last, report, progress, done)
+    finally:
+        os.close(fd)
+    report.batches = len(headers)
+    flagged = _check_batch_offsets(path, headers, base, next_base, state, report)
+    rows = _read(path, size, options, report, progress, done)
+    report.records = rows.count
+    _check_record_offsets(path, rows, headers, base, flagged, state, report)
+    if base is not None and path.endswith(".log"):
+        stem = path[: -len(".log")]
+        _check_offset_index(stem + ".index", base, headers, walk_end, is_last, report)
+        _check_time_index(stem + ".timeindex", base, headers, rows, is_last, report)
+        _check_txn_index(stem + ".txnindex", base, rows, report)
+    if headers:
+        state.last_offset = headers[-1].last_offset
+    return report
+
+
+def _walk(
+    fd: int,
+    path: str,
+    size: int,
+    is_last: bool,
+    report: SegmentReport,
+    progress: Progress,
+    done: int,
+) -> tuple[list[BatchHeader], int]:
+    """Every batch header (framing layer), and the tail; returns the headers and where they end."""
+    headers: list[BatchHeader] = []
+    end = 0
+    try:
+        for item in walk_headers(fd, path, 0, size, full=True):
+            if isinstance(item, Tail):
+                _tail(path, item, is_last, report)
+                break
+            headers.append(item)
+            end = item.end
+            progress.update(done + end // 2)
+    except CorruptDataError as exc:
+        at = exc.position if exc.position is not None else end
+        report.error(
+            path,
+            f"byte {at}: unreadable batch framing ({exc.reason}); the last {size - at} bytes "
+            "of the file cannot be walked",
+        )
+    return headers, end
+
+
+def _tail(path: str, tail: Tail, is_last: bool, report: SegmentReport) -> None:
+    if tail.kind == "clean":
+        return
+    what = {
+        "truncated": "a truncated final batch",
+        "zeros": "a zero-filled tail",
+        "short": "stray bytes too short for a batch header",
+    }[tail.kind]
+    if is_last:
+        report.warning(
+            path,
+            f"byte {tail.position}: {what} ({tail.skipped_bytes} bytes) in the last segment "
+            "(an active segment copied mid-write, preallocated, or left by a crash)",
+        )
+    else:
+        report.error(
+            path,
+            f"byte {tail.position}: {what} ({tail.skipped_bytes} bytes) in a segment that is not "
+            "the last of its partition",
+        )
+
+
+def _check_batch_offsets(
+    path: str,
+    headers: list[BatchHeader],
+    base: int | None,
+    next_base: int | None,
+    state: _Partition,
+    report: SegmentReport,
+) -> set[int]:
+    """Batch offsets against each other, the file name and the next segment; flagged positions."""
+    flagged: set[int] = set()
+    prev = state.last_offset
+    for h in headers:
+        first = h.base_offset if h.magic >= 2 else h.last_offset
+        if h.magic >= 2 and h.last_offset_delta < 0:
+            report.error(path, f"byte {h.position}: negative lastOffsetDelta {h.last_offset_delta}")
+            flagged.add(h.position)
+        if prev is not None and first <= prev:
+            what = "batch" if h.magic >= 2 else "message"
+            shown = (
+                f"offsets {h.base_offset}..{h.last_offset}"
+                if h.magic >= 2
+                else f"offset {h.last_offset}"
+            )
+            report.error(
+                path,
+                f"byte {h.position}: {what} {shown} does not follow the previous last offset "
+                f"{prev} (offsets must increase)",
+            )
+            flagged.add(h.position)
+        prev = h.last_offset
+    if headers and base is not None:
+        h = headers[0]
+        if h.magic >= 2 and h.base_offset < base:
+            report.error(
+                path,
+                f"byte 0: first offset {h.base_offset} is below the segment's base offset {base}",
+            )
+    if headers and next_base is not None and headers[-1].last_offset >= next_base:
+        report.error(
+            path,
+            f"byte {headers[-1].position}: last offset {headers[-1].last_offset} reaches the next "
+            f"segment, whose base offset is {next_base}",
+        )
+    return flagged
+
+
+@dataclass
+class _Rows:
+    """The reader's rows for a segment, as numpy arrays in file order."""
+
+    count: int = 0
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    timestamps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ms, -1 none
+    aborts: set[int] = field(default_factory=set)  # offsets of ABORT markers
+    # per batch position: (first record offset, max record timestamp)
+    per_batch: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+def _read(
+    path: str, size: int, options: Any, report: SegmentReport, progress: Progress, done: int
+) -> _Rows:
+    """Decode the segment with the data source's reader; its skipped batches become errors."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..stats import ReadStats
+
+    stats = ReadStats()
+    offsets: list[np.ndarray] = []
+    positions: list[np.ndarray] = []
+    stamps: list[np.ndarray] = []
+    aborts: set[int] = set()
+    columns = ("offset", "timestamp", "batchPosition", "control")
+    try:
+        for rb in seg.read_rows(path, 0, size, columns, options, stats):
+            offsets.append(rb.column(0).to_numpy())
+            us = pc.fill_null(rb.column(1).cast(pa.int64()), -1000)
+            stamps.append(us.to_numpy() // 1000)
+            positions.append(rb.column(2).to_numpy())
+            control = rb.column(3)
+            if control.null_count < len(control):
+                types = pc.struct_field(control, [0]).to_pylist()
+                offs = rb.column(0).to_pylist()
+                aborts.update(o for o, t in zip(offs, types, strict=True) if t == "ABORT")
+            progress.update(done + size // 2 + stats.bytes_read // 2)
+    except CorruptDataError as exc:
+        report.error(path, f"the reader stopped: {exc}")
+    except OSError as e:
+        report.error(path, f"cannot read: {e.strerror or e}")
+    shown = 0
+    for problem in stats.problems:
+        if problem.startswith("DROPMALFORMED: skipped malformed batch: "):
+            text = problem[len("DROPMALFORMED: skipped malformed batch: ") :]
+            if text.startswith(path + ": "):
+                text = text[len(path) + 2 :]
+            report.error(path, text)
+            shown += 1
+    if stats.malformed_batches > shown:
+        report.error(path, f"{stats.malformed_batches - shown} more malformed batches (not listed)")
+    rows = _Rows(aborts=aborts)
+    if offsets:
+        rows.offsets = np.concatenate(offsets)
+        rows.positions = np.concatenate(positions)
+        rows.timestamps = np.concatenate(stamps)
+        rows.count = len(rows.offsets)
+        starts = np.flatnonzero(np.r_[True, rows.positions[1:] != rows.positions[:-1]])
+        maxima = np.maximum.reduceat(rows.timestamps, starts)
+        rows.per_batch = {
+            int(p): (int(o), int(m))
+            for p, o, m in zip(rows.positions[starts], rows.offsets[starts], maxima, strict=True)
+        }
+    return rows
+
+
+def _check_record_offsets(
+    path: str,
+    rows: _Rows,
+    headers: list[BatchHeader],
+    base: int | None,
+    flagged: set[int],
+    state: _Partition,
+    report: SegmentReport,
+) -> None:
+    """Record offsets increase (catches legacy wrappers whose first inner offset goes back)."""
+    if rows.count:
+        prev = np.empty(rows.count, np.int64)
+        prev[1:] = rows.offsets[:-1]
+        prev[0] = state.last_record if state.last_record is not None else np.iinfo(np.int64).min
+        bad = np.flatnonzero(rows.offsets <= prev)
+        listed = 0
+        for i in bad.tolist():
+            pos = int(rows.positions[i])
+            if pos in flagged:
+                continue
+            flagged.add(pos)
+            listed += 1
+            if listed <= 20:
+                report.error(
+                    path,
+                    f"byte {pos}: record offset {int(rows.offsets[i])} does not follow the "
+                    f"previous record's offset {int(prev[i])} (offsets must increase)",
+                )
+        if listed > 20:
+            report.error(path, f"{listed - 20} more records out of offset order (not listed)")
+        state.last_record = int(rows.offsets[-1])
+    if headers and rows.count:
+        first_pos = headers[0].position
+        if headers[0].magic < 2 and first_pos in rows.per_batch:
+            first = rows.per_batch[first_pos][0]
+            if base is not None and first < base:
+                report.error(
+                    path,
+                    f"byte 0: first offset {first} is below the segment's base offset {base}",
+                )
+
+
+def _read_index(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _active_entries(
+    path: str, data: bytes, width: int, rel_at: int, is_last: bool, report: SegmentReport
+) -> int:
+    """How many entries of an index are written: Kafka stops at the first zero slot after entry
+    0 (an all-zero entry 0 means none). Checks the length and that the rest is all zero."""
+    if len(data) % width:
+        report.error(
+            path,
+            f"length {len(data)} is not a multiple of {width} (the last {len(data) % width} "
+            "bytes are not an entry)",
+        )
+    n = len(data) // width
+    cut = n
+    for i in range(n):
+        entry = data[i * width : (i + 1) * width]
+        rel = int.from_bytes(entry[rel_at : rel_at + 4], "big", signed=True)
+        if (i > 0 and rel == 0) or (i == 0 and not any(entry)):
+            cut = i
+            break
+    rest = data[cut * width : n * width]
+    if rest and any(rest):
+        nonzero = next(j for j, b in enumerate(rest) if b) // width + cut
+        report.error(
+            path,
+            f"entry {nonzero}: non-zero bytes after the zero-filled slots that start at entry {cut}",
+        )
+    elif rest and not is_last:
+        report.warning(
+            path,
+            f"{n - cut} zero-filled slots at the end (not trimmed: the segment was not closed "
+            "cleanly)",
+        )
+    return cut
+
+
+def _check_offset_index(
+    path: str,
+    base: int,
+    headers: list[BatchHeader],
+    walk_end: int,
+    is_last: bool,
+    report: SegmentReport,
+) -> None:
+    data = _read_index(path)
+    if data is None:
+        return
+    cut = _active_entries(path, data, 8, 0, is_last, report)
+    entries = np.frombuffer(data, _INDEX_ENTRY, count=cut)
+    by_pos = {h.position: k for k, h in enumerate(headers)}
+    prev: tuple[int, int] | None = None
+    listed = 0
+    for i in range(cut):
+        if listed >= 20:
+            report.error(path, "more index problems (not listed)")
+            break
+        rel, pos = int(entries["rel"][i]), int(entries["pos"][i])
+        offset = base + rel
+        where = f"entry {i} (offset {offset}, position {pos})"
+        problem = None
+        if rel < 0 or pos < 0:
+            problem = f"{where}: negative relative offset or position"
+        elif prev is not None and (rel <= prev[0] or pos <= prev[1]):
+            problem = f"{where}: not after the previous entry (offsets and positions must increase)"
+        elif pos not in by_pos:
+            if pos >= walk_end:
+                problem = f"{where}: points past the last complete batch (byte {walk_end})"
+            else:
+                problem = f"{where}: position {pos} is not the start of a batch"
+        else:
+            k = by_pos[pos]
+            nxt = int(entries["pos"][i + 1]) if i + 1 < cut else None
+            ok = False
+            for h in headers[k:]:
+                if nxt is not None and h.position >= nxt:
+                    break
+                if h.last_offset == offset:
+                    ok = True
+                    break
+                if h.last_offset > offset:
+                    break
+            if not ok:
+                problem = (
+                    f"{where}: no batch from byte {pos} up to the next entry ends at offset "
+                    f"{offset} (the batch at {pos} holds offsets up to {headers[k].last_offset})"
+                )
+        if problem:
+            report.error(path, problem)
+            listed += 1
+        prev = (rel, pos)
+
+
+def _batch_holding(
+    offset: int, headers: list[BatchHeader], lasts: list[int], rows: _Rows
+) -> BatchHeader | None:
+    """The batch whose offsets include ``offset`` (headers in offset order)."""
+    k = bisect_left(lasts, offset)
+    if k == len(headers):
+        return None
+    h = headers[k]
+    if h.magic >= 2:
+        first = h.base_offset
+    elif h.position in rows.per_batch:
+        first = rows.per_batch[h.position][0]
+    else:
+        first = h.last_offset if h.codec == 0 else (lasts[k - 1] + 1 if k else -(2**63))
+    return h if first <= offset <= h.last_offset else None
+
+
+def _check_time_index(
+    path: str,
+    base: int,
+    headers: list[BatchHeader],
+    rows: _Rows,
+    is_last: bool,
+    report: SegmentReport,
+) -> None:
+    data = _read_index(path)
+    if data is None:
+        return
+    cut = _active_entries(path, data, 12, 8, is_last, report)
+    entries = np.frombuffer(data, _TIME_ENTRY, count=cut)
+    lasts = [h.last_offset for h in headers]
+    ordered = all(a < b for a, b in pairwise(lasts))
+    prev: tuple[int, int] | None = None
+    listed = 0
+    for i in range(cut):
+        if listed >= 20:
+            report.error(path, "more time index problems (not listed)")
+            break
+        ts, offset = int(entries["ts"][i]), base + int(entries["rel"][i])
+        where = f"entry {i} (timestamp {ts}, offset {offset})"
+        problem = None
+        if prev is not None and ts <= prev[0]:
+            problem = f"{where}: timestamp not above the previous entry's ({prev[0]})"
+        elif prev is not None and offset < prev[1]:
+            problem = f"{where}: offset below the previous entry's ({prev[1]})"
+        elif ordered:
+            h = _batch_holding(offset, headers, lasts, rows)
+            if h is None:
+                problem = f"{where}: no batch in the log holds offset {offset}"
+            else:
+                max_ts = rows.per_batch.get(h.position, (0, h.max_timestamp))[1]
+                if max_ts != ts:
+                    problem = (
+                        f"{where}: the batch holding offset {offset} (byte {h.position}) has "
+                        f"max timestamp {max_ts}"
+                    )
+        if problem:
+            report.error(path, problem)
+            listed += 1
+        prev = (ts, offset)
+
+
+def _check_txn_index(path: str, base: int, rows: _Rows, report: SegmentReport) -> None:
+    data = _read_index(path)
+    if data is None:
+        return
+    if len(data) % 34:
+        report.error(path, f"length {len(data)} is not a multiple of 34")
+    entries = np.frombuffer(data, _TXN_ENTRY, count=len(data) // 34)
+    prev_last: int | None = None
+    for i in range(len(entries)):
+        version = (int(entries["version"][i]) >> 8) & 0xFF
+        first, last = int(entries["first"][i]), int(entries["last"][i])
+        where = f"entry {i} (producerId {int(entries['pid'][i])}, offsets {first}..{last})"
+        if version != 0:
+            report.error(path, f"{where}: unsupported version {version}")
+        elif last < base:
+            report.error(path, f"{where}: marker offset below the segment's base offset {base}")
+        elif first > last:
+            report.error(path, f"{where}: first offset above the ABORT marker's offset")
+        elif prev_last is not None and last <= prev_last:
+            report.error(path, f"{where}: not after the previous entry's marker ({prev_last})")
+        elif last not in rows.aborts:
+            report.error(path, f"{where}: there is no ABORT marker at offset {last} in the log")
+        prev_last = last
