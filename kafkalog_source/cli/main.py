@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Sequence
 
 # Subcommand modules, in help order.
-COMMANDS: tuple[str, ...] = ("dump", "verify", "query")
+COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert")
 
 EXIT_OK = 0
 EXIT_ERROR = 2
