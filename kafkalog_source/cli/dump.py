@@ -441,7 +441,7 @@ class Dumper:
             if limit - at <= PREFIX_SIZE:
                 tail = Tail("short", at, limit - at)  # Kafka's reader stops here quietly
             else:
-                self.fail(EXIT_INCOMPLETE, f"{exc}; the rest of {path} cannot be dumped")
+                self.fail(EXIT_INCOMPLETE, f"{exc}; the rest of the file cannot be dumped")
         self._done_bytes = start_done + limit
         if tail is not None and tail.skipped_bytes > 0 and self.max_bytes == INT_MAX:
             if self.jsonl:

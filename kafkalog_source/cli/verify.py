@@ -187,7 +187,11 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     if not args.quiet:
         out.write(
-            _summary(f"total: {len(found)} segments in {len(groups)} partition directories", totals)
+            _summary(
+                f"total: {_count(len(found), 'segment')} in "
+                f"{_count(len(groups), 'partition directory', 'partition directories')}",
+                totals,
+            )
             + "\n"
         )
     out.flush()
@@ -195,15 +199,22 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if bad else EXIT_OK
 
 
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _summary(label: str, r: SegmentReport) -> str:
-    counts = f"{r.batches} batches, {r.records} records, {r.size} bytes"
+    counts = (
+        f"{_count(r.batches, 'batch', 'batches')}, "
+        f"{_count(r.records, 'record')}, {_count(r.size, 'byte')}"
+    )
     if not r.errors and not r.warnings:
         return f"{label}: {counts}: OK"
     parts = []
     if r.errors:
-        parts.append(f"{len(r.errors)} error{'s' if len(r.errors) != 1 else ''}")
+        parts.append(_count(len(r.errors), "error"))
     if r.warnings:
-        parts.append(f"{len(r.warnings)} warning{'s' if len(r.warnings) != 1 else ''}")
+        parts.append(_count(len(r.warnings), "warning"))
     return f"{label}: {counts}: {', '.join(parts)}"
 
 
@@ -334,7 +345,7 @@ def _check_batch_offsets(
             )
             report.error(
                 path,
-                f"byte {h.position}: {what} {shown} does not follow the previous last offset "
+                f"byte {h.position}: {what} with {shown} does not follow the previous last offset "
                 f"{prev} (offsets must increase)",
             )
             flagged.add(h.position)
