@@ -1,0 +1,620 @@
+"""``kafkalog dump``, ``verify`` and ``convert`` through the real console entry point (subprocess).
+
+Expected ``dump`` text is built here from SEGMENT_SPEC §7.2/§7.5 (the field order and formats of
+kafka-dump-log) and the values in ``sample_segments/MANIFEST.json``; only the stored CRCs, which
+the manifest does not list, are read straight from the file bytes (and checked with ``crc32c`` /
+``zlib`` here, not by the code under test). A few lines are also spelled out literally.
+
+Every subprocess pays the package import (~1 s), so scenarios share invocations where they can;
+Spark starts once, in one small test.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import crc32c
+import pytest
+from conftest import BROKER_WRITTEN, CLIENT_WRITTEN, ROOT, SAMPLES, require_shared
+
+CONSOLE_SCRIPT = Path(sys.executable).parent / "kafkalog"
+TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+
+
+def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess:
+    """Run the installed ``kafkalog`` script, or ``python -m kafkalog_source.cli.main``."""
+    if CONSOLE_SCRIPT.exists():
+        cmd = [str(CONSOLE_SCRIPT), *args]
+    else:
+        cmd = [sys.executable, "-m", "kafkalog_source.cli.main", *args]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    if "stdout" not in kwargs and "stderr" not in kwargs:
+        kwargs["capture_output"] = True
+    return subprocess.run(cmd, text=True, timeout=timeout, env=env, cwd=ROOT, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict[str, Any]:
+    path = SAMPLES / "MANIFEST.json"
+    if not path.is_file():
+        pytest.skip("sample_segments/ not present")
+    return json.loads(path.read_text())["files"]
+
+
+# ------------------------------------------------------------------ expected text (§7.2)
+
+
+def _stored_crc(data: bytes, b: dict[str, Any]) -> tuple[int, bool]:
+    """The batch's stored CRC (v2: bytes 17..21; legacy: 12..16) and whether it checks out."""
+    chunk = data[b["position"] : b["position"] + b["sizeInBytes"]]
+    if b["magic"] >= 2:
+        crc = struct.unpack_from(">I", chunk, 17)[0]
+        return crc, crc == crc32c.crc32c(chunk[21:])
+    crc = struct.unpack_from(">I", chunk, 12)[0]
+    return crc, crc == zlib.crc32(chunk[16:])
+
+
+def _inner_crcs(data: bytes, b: dict[str, Any]) -> list[int]:
+    """CRCs of the inner messages of a gzip legacy wrapper (read with the gzip module)."""
+    chunk = data[b["position"] : b["position"] + b["sizeInBytes"]]
+    q = 26 if b["magic"] == 1 else 18
+    klen = struct.unpack_from(">i", chunk, q)[0]
+    q += 4 + max(klen, 0)
+    vlen = struct.unpack_from(">i", chunk, q)[0]
+    inner = gzip.decompress(chunk[q + 4 : q + 4 + vlen])
+    out, at = [], 0
+    while at < len(inner):
+        size = struct.unpack_from(">i", inner, at + 8)[0]
+        crc = struct.unpack_from(">I", inner, at + 12)[0]
+        assert crc == zlib.crc32(inner[at + 16 : at + 12 + size])
+        out.append(crc)
+        at += 12 + size
+    return out
+
+
+def _text(hexstr: str | None) -> str | None:
+    return None if hexstr is None else bytes.fromhex(hexstr).decode("utf-8", "replace")
+
+
+def _size(hexstr: str | None) -> int:
+    return -1 if hexstr is None else len(hexstr) // 2
+
+
+def expected_log_dump(
+    name: str, info: dict[str, Any], deep: bool, data_log: bool, skip_meta: bool = False
+) -> list[str]:
+    """kafka-dump-log's stdout for one sample .log file, from the manifest (Java variant)."""
+    path = SAMPLES / name
+    raw = path.read_bytes()
+    lines = [f"Dumping {path}", f"Log starting offset: {info['segmentBaseOffset']}"]
+    for i, b in enumerate(info["batches"]):
+        crc, valid = _stored_crc(raw, b)
+        ts_type = TS_NAMES[b["timestampType"]]
+        tail = (
+            f"position: {b['position']} {ts_type}: {b['maxTimestamp']} size: {b['sizeInBytes']} "
+            f"magic: {b['magic']} compresscodec: {b['codec']} crc: {crc} "
+            f"isvalid: {str(valid).lower()}"
+        )
+        if b["magic"] >= 2:
+            seq = b["baseSequence"]
+            last_seq = -1 if seq == -1 else seq + b["lastOffset"] - b["baseOffset"]
+            horizon = b["deleteHorizonMs"]
+            dh = "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]"
+            lines.append(
+                f"baseOffset: {b['baseOffset']} lastOffset: {b['lastOffset']} count: {b['count']} "
+                f"baseSequence: {seq} lastSequence: {last_seq} producerId: {b['producerId']} "
+                f"producerEpoch: {b['producerEpoch']} "
+                f"partitionLeaderEpoch: {b['partitionLeaderEpoch']} "
+                f"isTransactional: {str(b['isTransactional']).lower()} "
+                f"isControl: {str(b['isControl']).lower()} deleteHorizonMs: {dh} {tail}"
+            )
+        else:
+            lines.append(f"offset: {b['lastOffset']} {tail}")
+        if not deep:
+            continue
+        rows = [r for r in info["rows"] if r["batch"] == i]
+        legacy_crcs = None
+        if b["magic"] < 2:
+            legacy_crcs = [crc] if b["codec"] == "none" else _inner_crcs(raw, b)
+        for k, r in enumerate(rows):
+            parts = []
+            if not skip_meta:
+                ts = -1 if r["timestamp"] is None else r["timestamp"]
+                meta = (
+                    f"| offset: {r['offset']} {ts_type}: {ts} keySize: {_size(r['key'])} "
+                    f"valueSize: {_size(r['value'])}"
+                )
+                if b["magic"] >= 2:
+                    seq = b["baseSequence"]
+                    rseq = -1 if seq == -1 else seq + r["offset"] - b["baseOffset"]
+                    keys = ",".join(h[0] for h in r["headers"])
+                    meta += f" sequence: {rseq} headerKeys: [{keys}]"
+                else:
+                    meta += f" isValid: true crc: {legacy_crcs[k]}"
+                if r["isControl"]:
+                    epoch = struct.unpack(">i", bytes.fromhex(r["value"])[2:6])[0]
+                    meta += f" endTxnMarker: {r['controlType']} coordinatorEpoch: {epoch}"
+                parts.append(meta)
+            if data_log and not r["isControl"]:
+                prefix = "| " if skip_meta else " "
+                if r["key"] is not None:
+                    parts.append(f"{prefix}key: {_text(r['key'])}")
+                    prefix = " "
+                if r["value"] is not None:
+                    parts.append(f"{prefix}payload: {_text(r['value'])}")
+            lines.append("".join(parts))
+    return lines
+
+
+def _sections(stdout: str) -> dict[str, list[str]]:
+    """stdout split at the ``Dumping`` lines, keyed by the dumped path."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in stdout.split("\n")[:-1]:
+        if line.startswith("Dumping "):
+            current = line[len("Dumping ") :]
+            out[current] = []
+        out[current].append(line)
+    return out
+
+
+TXN0 = "transactions-0/00000000000000000000.log"
+TXN19 = "transactions-0/00000000000000000019.log"
+V1_GZIP = "magic1-gzip-0/00000000000000000000.log"
+V0_NONE = "magic0-none-0/00000000000000000000.log"
+V2_NONE = "magic2-none-0/00000000000000000000.log"
+
+
+# ------------------------------------------------------------------ dump
+
+
+def test_dump_deep_matches_kafka_dump_log_text(manifest, tmp_path):
+    # a truncated copy: the last batch loses its final 100 bytes
+    info = manifest[V2_NONE]
+    truncated = tmp_path / "magic2-none-0" / "00000000000000000000.log"
+    truncated.parent.mkdir()
+    full = (SAMPLES / V2_NONE).read_bytes()
+    truncated.write_bytes(full[:-100])
+    names = [TXN0, TXN19, V1_GZIP, V0_NONE, "compacted-0/00000000000000000000.log"]
+    paths = [str(SAMPLES / n) for n in names]
+    out = run_cli("dump", "--deep-iteration", "--print-data-log", *paths, str(truncated))
+    assert out.returncode == 0, out.stderr
+    got = _sections(out.stdout)
+    for name in names:
+        assert got[str(SAMPLES / name)] == expected_log_dump(name, manifest[name], True, True)
+
+    # a few lines spelled out (SEGMENT_SPEC §7.5 shapes, values from the manifest)
+    txn = got[str(SAMPLES / TXN0)]
+    assert (
+        "baseOffset: 11 lastOffset: 11 count: 1 baseSequence: -1 lastSequence: -1 "
+        "producerId: 1000 producerEpoch: 0 partitionLeaderEpoch: 3 isTransactional: true "
+        "isControl: true deleteHorizonMs: OptionalLong.empty position: 1374 "
+        "CreateTime: 1700000000500 size: 78 magic: 2 compresscodec: none crc: "
+    ) in "\n".join(txn)
+    assert (
+        "| offset: 11 CreateTime: 1700000000500 keySize: 4 valueSize: 6 sequence: -1 "
+        "headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 7"
+    ) in txn
+    assert (
+        "| offset: 14 CreateTime: 1700000000700 keySize: 4 valueSize: 6 sequence: -1 "
+        "headerKeys: [] endTxnMarker: ABORT coordinatorEpoch: 7"
+    ) in txn
+    v0 = got[str(SAMPLES / V0_NONE)]
+    assert v0[2].startswith("offset: 0 position: 0 NoTimestampType: -1 size: 113 magic: 0 ")
+    assert v0[3].startswith("| offset: 0 NoTimestampType: -1 keySize: 11 valueSize: 76 isValid: ")
+    assert v0[3].endswith(' key: legacy-0001 payload: {"id": 0, "text": '
+                          '"golf golf yankee echo golf romeo", "note": "lorem ipsum"}')  # fmt: skip
+    compacted = "\n".join(got[str(SAMPLES / "compacted-0/00000000000000000000.log")])
+    assert "deleteHorizonMs: OptionalLong[1700259200000] position: 1079 " in compacted
+
+    # the truncated copy: the complete batches, then Kafka's trailing-bytes line
+    lines = got[str(truncated)]
+    last = info["batches"][-1]
+    kept = expected_log_dump(V2_NONE, {**info, "batches": info["batches"][:-1]}, True, True)
+    assert lines[:-1] == [f"Dumping {truncated}", *kept[1:]]
+    assert lines[-1] == (
+        f"Found {last['sizeInBytes'] - 100} invalid bytes at the end of 00000000000000000000.log"
+    )
+
+    # stderr: Java's non-consecutive report, after all files, compares the first record with
+    # -1 (§7.2); compaction gaps are listed too
+    compacted_rows = [r["offset"] for r in manifest["compacted-0/00000000000000000000.log"]["rows"]]
+    pairs = zip([-1, *compacted_rows[:-1]], compacted_rows, strict=True)
+    gaps = [(a, b) for a, b in pairs if b != a + 1]
+    assert out.stderr.splitlines() == [
+        f"Non-consecutive offsets in {SAMPLES / TXN19}",
+        "  -1 is followed by 19",
+        f"Non-consecutive offsets in {SAMPLES / 'compacted-0/00000000000000000000.log'}",
+        *[f"  {a} is followed by {b}" for a, b in gaps],
+    ]
+    assert len(gaps) > 3
+
+
+def test_dump_skip_record_metadata_and_scala_variant(manifest):
+    paths = [str(SAMPLES / TXN0), str(SAMPLES / V0_NONE)]
+    java = run_cli("dump", "--print-data-log", "--skip-record-metadata", *paths)
+    assert java.returncode == 0, java.stderr
+    got = _sections(java.stdout)
+    for name in (TXN0, V0_NONE):
+        expected = expected_log_dump(name, manifest[name], True, True, skip_meta=True)
+        assert got[str(SAMPLES / name)] == expected
+    txn = got[str(SAMPLES / TXN0)]
+    assert txn[3] == '| key: key-00000 payload: {"id": 0, "text": "lima hotel zulu quebec ' \
+        'whiskey quebec", "note": "lorem ipsum"}'  # fmt: skip
+    assert "" in txn  # the marker's record line: no metadata, no contents
+    assert "| payload: " in "\n".join(got[str(SAMPLES / V0_NONE)])  # Java: null key
+
+    # The 2024 Scala tool: "crc: N}" on legacy records, " payload:" without a key, and no
+    # "-1 is followed by" entry for the first record.
+    scala = run_cli(
+        "dump", "--format", "scala", "--print-data-log", "--skip-record-metadata",
+        str(SAMPLES / V0_NONE), str(SAMPLES / TXN19),
+    )  # fmt: skip
+    assert scala.returncode == 0, scala.stderr
+    body = _sections(scala.stdout)[str(SAMPLES / V0_NONE)]
+    null_key = [r for r in manifest[V0_NONE]["rows"] if r["key"] is None][0]
+    assert f" payload: {_text(null_key['value'])}" in body
+    assert "| payload:" not in "\n".join(body)
+    assert scala.stderr == ""
+    meta = run_cli("dump", "--format", "scala", "--deep-iteration", str(SAMPLES / V0_NONE))
+    records = [line for line in meta.stdout.splitlines() if line.startswith("| ")]
+    assert len(records) == 23 and all(line.endswith("}") for line in records)
+    assert records[0] == expected_log_dump(V0_NONE, manifest[V0_NONE], True, False)[3] + "}"
+
+
+def test_dump_max_bytes(manifest):
+    info = manifest[TXN0]
+    cut = info["batches"][3]["position"] + 10  # inside the fourth batch
+    out = run_cli("dump", "--deep-iteration", "--max-bytes", str(cut), str(SAMPLES / TXN0))
+    assert out.returncode == 0, out.stderr
+    first3 = {**info, "batches": info["batches"][:3]}
+    # only whole batches within the first N bytes, and no trailing-bytes line (§7.1)
+    assert out.stdout.splitlines() == expected_log_dump(TXN0, first3, True, False)
+
+
+def test_dump_index_files_match_the_manifest(manifest):
+    files = []
+    for name in sorted(manifest):
+        stem = SAMPLES / name[: -len(".log")]
+        files += [f"{stem}{suffix}" for suffix in (".index", ".timeindex", ".txnindex")]
+    files = [f for f in files if os.path.exists(f)]
+    out = run_cli("dump", *files)
+    assert out.returncode == 0, out.stderr
+    # the generator's index entries match their batches: no mismatch reports (§7.2)
+    assert out.stderr == ""
+    got = _sections(out.stdout)
+    for name, info in manifest.items():
+        stem = str(SAMPLES / name[: -len(".log")])
+        index = got[stem + ".index"][1:]
+        if info["index"]:
+            assert index == [f"offset: {o} position: {p}" for o, p in info["index"]]
+        else:
+            assert index == [f"{stem}.index is empty."]
+        assert got[stem + ".timeindex"][1:] == [
+            f"timestamp: {t} offset: {o}" for t, o in info["timeindex"]
+        ]
+        if info["txnindex"]:
+            assert got[stem + ".txnindex"][1:] == [
+                f"version: 0 producerId: {e['producerId']} firstOffset: {e['firstOffset']} "
+                f"lastOffset: {e['lastOffset']} lastStableOffset: {e['lastStableOffset']}"
+                for e in info["txnindex"]
+            ]
+
+
+def _b64_hex(value: str | None) -> str | None:
+    return None if value is None else base64.b64decode(value).hex()
+
+
+def test_dump_jsonl_is_typed_and_matches_the_manifest(manifest):
+    names = sorted(manifest)
+    out = run_cli(
+        "dump", "--format", "jsonl", "--print-data-log", *[str(SAMPLES / n) for n in names]
+    )
+    assert out.returncode == 0, out.stderr
+    objs = [json.loads(line) for line in out.stdout.splitlines()]
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for o in objs:
+        by_file.setdefault(o["file"], []).append(o)
+    for name in names:
+        info = manifest[name]
+        items = by_file[str(SAMPLES / name)]
+        assert items[0] == {
+            "type": "file", "file": str(SAMPLES / name), "kind": "log",
+            "baseOffset": info["segmentBaseOffset"],
+        }  # fmt: skip
+        batches = [o for o in items if o["type"] == "batch"]
+        records = [o for o in items if o["type"] == "record"]
+        assert len(batches) == len(info["batches"]) and len(records) == len(info["rows"])
+        for got, b in zip(batches, info["batches"], strict=True):
+            v2 = b["magic"] >= 2
+            assert got["position"] == b["position"] and got["size"] == b["sizeInBytes"]
+            assert got["magic"] == b["magic"] and got["codec"] == b["codec"]
+            assert got["lastOffset"] == b["lastOffset"]
+            assert got["baseOffset"] == (b["baseOffset"] if v2 else None)
+            assert got["count"] == (b["count"] if v2 else None)
+            assert got["timestampType"] == TS_NAMES[b["timestampType"]]
+            assert got["maxTimestamp"] == (None if b["magic"] == 0 else b["maxTimestamp"])
+            assert got["isTransactional"] is b["isTransactional"]
+            assert got["isControl"] is b["isControl"]
+            assert got["deleteHorizonMs"] == b["deleteHorizonMs"]
+            if v2:
+                assert got["producerId"] == b["producerId"]
+                assert got["producerEpoch"] == b["producerEpoch"]
+                assert got["baseSequence"] == b["baseSequence"]
+                assert got["partitionLeaderEpoch"] == b["partitionLeaderEpoch"]
+            crc, valid = _stored_crc((SAMPLES / name).read_bytes(), b)
+            assert got["crc"] == crc and got["isValid"] is valid is True
+        for got, r in zip(records, info["rows"], strict=True):
+            assert got["offset"] == r["offset"] and got["timestamp"] == r["timestamp"]
+            assert got["timestampType"] == TS_NAMES[r["timestampType"]]
+            if r["isControl"]:
+                assert got["control"]["type"] == r["controlType"]
+                assert (got["keySize"], got["valueSize"]) == (4, 6)
+                assert "key" not in got
+                continue
+            assert got["control"] is None
+            assert got["keySize"] == _size(r["key"]) and got["valueSize"] == _size(r["value"])
+            assert _b64_hex(got["key"]) == r["key"] and _b64_hex(got["value"]) == r["value"]
+            assert got["valueText"] == _text(r["value"])
+            assert [[h["key"], _b64_hex(h["value"])] for h in got["headers"]] == r["headers"]
+            assert got["headerKeys"] == [h[0] for h in r["headers"]]
+            if got["sequence"] is None:
+                assert got["isValid"] is True and isinstance(got["crc"], int)
+
+
+def test_dump_usage_errors():
+    out = run_cli("dump", "/nonexistent/00000000000000000000.log", "notes.txt")
+    assert out.returncode == 2
+    assert out.stdout.splitlines() == [
+        "Dumping /nonexistent/00000000000000000000.log",
+        "Dumping notes.txt",
+    ]
+    assert out.stderr.splitlines() == [
+        "kafkalog: error: /nonexistent/00000000000000000000.log: no such file",
+        "Ignoring unknown file notes.txt",
+    ]
+    assert run_cli("dump").returncode == 2
+
+
+def test_dump_client_fixtures_as_jsonl():
+    root = require_shared(CLIENT_WRITTEN)
+    manifests = sorted(root.glob("*/*.manifest.json"))
+    fixtures = {}
+    for m in manifests:
+        info = json.loads(m.read_text())
+        fixtures[str(m.parent / info["segment"])] = info
+    out = run_cli("dump", "--format", "jsonl", "--print-data-log", *fixtures)
+    assert out.returncode == 0, out.stderr
+    got: dict[str, list[dict[str, Any]]] = {}
+    for line in out.stdout.splitlines():
+        o = json.loads(line)
+        got.setdefault(o["file"], []).append(o)
+    for path, info in fixtures.items():
+        batches = [o for o in got[path] if o["type"] == "batch"]
+        assert [
+            (o["position"], o["size"], o["magic"], o["lastOffset"], o["codec"], o["crc"],
+             o["isValid"], o["timestampType"])
+            for o in batches
+        ] == [
+            (b["byte_offset"], b["byte_length"], b["magic"], b["last_offset"], b["compression"],
+             b["crc"], b["crc_valid"], b["timestamp_type"])
+            for b in info["batches"]
+        ], path  # fmt: skip
+        records = [o for o in got[path] if o["type"] == "record" and o["control"] is None]
+        rows = [r for r in info["records"] if not r.get("control")]
+        assert [(o["offset"], o["timestamp"], _b64_hex(o["key"]), _b64_hex(o["value"]))
+                for o in records] == [
+            (r["offset"], None if r["timestampType"] == "NoTimestampType" else r["timestamp"],
+             r["key"], r["value"]) for r in rows
+        ], path  # fmt: skip
+
+
+# ------------------------------------------------------------------ verify
+
+
+def _copy(names: list[str], dest: Path) -> Path:
+    for name in names:
+        shutil.copytree(SAMPLES / name, dest / name)
+    return dest
+
+
+def test_verify_clean_samples(manifest):
+    out = run_cli("verify", str(SAMPLES))
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == len(manifest) + 1
+    for name, info in manifest.items():
+        rows = len(info["rows"])
+        expected = (
+            f"{SAMPLES / name}: {len(info['batches'])} batches, {rows} records, "
+            f"{(SAMPLES / name).stat().st_size} bytes: OK"
+        )
+        assert expected in lines
+    batches = sum(len(i["batches"]) for i in manifest.values())
+    assert lines[-1].startswith(f"total: {len(manifest)} segments in ")
+    assert lines[-1].endswith(f": {batches} batches, "
+                              f"{sum(len(i['rows']) for i in manifest.values())} records, "
+                              f"{sum((SAMPLES / n).stat().st_size for n in manifest)} bytes: OK")  # fmt: skip
+    assert "\r" not in out.stderr  # no progress when stderr is not a terminal
+    quiet = run_cli("verify", "--quiet", str(SAMPLES / "transactions-0"))
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+
+
+def test_verify_flags_a_flipped_byte_and_zero_filled_tails(manifest, tmp_path):
+    logdir = _copy(["magic2-none-0", "magic1-gzip-0", "multi-segment-0"], tmp_path)
+    target = logdir / V2_NONE
+    position = manifest[V2_NONE]["batches"][1]["position"]
+    data = bytearray(target.read_bytes())
+    data[position + 100] ^= 0x01
+    target.write_bytes(bytes(data))
+    # zero fill after a segment that is not the last (error) and after the last one (warning)
+    middle = logdir / "multi-segment-0" / "00000000000000001048.log"
+    last = logdir / "multi-segment-0" / "00000000000000001096.log"
+    sizes = {p: p.stat().st_size for p in (middle, last)}
+    for p in (middle, last):
+        with open(p, "ab") as f:
+            f.write(bytes(4096))
+    out = run_cli("verify", str(logdir))
+    assert out.returncode == 1
+    problems = [line for line in out.stdout.splitlines() if ": error: " in line or ": warn" in line]
+    assert len(problems) == 3, out.stdout
+    assert problems[0].startswith(f"{target}: error: byte {position}: ")
+    assert "crc" in problems[0]
+    assert problems[1:] == [
+        f"{middle}: error: byte {sizes[middle]}: a zero-filled tail (4096 bytes) in a segment "
+        "that is not the last of its partition",
+        f"{last}: warning: byte {sizes[last]}: a zero-filled tail (4096 bytes) in the last "
+        "segment (an active segment copied mid-write, preallocated, or left by a crash)",
+    ]
+    assert f"{logdir / V1_GZIP}: 3 batches, 23 records" in out.stdout
+    assert out.stdout.splitlines()[-1].endswith(": 2 errors, 1 warning")
+
+
+def test_verify_warnings_fail_only_with_strict(tmp_path):
+    logdir = _copy(["multi-segment-0"], tmp_path)
+    with open(logdir / "multi-segment-0" / "00000000000000001096.log", "ab") as f:
+        f.write(bytes(100))
+    ok = run_cli("verify", "--quiet", str(logdir))
+    assert ok.returncode == 0 and ok.stdout.count(": warning: ") == 1, ok.stdout
+    strict = run_cli("verify", "--quiet", "--strict", str(logdir))
+    assert (strict.returncode, strict.stdout) == (1, ok.stdout)
+
+
+def test_verify_flags_corrupt_index_and_timeindex(manifest, tmp_path):
+    logdir = _copy(["transactions-0"], tmp_path)
+    index = logdir / "transactions-0" / "00000000000000000019.index"
+    (offset, position), = manifest[TXN19]["index"]  # fmt: skip
+    index.write_bytes(struct.pack(">ii", offset - 19, position + 1))
+    tindex = logdir / "transactions-0" / "00000000000000000000.timeindex"
+    (ts0, off0), (ts1, off1) = manifest[TXN0]["timeindex"]
+    tindex.write_bytes(struct.pack(">qiqi", ts0, off0, ts1 - 5, off1))
+    out = run_cli("verify", str(logdir))
+    assert out.returncode == 1
+    errors = [line for line in out.stdout.splitlines() if ": error: " in line]
+    assert errors == [
+        f"{tindex}: error: entry 1 (timestamp {ts1 - 5}, offset {off1}): the batch holding "
+        f"offset {off1} (byte {manifest[TXN0]['batches'][-1]['position']}) has max timestamp "
+        f"{ts1}",
+        f"{index}: error: entry 0 (offset {offset}, position {position + 1}): position "
+        f"{position + 1} is not the start of a batch",
+    ]
+
+
+def test_verify_usage_errors():
+    missing = run_cli("verify", "/nonexistent/kafka-logs")
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines() == [
+        "kafkalog: error: /nonexistent/kafka-logs: no such file or directory"
+    ]
+    assert missing.stdout == ""
+
+
+def test_verify_shared_fixtures():
+    client = require_shared(CLIENT_WRITTEN)
+    out = run_cli("verify", "--quiet", str(client))
+    bad: dict[str, list[int]] = {}
+    for m in sorted(client.glob("*/*.manifest.json")):
+        info = json.loads(m.read_text())
+        for b in info["batches"]:
+            if not b["crc_valid"]:
+                bad.setdefault(str(m.parent / info["segment"]), []).append(b["byte_offset"])
+    assert bad, "the client fixtures include control batches with a zero CRC"
+    assert out.returncode == 1
+    expected = [f"{path}: error: byte {pos}: " for path, ps in sorted(bad.items()) for pos in ps]
+    lines = out.stdout.splitlines()
+    assert len(lines) == len(expected)
+    for line, prefix in zip(lines, expected, strict=True):
+        assert line.startswith(prefix) and "crc" in line
+    broker = run_cli(
+        "verify", "--quiet", "-o", "recursiveFileLookup=true", str(require_shared(BROKER_WRITTEN))
+    )
+    assert (broker.returncode, broker.stdout) == (0, ""), broker.stdout
+
+
+def test_verify_shows_progress_on_a_terminal():
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        out = run_cli("verify", str(SAMPLES / "orders-0"), stderr=slave, stdout=subprocess.PIPE)
+        os.close(slave)
+        slave = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    assert out.returncode == 0
+    assert b"\rverify: " in seen
+
+
+# ------------------------------------------------------------------ convert
+
+
+def _parquet_counts(out: Path) -> Counter:
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(out, format="parquet", partitioning="hive").to_table(
+        columns=["topic", "partition"]
+    )
+    return Counter(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(),
+                       strict=True))  # fmt: skip
+
+
+def _reader_counts(path: Path, **options: Any) -> Counter:
+    import kafkalog_source as kl
+
+    table = kl.read_table(str(path), **options)
+    return Counter(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(),
+                       strict=True))  # fmt: skip
+
+
+def test_convert_arrow_engine(tmp_path):
+    logdir = _copy(["orders-0", "orders-1", "transactions-0"], tmp_path / "logs")
+    out = tmp_path / "out"
+    args = ["--engine", "arrow", "--option", "isolationLevel=read_committed"]
+    first = run_cli("convert", str(logdir), str(out), "--format", "parquet", *args)
+    assert first.returncode == 0, first.stderr
+    expected = _reader_counts(logdir, isolationLevel="read_committed")
+    assert _parquet_counts(out) == expected
+    assert sorted(p.name for p in out.iterdir()) == [
+        "topic=orders", "topic=transactions"
+    ]  # fmt: skip
+    again = run_cli("convert", str(logdir), str(out), *args)
+    assert again.returncode == 2
+    assert "kafkalog: error: OUT" in again.stderr and "--mode overwrite" in again.stderr
+    replaced = run_cli("convert", str(logdir / "orders-0"), str(out), "--mode", "overwrite",
+                       "--engine", "arrow")  # fmt: skip
+    assert replaced.returncode == 0, replaced.stderr
+    assert _parquet_counts(out) == Counter({("orders", 0): 30})
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_convert_spark_engine(tmp_path):
+    pytest.importorskip("pyspark")
+    logdir = _copy(["orders-0", "orders-1"], tmp_path / "logs")
+    out = tmp_path / "out"
+    result = run_cli("convert", str(logdir), str(out), "--option", "includeHeaders=false")
+    assert result.returncode == 0, result.stderr
+    assert _parquet_counts(out) == _reader_counts(logdir, includeHeaders=False)
