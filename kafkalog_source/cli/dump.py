@@ -409,39 +409,65 @@ class Dumper:
             os.close(fd)
 
     def _dump_batches(self, fd: int, path: str, limit: int) -> None:
-        rows = None
         stats = None
+        options = None
         if self.deep:
             from ..stats import ReadStats
 
             stats = ReadStats()
-            rows = _Rows(
-                seg.read_rows(path, 0, limit, _RECORD_COLUMNS, seg.reader_options(False), stats)
-            )
+            options = seg.reader_options(False)
         pairs: Any = [] if self.scala else {}
         state = {"last": -1}
-        valid_bytes = 0
         tail: Tail | None = None
         start_done = self._done_bytes
-        try:
-            for item in walk_headers(fd, path, 0, limit, full=True):
-                if isinstance(item, Tail):
-                    tail = item
-                    break
-                h = item
+        pending: list[BatchHeader] = []
+
+        def flush() -> None:
+            """Print the pending batches, with the reader's rows for them when deep."""
+            if not pending:
+                return
+            rows = None
+            if options is not None:
+                start, end = pending[0].position, pending[-1].end
+                rows = _Rows(seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats))
+            for h in pending:
                 data = seg.read_batch(fd, h)
-                valid = seg.batch_is_valid(data, h)
-                self._batch(path, h, valid)
+                self._batch(path, h, seg.batch_is_valid(data, h))
                 if rows is not None:
                     self._records(path, h, data, rows.take(h.position), pairs, state)
-                valid_bytes = h.end
-                self.progress.update(start_done + valid_bytes)
-        except CorruptDataError as exc:
-            at = exc.position if exc.position is not None else valid_bytes
+            self.progress.update(start_done + pending[-1].end)
+            pending.clear()
+
+        walker = walk_headers(fd, path, 0, limit, full=True)
+        error: CorruptDataError | None = None
+        while True:
+            try:
+                item = next(walker)
+            except StopIteration:
+                break
+            except CorruptDataError as exc:
+                error = exc
+                break
+            if isinstance(item, Tail):
+                tail = item
+                break
+            if pending and (
+                len(pending) >= seg.CHUNK_BATCHES
+                or item.end - pending[0].position > seg.CHUNK_BYTES
+            ):
+                flush()
+            pending.append(item)
+        try:
+            flush()
+        except CorruptDataError as exc:  # the reader gave up on a range (e.g. maxBatchBytes)
+            self.fail(EXIT_INCOMPLETE, f"{exc}; the rest of the file cannot be dumped")
+            tail = error = None
+        if error is not None:
+            at = error.position if error.position is not None else 0
             if limit - at <= PREFIX_SIZE:
                 tail = Tail("short", at, limit - at)  # Kafka's reader stops here quietly
             else:
-                self.fail(EXIT_INCOMPLETE, f"{exc}; the rest of the file cannot be dumped")
+                self.fail(EXIT_INCOMPLETE, f"{error}; the rest of the file cannot be dumped")
         self._done_bytes = start_done + limit
         if tail is not None and tail.skipped_bytes > 0 and self.max_bytes == INT_MAX:
             if self.jsonl:
@@ -760,10 +786,8 @@ class Dumper:
     def _max_record_timestamp(self, log_path: str, h: BatchHeader) -> int:
         """The largest record timestamp of one batch, from the reader (-1 for none)."""
         best = -1
-        batches = seg.read_rows(
-            log_path, h.position, h.end, ("timestamp",), seg.reader_options(False),
-            at_file_end=False,
-        )  # fmt: skip
+        options = seg.reader_options(False)
+        batches = seg.read_rows(log_path, h.position, h.end, ("timestamp",), options)
         for rb in batches:
             for ts in seg.timestamps_ms(rb.column(0)):
                 best = max(best, -1 if ts is None else ts)

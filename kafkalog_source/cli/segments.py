@@ -205,20 +205,40 @@ def read_rows(
     columns: Sequence[str],
     options: Any,
     stats: Any = None,
-    at_file_end: bool = True,
 ) -> Iterator[Any]:
     """Arrow record batches of ``columns`` for the batches in ``[start, end)`` of ``path``.
 
-    The byte range is read by the data source's own :class:`~kafkalog_source.reader.RangeReader`
-    with every offset admitted (carved record sets may hold negative offsets). ``at_file_end``
-    makes the reader treat ``end`` as the end of the data (``--max-bytes`` cuts there).
+    ``start`` and ``end`` must be batch boundaries (from the header walk). The range is read by
+    the data source's own :class:`~kafkalog_source.reader.RangeReader` with every offset
+    admitted (carved record sets may hold negative offsets).
     """
     from ..arrow.schema import projection_for
     from ..planning.splits import SegmentRange
     from ..reader import RangeReader
 
-    rng = SegmentRange(path, start, end, at_file_end=at_file_end, offset_lo=LOWEST_OFFSET)
+    rng = SegmentRange(path, start, end, at_file_end=False, offset_lo=LOWEST_OFFSET)
     return iter(RangeReader(rng, options, projection_for(list(columns)), stats))
+
+
+# The commands read a segment in ranges of at most this many batches and bytes (cut at batch
+# starts). Besides bounding memory, this keeps each range within one decoder window: the reader
+# can fail with an IndexError when metadata columns are requested and an output batch is
+# flushed in the middle of a later window of a range (see the report for issue 5).
+CHUNK_BATCHES = 4096
+CHUNK_BYTES = 4 << 20
+
+
+def chunks(headers: Sequence[BatchHeader]) -> Iterator[list[BatchHeader]]:
+    """Consecutive runs of ``headers``, each at most CHUNK_BATCHES batches and about CHUNK_BYTES
+    (a single larger batch is a run of its own)."""
+    run: list[BatchHeader] = []
+    for h in headers:
+        if run and (len(run) >= CHUNK_BATCHES or h.end - run[0].position > CHUNK_BYTES):
+            yield run
+            run = []
+        run.append(h)
+    if run:
+        yield run
 
 
 def timestamps_ms(column: Any) -> list[int | None]:

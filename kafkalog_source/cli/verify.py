@@ -59,6 +59,7 @@ from .progress import Progress, wanted
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
+_LISTED = 20  # problems of one kind listed per file; the rest are counted
 _SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
 _FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
 _INDEX_ENTRY = np.dtype([("rel", ">i4"), ("pos", ">i4")])
@@ -255,7 +256,7 @@ def verify_segment(
         os.close(fd)
     report.batches = len(headers)
     flagged = _check_batch_offsets(path, headers, base, next_base, state, report)
-    rows = _read(path, size, options, report, progress, done)
+    rows = _read(path, headers, state, options, report, progress, done)
     report.records = rows.count
     _check_record_offsets(path, rows, headers, base, flagged, state, report)
     if base is not None and path.endswith(".log"):
@@ -331,10 +332,11 @@ def _check_batch_offsets(
     """Batch offsets against each other, the file name and the next segment; flagged positions."""
     flagged: set[int] = set()
     prev = state.last_offset
+    messages: list[str] = []
     for h in headers:
         first = h.base_offset if h.magic >= 2 else h.last_offset
         if h.magic >= 2 and h.last_offset_delta < 0:
-            report.error(path, f"byte {h.position}: negative lastOffsetDelta {h.last_offset_delta}")
+            messages.append(f"byte {h.position}: negative lastOffsetDelta {h.last_offset_delta}")
             flagged.add(h.position)
         if prev is not None and first <= prev:
             what = "batch" if h.magic >= 2 else "message"
@@ -343,13 +345,16 @@ def _check_batch_offsets(
                 if h.magic >= 2
                 else f"offset {h.last_offset}"
             )
-            report.error(
-                path,
-                f"byte {h.position}: {what} with {shown} does not follow the previous last offset "
-                f"{prev} (offsets must increase)",
+            messages.append(
+                f"byte {h.position}: {what} with {shown} does not follow the previous last "
+                f"offset {prev} (offsets must increase)"
             )
             flagged.add(h.position)
         prev = h.last_offset
+    for message in messages[:_LISTED]:
+        report.error(path, message)
+    if len(messages) > _LISTED:
+        report.error(path, f"{len(messages) - _LISTED} more batches out of offset order")
     if headers and base is not None:
         h = headers[0]
         if h.magic >= 2 and h.base_offset < base:
@@ -368,48 +373,78 @@ def _check_batch_offsets(
 
 @dataclass
 class _Rows:
-    """The reader's rows for a segment, as numpy arrays in file order."""
+    """What verify keeps of the reader's rows for a segment (nothing per row)."""
 
     count: int = 0
-    offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    timestamps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ms, -1 none
     aborts: set[int] = field(default_factory=set)  # offsets of ABORT markers
-    # per batch position: (first record offset, max record timestamp)
+    # per batch position: (first record offset, max record timestamp in ms, -1 for none)
     per_batch: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # records whose offset does not exceed the previous record's: (batch position, offset, prev)
+    out_of_order: list[tuple[int, int, int]] = field(default_factory=list)
+    last_offset: int | None = None
 
 
 def _read(
-    path: str, size: int, options: Any, report: SegmentReport, progress: Progress, done: int
+    path: str,
+    headers: list[BatchHeader],
+    state: _Partition,
+    options: Any,
+    report: SegmentReport,
+    progress: Progress,
+    done: int,
 ) -> _Rows:
-    """Decode the segment with the data source's reader; its skipped batches become errors."""
+    """Decode the segment with the data source's reader, range by range; its skipped batches
+    become errors. Record offsets are checked on the way (they must increase)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from ..stats import ReadStats
 
     stats = ReadStats()
-    offsets: list[np.ndarray] = []
-    positions: list[np.ndarray] = []
-    stamps: list[np.ndarray] = []
-    aborts: set[int] = set()
+    rows = _Rows()
+    prev = state.last_record if state.last_record is not None else np.iinfo(np.int64).min
     columns = ("offset", "timestamp", "batchPosition", "control")
+    half = headers[-1].end // 2 if headers else 0
     try:
-        for rb in seg.read_rows(path, 0, size, columns, options, stats):
-            offsets.append(rb.column(0).to_numpy())
-            us = pc.fill_null(rb.column(1).cast(pa.int64()), -1000)
-            stamps.append(us.to_numpy() // 1000)
-            positions.append(rb.column(2).to_numpy())
-            control = rb.column(3)
-            if control.null_count < len(control):
-                types = pc.struct_field(control, [0]).to_pylist()
-                offs = rb.column(0).to_pylist()
-                aborts.update(o for o, t in zip(offs, types, strict=True) if t == "ABORT")
-            progress.update(done + size // 2 + stats.bytes_read // 2)
+        for chunk in seg.chunks(headers):
+            start, end = chunk[0].position, chunk[-1].end
+            for rb in seg.read_rows(path, start, end, columns, options, stats):
+                n = rb.num_rows
+                if not n:
+                    continue
+                offsets = rb.column(0).to_numpy()
+                stamps = pc.fill_null(rb.column(1).cast(pa.int64()), -1000).to_numpy() // 1000
+                positions = rb.column(2).to_numpy()
+                before = np.empty(n, np.int64)
+                before[0] = prev
+                before[1:] = offsets[:-1]
+                for i in np.flatnonzero(offsets <= before)[:1000].tolist():
+                    rows.out_of_order.append((int(positions[i]), int(offsets[i]), int(before[i])))
+                prev = int(offsets[-1])
+                starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
+                maxima = np.maximum.reduceat(stamps, starts)
+                for p, o, m in zip(
+                    positions[starts].tolist(),
+                    offsets[starts].tolist(),
+                    maxima.tolist(),
+                    strict=True,
+                ):
+                    seen = rows.per_batch.get(p)
+                    rows.per_batch[p] = (o, m) if seen is None else (seen[0], max(seen[1], m))
+                control = rb.column(3)
+                if control.null_count < n:
+                    types = pc.struct_field(control, [0]).to_pylist()
+                    rows.aborts.update(
+                        o for o, t in zip(offsets.tolist(), types, strict=True) if t == "ABORT"
+                    )
+                rows.count += n
+            progress.update(done + half + end // 2)
     except CorruptDataError as exc:
         report.error(path, f"the reader stopped: {exc}")
     except OSError as e:
         report.error(path, f"cannot read: {e.strerror or e}")
+    if rows.count:
+        rows.last_offset = prev
     shown = 0
     for problem in stats.problems:
         if problem.startswith("DROPMALFORMED: skipped malformed batch: "):
@@ -419,19 +454,7 @@ def _read(
             report.error(path, text)
             shown += 1
     if stats.malformed_batches > shown:
-        report.error(path, f"{stats.malformed_batches - shown} more malformed batches (not listed)")
-    rows = _Rows(aborts=aborts)
-    if offsets:
-        rows.offsets = np.concatenate(offsets)
-        rows.positions = np.concatenate(positions)
-        rows.timestamps = np.concatenate(stamps)
-        rows.count = len(rows.offsets)
-        starts = np.flatnonzero(np.r_[True, rows.positions[1:] != rows.positions[:-1]])
-        maxima = np.maximum.reduceat(rows.timestamps, starts)
-        rows.per_batch = {
-            int(p): (int(o), int(m))
-            for p, o, m in zip(rows.positions[starts], rows.offsets[starts], maxima, strict=True)
-        }
+        report.error(path, f"{stats.malformed_batches - shown} more malformed batches")
     return rows
 
 
@@ -445,36 +468,28 @@ def _check_record_offsets(
     report: SegmentReport,
 ) -> None:
     """Record offsets increase (catches legacy wrappers whose first inner offset goes back)."""
-    if rows.count:
-        prev = np.empty(rows.count, np.int64)
-        prev[1:] = rows.offsets[:-1]
-        prev[0] = state.last_record if state.last_record is not None else np.iinfo(np.int64).min
-        bad = np.flatnonzero(rows.offsets <= prev)
-        listed = 0
-        for i in bad.tolist():
-            pos = int(rows.positions[i])
-            if pos in flagged:
-                continue
-            flagged.add(pos)
-            listed += 1
-            if listed <= 20:
-                report.error(
-                    path,
-                    f"byte {pos}: record offset {int(rows.offsets[i])} does not follow the "
-                    f"previous record's offset {int(prev[i])} (offsets must increase)",
-                )
-        if listed > 20:
-            report.error(path, f"{listed - 20} more records out of offset order (not listed)")
-        state.last_record = int(rows.offsets[-1])
-    if headers and rows.count:
-        first_pos = headers[0].position
-        if headers[0].magic < 2 and first_pos in rows.per_batch:
-            first = rows.per_batch[first_pos][0]
-            if base is not None and first < base:
-                report.error(
-                    path,
-                    f"byte 0: first offset {first} is below the segment's base offset {base}",
-                )
+    listed = 0
+    for pos, offset, before in rows.out_of_order:
+        if pos in flagged:
+            continue
+        flagged.add(pos)
+        listed += 1
+        if listed <= _LISTED:
+            report.error(
+                path,
+                f"byte {pos}: record offset {offset} does not follow the previous record's "
+                f"offset {before} (offsets must increase)",
+            )
+    if listed > _LISTED:
+        report.error(path, f"{listed - _LISTED} more records out of offset order")
+    if rows.last_offset is not None:
+        state.last_record = rows.last_offset
+    if headers and base is not None and headers[0].magic < 2:
+        first = rows.per_batch.get(headers[0].position, (None, 0))[0]
+        if first is not None and first < base:
+            report.error(
+                path, f"byte 0: first offset {first} is below the segment's base offset {base}"
+            )
 
 
 def _read_index(path: str) -> bytes | None:
@@ -537,7 +552,7 @@ def _check_offset_index(
     prev: tuple[int, int] | None = None
     listed = 0
     for i in range(cut):
-        if listed >= 20:
+        if listed >= _LISTED:
             report.error(path, "more index problems (not listed)")
             break
         rel, pos = int(entries["rel"][i]), int(entries["pos"][i])
@@ -611,7 +626,7 @@ def _check_time_index(
     prev: tuple[int, int] | None = None
     listed = 0
     for i in range(cut):
-        if listed >= 20:
+        if listed >= _LISTED:
             report.error(path, "more time index problems (not listed)")
             break
         ts, offset = int(entries["ts"][i]), base + int(entries["rel"][i])
