@@ -568,6 +568,36 @@ def test_verify_shows_progress_on_a_terminal():
     assert b"\rverify: " in seen
 
 
+def test_large_segment_in_many_reader_ranges(manifest, tmp_path):
+    # 6000 compressed v2 batches (73500 records): more than one decoder window and more rows than
+    # one output batch, so dump and verify read the segment range by range. The base offsets are
+    # rewritten (they are outside the CRC) so the offsets keep increasing.
+    info = manifest["magic2-lz4-0/00000000000000000000.log"]
+    one = (SAMPLES / "magic2-lz4-0/00000000000000000000.log").read_bytes()
+    step = info["batches"][-1]["lastOffset"] + 1
+    copies = 1500
+    data = bytearray(one * copies)
+    for i in range(copies):
+        for b in info["batches"]:
+            at = i * len(one) + b["position"]
+            struct.pack_into(">q", data, at, b["baseOffset"] + i * step)
+    path = tmp_path / "big-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(bytes(data))
+    batches, records = copies * len(info["batches"]), copies * len(info["rows"])
+    out = run_cli("verify", str(path.parent))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f": {batches} batches, {records} records, {len(data)} bytes: OK" in out.stdout
+    dump = run_cli("dump", "--deep-iteration", "--skip-record-metadata", str(path))
+    assert dump.returncode == 0, dump.stderr
+    lines = dump.stdout.splitlines()
+    assert len(lines) == 2 + batches + records
+    assert lines.count("") == records  # one (empty) line per record, after its batch line
+    assert sum(line.startswith("baseOffset: ") for line in lines) == batches
+    assert lines[-1] == ""
+    assert dump.stderr == ""
+
+
 # ------------------------------------------------------------------ convert
 
 
