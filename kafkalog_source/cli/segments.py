@@ -221,9 +221,11 @@ def read_rows(
 
 
 # The commands read a segment in ranges of at most this many batches and bytes (cut at batch
-# starts). Besides bounding memory, this keeps each range within one decoder window: the reader
-# can fail with an IndexError when metadata columns are requested and an output batch is
-# flushed in the middle of a later window of a range (see the report for issue 5).
+# starts). Besides bounding memory, this keeps each range within one header scan of the reader:
+# with metadata or control columns, RangeReader raises IndexError when it flushes an output batch
+# in the middle of a run of compressed v2 batches after the first scan of a range (the batch-table
+# numbering restarts at the flush while the run keeps its old base). 4096 is the reader's
+# HEADER_ROWS and 4 MiB is well under its 8 MiB window.
 CHUNK_BATCHES = 4096
 CHUNK_BYTES = 4 << 20
 

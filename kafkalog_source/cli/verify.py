@@ -3,11 +3,12 @@
 PATH is a ``.log`` file, a partition directory or a log directory (as the data source reads
 them). For every segment it checks:
 
-* **CRCs and structure.** The data source's reader decodes the whole segment with
-  ``verifyChecksums=true`` and ``mode=DROPMALFORMED``: every v2 batch CRC-32C, every v0/v1 message
-  CRC-32 (inner messages of compressed wrappers included), decompression and record structure.
-  Each batch it had to skip (:class:`~kafkalog_source.stats.ReadStats`) is an error, reported
-  with the reader's own message (file, byte position, base offset, reason).
+* **CRCs and structure.** The data source's reader decodes every batch the header walk finds
+  (range by range) with ``verifyChecksums=true`` and ``mode=DROPMALFORMED``: every v2 batch
+  CRC-32C, every v0/v1 message CRC-32 (inner messages of compressed wrappers included),
+  decompression and record structure. Each batch it had to skip
+  (:class:`~kafkalog_source.stats.ReadStats`) is an error, reported with the reader's own message
+  (file, byte position, base offset, reason). Bytes after unreadable framing are not decoded.
 * **Offset order.** Within a partition directory, batch by batch across its segments: each v2
   batch's base offset must be above the previous batch's last offset (each legacy entry's offset
   above the previous one), and record offsets must increase. Gaps are fine (compaction, aborted
