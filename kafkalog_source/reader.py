@@ -139,8 +139,12 @@ class RangeReader:
         self.verify = options.verify_checksums
         self.include_control = options.include_control_records or projection.wants("control")
         self.read_committed = options.isolation_level == "read_committed"
+        # Batch-header tables of the rows in the sink. Rows refer to their batch by a number that
+        # never restarts within a range: table k covers numbers _meta_bases[k] onwards.
         self._meta_tables: list[np.ndarray] = []
-        self._meta_base = 0
+        self._meta_bases: list[int] = []
+        self._meta_base = 0  # number of the first row of the current (last) table
+        self._meta_next = 0
         self._window_pos = 0
         self._mv = memoryview(b"")
         self._done = False
@@ -411,9 +415,11 @@ class RangeReader:
             )
 
     def _register(self, table: np.ndarray) -> None:
-        if self._meta_tables:
-            self._meta_base += self._meta_tables[-1].shape[0]
+        """Add a table of batch headers; its rows are numbered from ``_meta_base`` on."""
+        self._meta_base = self._meta_next
+        self._meta_next += table.shape[0]
         self._meta_tables.append(table)
+        self._meta_bases.append(self._meta_base)
 
     # ------------------------------------------------------------------ batches
     def _process(self, buf: np.ndarray, table: np.ndarray) -> Iterator[pa.RecordBatch]:
@@ -920,14 +926,15 @@ class RangeReader:
 
     # ------------------------------------------------------------------ output
     def _flush(self) -> Iterator[pa.RecordBatch]:
-        """Turn the sink's rows into one record batch and restart the batch-table numbering."""
+        """Turn the sink's rows into one record batch; keep only the current header table."""
         cols = self.sink.take_columns()
         tables = self._meta_tables
         meta = np.concatenate(tables) if len(tables) > 1 else tables[-1]
-        # rows still to come from the current window are numbered from 0 again
+        first = self._meta_bases[0]  # tables are numbered consecutively from here
+        # rows still to come belong to the current window's table, which keeps its numbering
         self._meta_tables = [tables[-1]]
-        self._meta_base = 0
-        batch = self._assemble(cols, _LazyRows(meta, cols["meta"]))
+        self._meta_bases = [self._meta_bases[-1]]
+        batch = self._assemble(cols, _LazyRows(meta, cols["meta"] - first))
         if batch.num_rows:
             self.stats.records += batch.num_rows
             yield batch
