@@ -13,6 +13,8 @@ same options (see the README's option table).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ChecksumError,
     CorruptDataError,
@@ -25,8 +27,20 @@ from .errors import (
     UnsupportedFormatError,
 )
 from .options import ReadOptions, parse_options
-from .reader import iter_batches, read_table
 from .stats import ReadStats
+
+if TYPE_CHECKING:
+    from .reader import iter_batches, read_table
+
+
+def __getattr__(name: str) -> Any:
+    """Import the decoder (numba, pyarrow) on first use, so light commands start fast."""
+    if name in ("iter_batches", "read_table"):
+        from . import reader
+
+        return getattr(reader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ChecksumError",
