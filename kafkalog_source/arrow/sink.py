@@ -214,21 +214,9 @@ class ColumnSink:
         )
 
     def legacy_args(self) -> tuple:
-        """The sink arrays in the order the legacy kernel takes them."""
-        return (
-            self.offsets,
-            self.timestamps,
-            self.ts_types,
-            self.metas,
-            self.key_off,
-            self.key_valid,
-            self.key_data,
-            self.val_off,
-            self.val_valid,
-            self.val_data,
-            self.hdr_off,
-            self.state,
-        )
+        """The sink arrays in the order the legacy kernel takes them (no header arrays)."""
+        args = self.v2_args()
+        return (*args[:11], args[-1])
 
     def truncate(self, rows: int) -> None:
         """Forget rows past ``rows`` (used when a batch fails after some rows were written)."""

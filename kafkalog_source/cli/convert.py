@@ -26,6 +26,7 @@ import shutil
 import sys
 from typing import Any
 
+from .common import add_option_argument, add_verbose_argument, parse_option_args
 from .progress import Progress, wanted
 
 ENGINES = ("spark", "arrow")
@@ -54,14 +55,7 @@ def register(subparsers: Any) -> None:
         default="spark",
         help="spark: a local Spark job (default); arrow: no Spark, streaming on one machine",
     )
-    p.add_argument(
-        "-o",
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a reader option, e.g. --option isolationLevel=read_committed (repeatable)",
-    )
+    add_option_argument(p, "isolationLevel=read_committed")
     p.add_argument(
         "--mode",
         choices=("error", "overwrite"),
@@ -70,13 +64,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-    p.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print the full traceback on errors",
-    )
+    add_verbose_argument(p)
     p.set_defaults(run=run)
 
 
@@ -85,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import PathError
     from ..options import parse_options
     from .main import CommandError
-    from .query import parse_option_args
 
     options = parse_option_args(args.option)
     parse_options(options, paths=args.path)  # bad options fail here, before any work

@@ -88,6 +88,7 @@ from typing import Any, TextIO
 from ..errors import CorruptDataError
 from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail, walk_headers
 from . import segments as seg
+from .common import add_verbose_argument, non_negative
 from .progress import Progress, wanted
 
 INT_MAX = 2**31 - 1
@@ -147,14 +148,14 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--max-bytes",
-        type=_non_negative,
+        type=non_negative,
         default=INT_MAX,
         metavar="N",
         help="read only the first N bytes of each .log file (no trailing-bytes line then)",
     )
     p.add_argument(
         "--max-message-size",
-        type=_non_negative,
+        type=non_negative,
         default=DEFAULT_MAX_MESSAGE_SIZE,
         metavar="N",
         help="bytes read at each .index entry to find its batch (default 5242880)",
@@ -172,24 +173,8 @@ def register(subparsers: Any) -> None:
         "jsonl: one JSON object per batch/record/entry",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-    p.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print the full traceback on errors",
-    )
+    add_verbose_argument(p)
     p.set_defaults(run=run)
-
-
-def _non_negative(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
-    return n
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from .common import add_option_argument, non_negative, parse_option_args
+
 VIEW = "kafkalog"
 DEFAULT_MAX_ROWS = 1000
 DEFAULT_MAX_WIDTH = 80
@@ -35,53 +37,23 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("path", metavar="PATH", help="segment file or directory")
     p.add_argument("sql", metavar="SQL", help=f'a query, e.g. "SELECT count(*) FROM {VIEW}"')
-    p.add_argument(
-        "-o",
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a reader option, e.g. --option isolationLevel=read_committed (repeatable)",
-    )
+    add_option_argument(p, "isolationLevel=read_committed")
     p.add_argument(
         "--max-rows",
-        type=_non_negative,
+        type=non_negative,
         default=DEFAULT_MAX_ROWS,
         metavar="N",
         help=f"print at most N rows (default {DEFAULT_MAX_ROWS})",
     )
     p.add_argument(
         "--max-width",
-        type=_non_negative,
+        type=non_negative,
         default=DEFAULT_MAX_WIDTH,
         metavar="N",
         help=f"cut cells longer than N characters, 0 = never (default {DEFAULT_MAX_WIDTH})",
     )
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.set_defaults(run=run)
-
-
-def _non_negative(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
-    return n
-
-
-def parse_option_args(items: list[str]) -> dict[str, str]:
-    """``["k=v", ...]`` into a dict; the reader validates names and values."""
-    from .main import CommandError
-
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CommandError(f"--option expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value
-    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from ..framing.headers import (
     V2_HEADER_SIZE,
     BatchHeader,
     parse_header,
+    read_varint,
 )
 
 LOWEST_OFFSET = -(2**63)
@@ -142,19 +143,6 @@ def legacy_inner_checksums(
     return out
 
 
-def _varint(buf: bytes, p: int, end: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    while p < end and shift <= 63:
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), p
-        shift += 7
-    return 0, -1
-
-
 def control_record_sizes(data: bytes, h: BatchHeader) -> list[tuple[int, int]]:
     """``(keySize, valueSize)`` of each record of an uncompressed v2 control batch ``data``.
 
@@ -165,17 +153,17 @@ def control_record_sizes(data: bytes, h: BatchHeader) -> list[tuple[int, int]]:
         return out
     p, end = V2_HEADER_SIZE, min(h.size, len(data))
     for _ in range(max(h.records_count, 0)):
-        length, q = _varint(data, p, end)
+        length, q = read_varint(data, p, end)
         if q < 0 or length < 0 or q + length > end:
             break
         nxt = q + length
-        _, r = _varint(data, q + 1, nxt)  # attributes byte, then timestampDelta
-        _, r = _varint(data, r, nxt) if r >= 0 else (0, -1)  # offsetDelta
-        klen, r = _varint(data, r, nxt) if r >= 0 else (0, -1)
+        _, r = read_varint(data, q + 1, nxt)  # attributes byte, then timestampDelta
+        _, r = read_varint(data, r, nxt) if r >= 0 else (0, -1)  # offsetDelta
+        klen, r = read_varint(data, r, nxt) if r >= 0 else (0, -1)
         if r < 0:
             break
         r += max(klen, 0)
-        vlen, r = _varint(data, r, nxt)
+        vlen, r = read_varint(data, r, nxt)
         if r < 0:
             break
         out.append((klen if klen >= 0 else -1, vlen if vlen >= 0 else -1))

@@ -56,6 +56,7 @@ import numpy as np
 from ..errors import CorruptDataError, PathError
 from ..framing.headers import BatchHeader, Tail, walk_headers
 from . import segments as seg
+from .common import add_option_argument, add_verbose_argument, parse_option_args
 from .progress import Progress, wanted
 
 EXIT_OK = 0
@@ -85,21 +86,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="segment file or directory")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the problems")
     p.add_argument("--strict", action="store_true", help="treat warnings as problems too (exit 1)")
-    p.add_argument(
-        "-o",
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a reader option, e.g. --option maxBatchBytes=256m (repeatable)",
-    )
-    p.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print the full traceback on errors",
-    )
+    add_option_argument(p, "maxBatchBytes=256m")
+    add_verbose_argument(p)
     p.set_defaults(run=run)
 
 
@@ -136,7 +124,6 @@ def run(args: argparse.Namespace) -> int:
     from ..options import parse_options
     from ..storage.discovery import discover
     from .main import CommandError
-    from .query import parse_option_args
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     extra = parse_option_args(args.option)

@@ -95,6 +95,24 @@ class BatchHeader:
         return 1 if self.attributes & 0x08 else 0
 
 
+def read_varint(buf: bytes | memoryview, p: int, end: int) -> tuple[int, int]:
+    """The zig-zag varint at ``buf[p:end]`` as (value, next position); (0, -1) when malformed.
+
+    For the few record fields the planner and tools read in Python (control record keys);
+    whole batches go through the compiled kernels.
+    """
+    raw = 0
+    shift = 0
+    while p < end and shift <= 63:
+        b = buf[p]
+        p += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), p
+        shift += 7
+    return 0, -1
+
+
 def parse_header(buf: bytes | memoryview, at: int, position: int) -> BatchHeader:
     """Parse the header at ``buf[at:]``; ``position`` is its absolute byte position in the file.
 

@@ -22,11 +22,7 @@ from .status import (
     E_LEGACY_SIZE,
     E_LEGACY_TRUNCATED,
     E_VALUE_LENGTH,
-    ERR_A,
-    ERR_B,
-    ERR_CODE,
     ERR_ITEM,
-    ERR_POS,
     MAX_MS,
     N_KEY,
     N_NULL_TS,
@@ -36,17 +32,8 @@ from .status import (
     OK,
     WRAP_POS,
     WRAPPER,
+    fail,
 )
-
-
-@kernel
-def _fail(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
-    state[ERR_CODE] = code
-    state[ERR_POS] = pos
-    state[ERR_ITEM] = item
-    state[ERR_A] = a
-    state[ERR_B] = b
-    return code
 
 
 @kernel
@@ -87,42 +74,42 @@ def decode_legacy(
     k = 0
     while p < end:
         if end - p < 12:
-            return _fail(state, E_LEGACY_TRUNCATED, p, k, 0, end - p)
+            return fail(state, E_LEGACY_TRUNCATED, p, k, 0, end - p)
         offset = be64(src, p)
         size = be32(src, p + 8)
         if size < 14 or size > end - p - 12:
-            return _fail(state, E_LEGACY_SIZE, p, k, size, end - p - 12)
+            return fail(state, E_LEGACY_SIZE, p, k, size, end - p - 12)
         msg = p + 12
         msg_end = msg + size
         stored = be32u(src, msg)
         magic = src[msg + 4]
         attrs = src[msg + 5]
         if magic > 1:
-            return _fail(state, E_LEGACY_MAGIC, p, k, magic, 0)
+            return fail(state, E_LEGACY_MAGIC, p, k, magic, 0)
         if verify:
             computed = crc32(crc_tables, src, msg + 4, msg_end)
             if computed != stored:
-                return _fail(state, E_LEGACY_CRC, p, k, stored, computed)
+                return fail(state, E_LEGACY_CRC, p, k, stored, computed)
         q = msg + 6
         ts = -1
         tstype = -1
         if magic == 1:
             if size < 22:
-                return _fail(state, E_LEGACY_SIZE, p, k, size, end - p - 12)
+                return fail(state, E_LEGACY_SIZE, p, k, size, end - p - 12)
             ts = be64(src, q)
             tstype = 1 if (attrs & 0x08) != 0 else 0
             q += 8
         klen = be32(src, q)
         q += 4
         if klen > msg_end - q - 4:
-            return _fail(state, E_KEY_LENGTH, p, k, klen, msg_end - q)
+            return fail(state, E_KEY_LENGTH, p, k, klen, msg_end - q)
         kpos = q
         if klen > 0:
             q += klen
         vlen = be32(src, q)
         q += 4
         if vlen > msg_end - q:
-            return _fail(state, E_VALUE_LENGTH, p, k, vlen, msg_end - q)
+            return fail(state, E_VALUE_LENGTH, p, k, vlen, msg_end - q)
         if (attrs & 0x07) != 0:
             state[WRAP_POS] = p
             state[ERR_ITEM] = k
@@ -131,11 +118,11 @@ def decode_legacy(
             state[N_VAL] = nv
             return WRAPPER
         if n >= offsets.shape[0]:
-            return _fail(state, E_CAPACITY, p, k, CAP_RECORDS, n + 1)
+            return fail(state, E_CAPACITY, p, k, CAP_RECORDS, n + 1)
         if want_key and klen > 0 and nk + klen > key_data.shape[0]:
-            return _fail(state, E_CAPACITY, p, k, CAP_KEYS, nk + klen)
+            return fail(state, E_CAPACITY, p, k, CAP_KEYS, nk + klen)
         if want_val and vlen > 0 and nv + vlen > val_data.shape[0]:
-            return _fail(state, E_CAPACITY, p, k, CAP_VALUES, nv + vlen)
+            return fail(state, E_CAPACITY, p, k, CAP_VALUES, nv + vlen)
         offsets[n] = offset
         if tstype != -1 and -MAX_MS <= ts <= MAX_MS:
             timestamps[n] = ts * 1000

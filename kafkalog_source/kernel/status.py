@@ -6,6 +6,8 @@ The reader turns the code into a :mod:`kafkalog_source.errors` exception with th
 
 from __future__ import annotations
 
+from .jit import kernel
+
 # state vector slots
 N_REC, N_KEY, N_VAL, N_HDR, N_HKEY, N_HVAL = 0, 1, 2, 3, 4, 5
 N_NULL_TS = 6  # rows whose timestamp is null (v0, or out of the microsecond range)
@@ -75,3 +77,14 @@ def describe(code: int, a: int, b: int) -> str:
             "or is longer than 5 (int32) or 10 (int64) bytes"
         ),
     }.get(code, f"kernel status {code}")
+
+
+@kernel
+def fail(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
+    """Store an error (code, byte position, batch or message index, two details) in ``state``."""
+    state[ERR_CODE] = code
+    state[ERR_POS] = pos
+    state[ERR_ITEM] = item
+    state[ERR_A] = a
+    state[ERR_B] = b
+    return code

@@ -33,11 +33,6 @@ from .status import (
     E_RECORD_STRUCTURE,
     E_TRAILING_BYTES,
     E_VALUE_LENGTH,
-    ERR_A,
-    ERR_B,
-    ERR_CODE,
-    ERR_ITEM,
-    ERR_POS,
     MAX_MS,
     N_HDR,
     N_HKEY,
@@ -48,6 +43,7 @@ from .status import (
     N_VAL,
     NULL_TS,
     OK,
+    fail,
 )
 
 # Columns of the batch-parameter matrix passed to decode_v2.
@@ -57,16 +53,6 @@ BP_WIDTH = 8
 WANT_KEY = 1
 WANT_VALUE = 2
 WANT_HEADERS = 4
-
-
-@kernel
-def _fail(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
-    state[ERR_CODE] = code
-    state[ERR_POS] = pos
-    state[ERR_ITEM] = item
-    state[ERR_A] = a
-    state[ERR_B] = b
-    return code
 
 
 @kernel
@@ -122,79 +108,79 @@ def decode_v2(
         for r in range(count):
             rec_start = p
             if n >= offsets.shape[0]:
-                return _fail(state, E_CAPACITY, p, b, CAP_RECORDS, n + 1)
+                return fail(state, E_CAPACITY, p, b, CAP_RECORDS, n + 1)
             if p >= end:
-                return _fail(state, E_PREMATURE_EOF, p, b, count, r)
+                return fail(state, E_PREMATURE_EOF, p, b, count, r)
             length, q = varint(src, p)
             if q > end:
-                return _fail(state, E_RECORD_STRUCTURE, p, b, 0, 0)
+                return fail(state, E_RECORD_STRUCTURE, p, b, 0, 0)
             if length < 0:
-                return _fail(state, E_RECORD_LENGTH, p, b, length, end - q)
+                return fail(state, E_RECORD_LENGTH, p, b, length, end - q)
             body_end = q + length
             if body_end > end:
-                return _fail(state, E_RECORD_OVERRUN, p, b, length, end - q)
+                return fail(state, E_RECORD_OVERRUN, p, b, length, end - q)
             p = q + 1  # attributes byte: unused
             ts_delta, p = varlong(src, p)
             if p > body_end:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             off_delta, p = varint(src, p)
             if p > body_end:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             # key
             klen, p = varint(src, p)
             if p > body_end:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             if klen >= 0:
                 if klen > body_end - p:
-                    return _fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
+                    return fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
                 if want_key:
                     if nk + klen > key_data.shape[0]:
-                        return _fail(state, E_CAPACITY, p, b, CAP_KEYS, nk + klen)
+                        return fail(state, E_CAPACITY, p, b, CAP_KEYS, nk + klen)
                     copy_bytes(key_data, nk, src, p, klen)
                     nk += klen
                 p += klen
             # value
             vlen, p = varint(src, p)
             if p > body_end:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             if vlen >= 0:
                 if vlen > body_end - p:
-                    return _fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
+                    return fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
                 if want_val:
                     if nv + vlen > val_data.shape[0]:
-                        return _fail(state, E_CAPACITY, p, b, CAP_VALUES, nv + vlen)
+                        return fail(state, E_CAPACITY, p, b, CAP_VALUES, nv + vlen)
                     copy_bytes(val_data, nv, src, p, vlen)
                     nv += vlen
                 p += vlen
             # headers
             hcount, p = varint(src, p)
             if p > body_end:
-                return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
             if hcount < 0 or hcount > body_end - p:
-                return _fail(state, E_HEADER_COUNT, rec_start, b, hcount, body_end - p)
+                return fail(state, E_HEADER_COUNT, rec_start, b, hcount, body_end - p)
             for _h in range(hcount):
                 hklen, p = varint(src, p)
                 if p > body_end:
-                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                    return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
                 if hklen < 0 or hklen > body_end - p:
-                    return _fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
+                    return fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
                 if want_hdr:
                     if nh + 1 >= hv_valid.shape[0]:
-                        return _fail(state, E_CAPACITY, p, b, CAP_HEADERS, nh + 2)
+                        return fail(state, E_CAPACITY, p, b, CAP_HEADERS, nh + 2)
                     if nhk + hklen > hk_data.shape[0]:
-                        return _fail(state, E_CAPACITY, p, b, CAP_HEADER_KEYS, nhk + hklen)
+                        return fail(state, E_CAPACITY, p, b, CAP_HEADER_KEYS, nhk + hklen)
                     copy_bytes(hk_data, nhk, src, p, hklen)
                     nhk += hklen
                 p += hklen
                 hvlen, p = varint(src, p)
                 if p > body_end:
-                    return _fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                    return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
                 if hvlen > body_end - p:
-                    return _fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
+                    return fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
                 if want_hdr:
                     if hvlen >= 0:
                         if nhv + hvlen > hv_data.shape[0]:
-                            return _fail(state, E_CAPACITY, p, b, CAP_HEADER_VALUES, nhv + hvlen)
+                            return fail(state, E_CAPACITY, p, b, CAP_HEADER_VALUES, nhv + hvlen)
                         copy_bytes(hv_data, nhv, src, p, hvlen)
                         nhv += hvlen
                         hv_valid[nh] = 1
@@ -206,7 +192,7 @@ def decode_v2(
                 if hvlen > 0:
                     p += hvlen
             if p != body_end:
-                return _fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, p - q)
+                return fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, p - q)
             # emit
             offsets[n] = base_offset + off_delta
             ts = max_ts if log_append else base_ts + ts_delta
@@ -227,7 +213,7 @@ def decode_v2(
                 hdr_off[n + 1] = nh
             n += 1
         if count > 0 and p != end:
-            return _fail(state, E_TRAILING_BYTES, p, b, count, end - p)
+            return fail(state, E_TRAILING_BYTES, p, b, count, end - p)
         # commit this batch: a later failure leaves the rows of earlier batches in place
         state[N_REC] = n
         state[N_KEY] = nk

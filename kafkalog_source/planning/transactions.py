@@ -45,7 +45,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..framing.headers import LEGACY_MIN_SIZE, LOG_OVERHEAD, PREFIX_SIZE, V2_HEADER_SIZE
+from ..framing.headers import (
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    PREFIX_SIZE,
+    V2_HEADER_SIZE,
+    read_varint,
+)
 from ..storage.discovery import SEGMENT_NAME, SegmentFile
 from ..storage.indexes import read_txn_index, sibling_path
 from .splits import NO_LIMIT
@@ -102,34 +108,20 @@ class SegmentSummary:
     unreadable_markers: int = 0
 
 
-def _varint(buf: bytes, p: int, end: int) -> tuple[int, int]:
-    """The zigzag varint at ``buf[p:end]`` as (value, next position); (0, -1) when malformed."""
-    raw = 0
-    shift = 0
-    while p < end and shift <= 63:
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), p
-        shift += 7
-    return 0, -1
-
-
 def control_type(record: bytes) -> int | None:
     """The type of the control record at the start of ``record`` (0 ABORT, 1 COMMIT, ...), or
     None when its key cannot be read (fewer than 4 bytes, malformed varints)."""
     end = len(record)
-    _, p = _varint(record, 0, end)  # record length
+    _, p = read_varint(record, 0, end)  # record length
     if p < 0:
         return None
-    _, p = _varint(record, p + 1, end)  # attributes (1 byte), then timestampDelta
+    _, p = read_varint(record, p + 1, end)  # attributes (1 byte), then timestampDelta
     if p < 0:
         return None
-    _, p = _varint(record, p, end)  # offsetDelta
+    _, p = read_varint(record, p, end)  # offsetDelta
     if p < 0:
         return None
-    klen, p = _varint(record, p, end)
+    klen, p = read_varint(record, p, end)
     if p < 0 or klen < 4 or p + 4 > end:
         return None
     return struct.unpack_from(">h", record, p + 2)[0]
