@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow.schema import CONTROL_STRUCT, Projection, default_projection
+from .arrow.schema import CONTROL_STRUCT, Projection, output_projection
 from .arrow.sink import ColumnSink, constant_int, constant_string, timestamp_array
 from .codecs import decompress
 from .errors import (
@@ -108,13 +108,6 @@ CONTROL_TYPES = {
 }
 _CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
 _INT32_MAX = 2**31 - 1
-
-
-def output_projection(options: ReadOptions) -> Projection:
-    """The columns produced for these options when the user gives no schema."""
-    return default_projection(
-        options.include_headers, options.include_metadata, options.include_control_records
-    )
 
 
 class _Skip(Exception):

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..options import ReadOptions
+
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 HEADER_STRUCT = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 HEADERS = pa.list_(pa.field("element", HEADER_STRUCT))
@@ -109,3 +111,10 @@ def projection_for(names: list[str] | tuple[str, ...]) -> Projection:
         if n not in ALL_COLUMNS:
             raise KeyError(n)
     return Projection(tuple(names))
+
+
+def output_projection(options: ReadOptions) -> Projection:
+    """The columns produced for these options when the user gives no schema."""
+    return default_projection(
+        options.include_headers, options.include_metadata, options.include_control_records
+    )

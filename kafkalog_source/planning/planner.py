@@ -217,7 +217,8 @@ class SegmentProbe:
         """Full (61-byte) headers of the batches from ``start``; stops quietly at a tail, and at
         corruption (recorded in ``walk_error``).
 
-        Reads ``_WALK_BLOCK`` bytes at a time so that runs of small batches cost one read, and
+        Reads ``_WALK_BLOCK`` bytes at a time so that runs of small batches cost one read (after a
+        batch of a quarter block or more, only the next 61-byte header), and
         hands anything unusual (a tail, a bad size or magic) to :func:`walk_headers`, so the
         outcome is exactly that of walking header by header.
         """
@@ -227,10 +228,13 @@ class SegmentProbe:
         pos = start
         buf = b""
         buf_pos = 0
+        last_size = 0
         while end - pos >= PREFIX_SIZE:
             need = min(V2_HEADER_SIZE, end - pos)
             if pos < buf_pos or pos + need > buf_pos + len(buf):
-                buf = os.pread(fd, min(_WALK_BLOCK, end - pos), pos)
+                # after a large batch, read just the next header, not a block of record data
+                block = need if last_size >= _WALK_BLOCK // 4 else _WALK_BLOCK
+                buf = os.pread(fd, min(block, end - pos), pos)
                 buf_pos = pos
                 if len(buf) < need:
                     break
@@ -247,6 +251,7 @@ class SegmentProbe:
             self.batches_walked += 1
             yield h
             pos = h.end
+            last_size = h.size
         yield from self._walk_slow(pos, end)
 
     def _walk_slow(self, start: int, end: int) -> Iterator[BatchHeader]:

@@ -69,13 +69,18 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.pandas.types import to_arrow_schema  # needs pyarrow only, not pandas
 from pyspark.sql.types import StructType
 
-from ..arrow.schema import ALL_COLUMNS, METADATA_COLUMNS, Projection, projection_for
+from ..arrow.schema import (
+    ALL_COLUMNS,
+    METADATA_COLUMNS,
+    Projection,
+    output_projection,
+    projection_for,
+)
 from ..errors import OptionError, PathError
 from ..options import ReadOptions, parse_options
 from ..planning.planner import plan
 from ..planning.pruning import Pruning
 from ..planning.splits import Split
-from ..reader import output_projection, read_split
 from ..stats import ReadStats
 from .filters import pruning_from_filters
 
@@ -227,6 +232,8 @@ class KafkaLogReader(DataSourceReader):
         """Decode one split; an empty plan arrives as ``InputPartition(None)`` and yields nothing."""
         if not isinstance(partition, SplitPartition):
             return
+        from ..reader import read_split  # numba and the kernels: executors only, not planning
+
         stats = ReadStats()
         rename = self.rename
         for batch in read_split(partition.split, self.read_options, self.projection, stats):
