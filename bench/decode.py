@@ -491,18 +491,29 @@ print(json.dumps({"import_s": t1 - t0, "first_batch_s": t2 - t0, "cpu_s": time.p
 """
 
 RSS_CHILD = """
-import json, resource, sys
+import json, sys
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.splits import SegmentRange
 from kafkalog_source.reader import output_projection, read_range
 def peak():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # VmHWM (peak RSS) of this process, in KiB. getrusage's ru_maxrss is no good here: Linux
+    # keeps it across exec, so a child of a big benchmark process starts with the parent's peak.
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+reset_peak()
 imported = peak()
 opts = parse_options()
 proj = output_projection(opts)
 for _ in read_range(SegmentRange(sys.argv[3], 0, int(sys.argv[4])), opts, proj):
     pass  # warm-up on a small file of the same case: kernels loaded before the baseline
 del _
+reset_peak()
 before = peak()
 rows = biggest = 0
 for batch in read_range(SegmentRange(sys.argv[1], 0, int(sys.argv[2])), opts, proj):
