@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def _choose_cache_dir() -> None:
@@ -32,12 +34,12 @@ _choose_cache_dir()
 import numba  # noqa: E402
 
 
-def kernel(fn):  # type: ignore[no-untyped-def]
+def kernel(fn: Callable[..., Any]) -> Any:
     """Compile ``fn`` with numba in nopython mode, cached on disk, releasing the GIL."""
     return numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")(fn)
 
 
-def inline_kernel(fn):  # type: ignore[no-untyped-def]
+def inline_kernel(fn: Callable[..., Any]) -> Any:
     """Like :func:`kernel`, and inlined into its callers at the numba IR level (hot helpers)."""
     return numba.njit(
         cache=True, nogil=True, boundscheck=False, error_model="numpy", inline="always"
