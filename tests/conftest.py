@@ -14,6 +14,20 @@ CLIENT_WRITTEN = SHARED / "fixtures" / "client-written"
 BROKER_WRITTEN = SHARED / "fixtures" / "broker-written"
 
 
+def zigzag_varint(n: int) -> bytes:
+    """Kafka's zig-zag LEB128 varint (SEGMENT_SPEC §1.7), for hand-built test records."""
+    u = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = u & 0x7F
+        u >>= 7
+        if u:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
 def require_shared(path: Path) -> Path:
     """Skip the calling test when a ../shared fixture path is absent."""
     if not path.exists():

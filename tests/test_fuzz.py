@@ -41,6 +41,7 @@ from typing import Any
 import crc32c
 import pyarrow as pa
 import pytest
+from conftest import zigzag_varint
 from kafka import codec as kcodec
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -70,18 +71,6 @@ COMPRESS: dict[int, Callable[[bytes], bytes]] = {
 
 
 # ---------------------------------------------------------------------------------- encoding
-def zigzag_varint(n: int) -> bytes:
-    """Kafka's zig-zag LEB128 varint (SEGMENT_SPEC §1.7), for any Python int."""
-    u = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = u & 0x7F
-        u >>= 7
-        if u:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def raw_record(

@@ -29,7 +29,7 @@ from typing import Any
 import crc32c
 import pyarrow as pa
 import pytest
-from conftest import BROKER_WRITTEN, CLIENT_WRITTEN, SAMPLES, require_shared
+from conftest import BROKER_WRITTEN, CLIENT_WRITTEN, SAMPLES, require_shared, zigzag_varint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -216,26 +216,12 @@ def _split_options(sizes: dict[str, Any]) -> dict[str, Any]:
 # ============================================================================ synthetic logs
 
 
-def _zz(n: int) -> bytes:
-    """Zigzag varint."""
-    u = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = u & 0x7F
-        u >>= 7
-        if u:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _record(delta: int, key: bytes | None, value: bytes | None, ts_delta: int = 0) -> bytes:
-    body = bytes([0]) + _zz(ts_delta) + _zz(delta)
+    body = bytes([0]) + zigzag_varint(ts_delta) + zigzag_varint(delta)
     for part in (key, value):
-        body += _zz(-1) if part is None else _zz(len(part)) + part
-    body += _zz(0)  # no headers
-    return _zz(len(body)) + body
+        body += zigzag_varint(-1) if part is None else zigzag_varint(len(part)) + part
+    body += zigzag_varint(0)  # no headers
+    return zigzag_varint(len(body)) + body
 
 
 def v2_batch(
