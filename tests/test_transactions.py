@@ -710,6 +710,7 @@ def test_property_sample_random_plans(tmp_path, sizes, level, txnindex):
 )
 @given(sizes=split_sizes, level=st.sampled_from(LEVELS))
 def test_property_fixtures_random_plans(sizes, level):
+    require_shared(CLIENT_WRITTEN)
     for name in TXN_FIXTURES:
         d, manifest, opts = load_fixture(name)
         got = read_planned(d, isolationLevel=level, **opts, **_split_options(sizes))
