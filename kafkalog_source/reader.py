@@ -141,8 +141,8 @@ class RangeReader:
         self._window_pos = 0
         self._mv = memoryview(b"")
         self._done = False
-        self._ts_start = getattr(rng, "timestamp_start", None)
-        self._ts_end = getattr(rng, "timestamp_end", None)
+        self._ts_start = rng.timestamp_start
+        self._ts_end = rng.timestamp_end
         self._started = self._ts_start is None
         self._first_last: int | None = None  # last offset of the range's first batch
         self._prev_last = -1  # failOnDataLoss: last offset of the previous batch
@@ -504,14 +504,7 @@ class RangeReader:
                 if plain:
                     yield from self._run_group(buf, plain, plain_idx, table)
                     plain, plain_idx = [], []
-                try:
-                    data = decompress(codec, self._mv[w + 61 : w + size], 2, self._cap())
-                except CorruptDataError as exc:
-                    self._error(
-                        exc.located(self.rng.path, r[H_POS], r[H_BASE_OFFSET]),
-                        r,
-                        bytes(buf[w : w + size]),
-                    )
+                data = self._decompress_batch(buf, r)
                 count = self._check_count(r, len(data), "decompressed records")
                 packed.append(
                     [packed_len, packed_len + len(data), count, r[H_BASE_OFFSET], r[H_BASE_TS],
@@ -589,8 +582,6 @@ class RangeReader:
             self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
             return
-        mv = self._mv
-        cap = self.opts.max_batch_bytes
         meta0 = self._meta_base + i
         packed: list[list[int]] = []
         packed_idx: list[int] = []
@@ -598,16 +589,8 @@ class RangeReader:
         packed_len = 0
         for k in idx.tolist():
             r = tl[k]
-            w = r[H_WPOS]
             try:
-                try:
-                    data = decompress(r[H_ATTRS] & 7, mv[w + 61 : w + r[H_SIZE]], 2, cap)
-                except CorruptDataError as exc:
-                    self._error(
-                        exc.located(rng.path, r[H_POS], r[H_BASE_OFFSET]),
-                        r,
-                        bytes(buf[w : w + r[H_SIZE]]),
-                    )
+                data = self._decompress_batch(buf, r)
                 n = len(data)
                 if r[H_COUNT] > n // 7:
                     self._check_count(r, n, "decompressed records")
@@ -758,8 +741,19 @@ class RangeReader:
                 pass
             start = b + 1
 
-    def _cap(self) -> int:
-        return self.opts.max_batch_bytes
+    def _decompress_batch(self, buf: np.ndarray, r: list[int]) -> bytes:
+        """The decompressed records of the v2 batch ``r`` of the window; a failure goes to the
+        mode (raise, or skip the batch) with the file, position and batch offset filled in."""
+        w, size = r[H_WPOS], r[H_SIZE]
+        try:
+            return decompress(
+                r[H_ATTRS] & 7, self._mv[w + 61 : w + size], 2, self.opts.max_batch_bytes
+            )
+        except CorruptDataError as exc:
+            self._error(
+                exc.located(self.rng.path, r[H_POS], r[H_BASE_OFFSET]), r, bytes(buf[w : w + size])
+            )
+            raise  # unreachable: _error raises the error or _Skip
 
     # ------------------------------------------------------------------ legacy
     def _legacy_top(self, buf: np.ndarray, table: np.ndarray, i: int, j: int) -> None:
@@ -889,7 +883,7 @@ class RangeReader:
             )
         if codec > 4:
             raise UnsupportedFormatError(f"unknown compression codec {codec}")
-        data = decompress(codec, memoryview(src)[q : q + vlen], magic, self._cap())
+        data = decompress(codec, memoryview(src)[q : q + vlen], magic, self.opts.max_batch_bytes)
         inner = np.frombuffer(data, np.uint8)
         r0 = sink.rows
         self._legacy_run(inner, 0, inner.shape[0], meta, 0, depth + 1, None, 0)

@@ -23,8 +23,6 @@ STATE_SIZE = 16
 OK = 0
 WRAPPER = 1  # legacy: a compressed wrapper message at state[WRAP_POS]; Python decompresses it
 
-E_VARINT_EOF = -1
-E_VARINT_TOO_LONG = -2
 E_RECORD_LENGTH = -3
 E_RECORD_OVERRUN = -4
 E_RECORD_SIZE_MISMATCH = -5
@@ -47,8 +45,6 @@ E_RECORD_STRUCTURE = -18  # a varint inside a record body ends early or is too l
 def describe(code: int, a: int, b: int) -> str:
     """A human-readable reason for a kernel status code and its two detail values."""
     return {
-        E_VARINT_EOF: "record data ends inside a varint (premature EOF)",
-        E_VARINT_TOO_LONG: "invalid varint: more than 5 bytes (int32) or 10 bytes (int64)",
         E_RECORD_LENGTH: f"invalid record length {a}",
         E_RECORD_OVERRUN: f"record of {a} bytes overruns its batch ({b} bytes remain)",
         E_RECORD_SIZE_MISMATCH: (
