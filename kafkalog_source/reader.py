@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from .arrow.schema import CONTROL_STRUCT, Projection, output_projection
 from .arrow.sink import ColumnSink, constant_int, constant_string, timestamp_array
 from .codecs import decompress
+from .codecs.kernels import ARENA_FULL, SLACK, inflate_batches
 from .errors import (
     ChecksumError,
     CorruptDataError,
@@ -60,6 +61,7 @@ from .framing.scan import (
 )
 from .kernel.bytes import PAD
 from .kernel.crc32 import CRC32_TABLES
+from .kernel.crc32c import CRC32C_TABLES, crc32c_spans
 from .kernel.legacy import decode_legacy
 from .kernel.status import (
     CAP_HEADER_KEYS,
@@ -67,6 +69,7 @@ from .kernel.status import (
     CAP_HEADERS,
     CAP_VALUES,
     E_CAPACITY,
+    E_CRC,
     E_LEGACY_CRC,
     ERR_A,
     ERR_B,
@@ -84,7 +87,7 @@ from .kernel.status import (
     WRAPPER,
 )
 from .kernel.status import describe as describe_status
-from .kernel.v2 import BP_WIDTH, decode_v2
+from .kernel.v2 import BP_CRC, BP_WIDTH, decode_v2
 from .options import ReadOptions, parse_options
 from .planning.splits import NO_LIMIT, SegmentRange, Split
 from .stats import ReadStats
@@ -96,6 +99,11 @@ WINDOW_BYTES = 8 << 20
 HEADER_ROWS = 4096
 FLUSH_DATA_BYTES = 16 << 20  # flush an Arrow batch at this many key/value/header bytes
 GROUP_BYTES = 1 << 20
+# Compressed batches are decompressed into an arena of this size and walked from it while they
+# are in cache (L2); it grows (up to MAX_ARENA) for a batch whose output bound is larger.
+ARENA_BYTES = 1 << 20
+MAX_ARENA = 64 << 20
+FAST_CODECS = True  # compiled lz4/snappy decoders (tests turn this off to compare)
 _PADDING = bytes(PAD)
 CONTROL_TYPES = {
     0: "ABORT",
@@ -129,6 +137,7 @@ class RangeReader:
         self.projection = projection
         self.stats = stats if stats is not None else ReadStats()
         self.sink = ColumnSink(projection)
+        self._grow_arena(ARENA_BYTES)
         self.verify = options.verify_checksums
         self.include_control = options.include_control_records or projection.wants("control")
         self.read_committed = options.isolation_level == "read_committed"
@@ -497,7 +506,7 @@ class RangeReader:
                         packed, packed_idx, packed_data, packed_len = [], [], [], 0
                     plain.append(
                         [w + 61, w + size, count, r[H_BASE_OFFSET], r[H_BASE_TS], r[H_MAX_TS],
-                         lat, base_meta + k]
+                         lat, base_meta + k, r[H_CRC]]
                     )  # fmt: skip
                     plain_idx.append(k)
                     continue
@@ -508,7 +517,7 @@ class RangeReader:
                 count = self._check_count(r, len(data), "decompressed records")
                 packed.append(
                     [packed_len, packed_len + len(data), count, r[H_BASE_OFFSET], r[H_BASE_TS],
-                     r[H_MAX_TS], lat, base_meta + k]
+                     r[H_MAX_TS], lat, base_meta + k, 0]
                 )  # fmt: skip
                 packed_idx.append(k)
                 packed_data.append(data)
@@ -545,13 +554,12 @@ class RangeReader:
             keep &= sub[:, H_MAX_TS] >= rng.min_timestamp_hint
         bad = sub[:, H_COUNT] < 0
         if not compressed:
+            # the kernel checks these batches' CRCs itself, right before walking each one
             bad |= sub[:, H_COUNT] > (sub[:, H_SIZE] - 61) // 7
-        if self.verify:
-            mv = self._mv
-            crcs = np.fromiter(
-                (crc32c.crc32c(mv[a + 21 : a + n]) for a, n in sub[:, [H_WPOS, H_SIZE]].tolist()),
-                np.int64,
-                sub.shape[0],
+        elif self.verify:
+            crcs = np.empty(sub.shape[0], np.int64)
+            crc32c_spans(
+                CRC32C_TABLES, buf, sub[:, H_WPOS] + 21, sub[:, H_WPOS] + sub[:, H_SIZE], crcs
             )
             bad |= crcs != sub[:, H_CRC]
         bad &= keep
@@ -578,9 +586,13 @@ class RangeReader:
             bp[:, 5] = sel[:, H_MAX_TS]
             bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
             bp[:, 7] = self._meta_base + i + idx
-            self._decode_v2(buf, bp, sel, False)
+            bp[:, BP_CRC] = sel[:, H_CRC]
+            self._decode_v2(buf, bp, sel, False, self.verify)
             self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
+            return
+        if FAST_CODECS:
+            yield from self._inflate_run(buf, table, sub, i, idx)
             return
         meta0 = self._meta_base + i
         packed: list[list[int]] = []
@@ -598,7 +610,7 @@ class RangeReader:
                 continue
             packed.append(
                 [packed_len, packed_len + n, r[H_COUNT], r[H_BASE_OFFSET], r[H_BASE_TS],
-                 r[H_MAX_TS], (r[H_ATTRS] >> 3) & 1, meta0 + k]
+                 r[H_MAX_TS], (r[H_ATTRS] >> 3) & 1, meta0 + k, 0]
             )  # fmt: skip
             packed_idx.append(i + k)
             packed_data.append(data)
@@ -608,6 +620,77 @@ class RangeReader:
                 packed, packed_idx, packed_data, packed_len = [], [], [], 0
         if packed:
             yield from self._run_group(packed_data, packed, packed_idx, table)
+
+    def _inflate_run(
+        self, buf: np.ndarray, table: np.ndarray, sub: np.ndarray, i: int, idx: np.ndarray
+    ) -> Iterator[pa.RecordBatch]:
+        """Compressed batches ``sub[idx]`` (window rows ``i + idx``), CRCs already checked.
+
+        The compiled lz4/snappy decoders decompress as many batches as fit into the arena in
+        one call, and the record kernel then walks them all in one call, while they are in
+        cache. A batch they do not take (another codec, or anything unusual or malformed) goes
+        through the library codecs one by one, which decode it or raise the precise error.
+        """
+        sel = sub[idx]
+        starts = sel[:, H_WPOS] + 61
+        ends = sel[:, H_WPOS] + sel[:, H_SIZE]
+        codecs = sel[:, H_ATTRS] & 7
+        counts = sel[:, H_COUNT]
+        out_end = np.empty(sel.shape[0], np.int64)
+        meta0 = self._meta_base + i
+        n = sel.shape[0]
+        k = 0
+        while k < n:
+            arena = self._arena
+            done, status = inflate_batches(
+                buf, starts[k:], ends[k:], codecs[k:], counts[k:], arena, 0,
+                arena.shape[0] - SLACK - PAD, out_end[k:],
+            )  # fmt: skip
+            if done:
+                part = sel[k : k + done]
+                bp = np.empty((done, BP_WIDTH), np.int64)
+                bp[0, 0] = 0
+                bp[1:, 0] = out_end[k : k + done - 1]
+                bp[:, 1] = out_end[k : k + done]
+                bp[:, 2] = part[:, H_COUNT]
+                bp[:, 3] = part[:, H_BASE_OFFSET]
+                bp[:, 4] = part[:, H_BASE_TS]
+                bp[:, 5] = part[:, H_MAX_TS]
+                bp[:, 6] = (part[:, H_ATTRS] >> 3) & 1
+                bp[:, 7] = meta0 + idx[k : k + done]
+                bp[:, BP_CRC] = 0
+                # padding after the data for the kernel's unchecked varint reads
+                end = int(out_end[k + done - 1])
+                arena[end : end + PAD] = 0
+                self._decode_v2(self._arena_ro, bp, part, True, False)
+                self.stats.batches += done
+                yield from self._maybe_flush()
+                k += done
+            if status == 0:
+                return
+            if status == ARENA_FULL:
+                if done == 0 and arena.shape[0] < MAX_ARENA:
+                    self._grow_arena(4 * arena.shape[0])
+                    continue
+                if done:
+                    continue
+            r = sel[k].tolist()
+            k += 1
+            try:
+                data = self._decompress_batch(buf, r)
+                if r[H_COUNT] > len(data) // 7:
+                    self._check_count(r, len(data), "decompressed records")
+            except _Skip:
+                continue
+            bp_row = [0, len(data), r[H_COUNT], r[H_BASE_OFFSET], r[H_BASE_TS], r[H_MAX_TS],
+                      (r[H_ATTRS] >> 3) & 1, meta0 + int(idx[k - 1]), 0]  # fmt: skip
+            yield from self._run_group([data], [bp_row], [i + int(idx[k - 1])], table)
+
+    def _grow_arena(self, size: int) -> None:
+        """A new decompression arena of ``size`` bytes (plus slack and padding)."""
+        self._arena = np.empty(size, np.uint8)
+        self._arena_ro = self._arena.view()
+        self._arena_ro.setflags(write=False)  # the kernel's signature for decompressed data
 
     def _run_group(
         self,
@@ -621,7 +704,7 @@ class RangeReader:
         if decompressed:
             src = np.frombuffer(b"".join([*src, _PADDING]), np.uint8)
         bp = np.array(bp_rows, np.int64)
-        self._decode_v2(src, bp, table[idx], decompressed)
+        self._decode_v2(src, bp, table[idx], decompressed, False)  # CRCs checked already
         self.stats.batches += len(bp_rows)
         yield from self._maybe_flush()
 
@@ -680,14 +763,19 @@ class RangeReader:
         w = row[H_WPOS]
         computed = crc32c.crc32c(self._mv[w + 21 : w + row[H_SIZE]])
         if computed != row[H_CRC]:
-            exc = self._corrupt(
-                ChecksumError,
-                f"record batch is corrupt (stored crc = {int(row[H_CRC])}, computed crc = "
-                f"{computed}, CRC-32C over bytes 21..{int(row[H_SIZE])} of the batch)",
-                int(row[H_POS]),
-                row,
-            )
-            self._error(exc, row, bytes(buf[w : w + int(row[H_SIZE])]))
+            self._crc_mismatch(buf, row, computed)
+
+    def _crc_mismatch(self, buf: np.ndarray, row: list[int] | np.ndarray, computed: int) -> None:
+        """Apply the mode to a v2 batch whose CRC-32C is ``computed``, not the stored one."""
+        w, size = int(row[H_WPOS]), int(row[H_SIZE])
+        exc = self._corrupt(
+            ChecksumError,
+            f"record batch is corrupt (stored crc = {int(row[H_CRC])}, computed crc = "
+            f"{computed}, CRC-32C over bytes 21..{size} of the batch)",
+            int(row[H_POS]),
+            row,
+        )
+        self._error(exc, row, bytes(buf[w : w + size]))
 
     def _check_count(self, row: np.ndarray, payload_len: int, where: str) -> int:
         """Reject a record count that is negative or cannot fit in the payload (7 B per record)."""
@@ -707,15 +795,18 @@ class RangeReader:
         return count
 
     def _decode_v2(
-        self, src: np.ndarray, bp: np.ndarray, rows: np.ndarray, decompressed: bool
+        self, src: np.ndarray, bp: np.ndarray, rows: np.ndarray, decompressed: bool, verify: bool
     ) -> None:
-        """Run the v2 kernel over ``bp``; on a bad batch apply the mode and go on after it."""
+        """Run the v2 kernel over ``bp``; on a bad batch apply the mode and go on after it.
+
+        ``verify``: the kernel checks each batch's CRC-32C (``src`` is the file window).
+        """
         sink = self.sink
         start = 0
         while start < bp.shape[0]:
             part = bp[start:]
             sink.reserve(int(part[:, 2].sum()))
-            code = decode_v2(src, part, sink.want, *sink.v2_args())
+            code = decode_v2(src, part, sink.want, verify, CRC32C_TABLES, *sink.v2_args())
             if code == OK:
                 return
             st = sink.state
@@ -726,6 +817,13 @@ class RangeReader:
                 start = b
                 continue
             row = rows[b]
+            if code == E_CRC:
+                try:
+                    self._crc_mismatch(src, row, int(st[ERR_A]))
+                except _Skip:
+                    pass
+                start = b + 1
+                continue
             reason = describe_status(int(code), int(st[ERR_A]), int(st[ERR_B]))
             if decompressed:
                 reason += (

@@ -131,6 +131,13 @@ def _memcpy16(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-unty
     return sig, _memcpy_codegen(16)
 
 
+@intrinsic
+def _memcpy8(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+    """An 8-byte LLVM ``memcpy`` (one unaligned load and store); ``n`` unused."""
+    sig = types.void(dst, types.int64, src, types.int64, types.int64)
+    return sig, _memcpy_codegen(8)
+
+
 @inline_kernel
 def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """Copy ``n`` bytes between uint8 arrays; callers check the bounds.

@@ -11,12 +11,13 @@ import numpy as np
 from .jit import kernel
 
 
-def _tables() -> np.ndarray:
+def slice_tables(poly: int = 0xEDB88320) -> np.ndarray:
+    """Slicing-by-8 tables for the reflected polynomial ``poly`` (CRC-32 by default)."""
     t = np.zeros((8, 256), dtype=np.uint32)
     for i in range(256):
         c = i
         for _ in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
         t[0, i] = c
     for i in range(256):
         c = int(t[0, i])
@@ -26,12 +27,12 @@ def _tables() -> np.ndarray:
     return t
 
 
-CRC32_TABLES = _tables()
+CRC32_TABLES = slice_tables()
 
 
 @kernel
 def crc32(tables, src, start, end):  # type: ignore[no-untyped-def]
-    """CRC-32 of ``src[start:end]`` using the slicing-by-8 ``tables``."""
+    """CRC of ``src[start:end]`` with the slicing-by-8 ``tables`` (CRC-32 or CRC-32C)."""
     c = np.uint32(0xFFFFFFFF)
     p = start
     while end - p >= 8:

@@ -40,6 +40,7 @@ E_LEGACY_TRUNCATED = -16
 E_CAPACITY = -17  # an output buffer is full: ERR_A says which, ERR_B the size needed
 CAP_RECORDS, CAP_KEYS, CAP_VALUES, CAP_HEADERS, CAP_HEADER_KEYS, CAP_HEADER_VALUES = range(1, 7)
 E_RECORD_STRUCTURE = -18  # a varint inside a record body ends early or is too long
+E_CRC = -19  # a v2 batch's CRC-32C does not match (ERR_A computed, ERR_B stored)
 
 
 def describe(code: int, a: int, b: int) -> str:
@@ -67,6 +68,7 @@ def describe(code: int, a: int, b: int) -> str:
         E_LEGACY_CRC: f"message is corrupt (stored crc = {a}, computed crc = {b})",
         E_LEGACY_MAGIC: f"unknown magic byte {a} in a message set",
         E_LEGACY_TRUNCATED: f"inner message set ends inside a message ({b} bytes remain)",
+        E_CRC: f"record batch is corrupt (stored crc = {b}, computed crc = {a})",
         E_CAPACITY: "internal error: output capacity exceeded",
         E_RECORD_STRUCTURE: (
             "found invalid record structure: a varint runs past the end of its record "

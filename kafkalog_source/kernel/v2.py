@@ -13,6 +13,7 @@ varint headerCount, then per header varint keyLength (>= 0), key, varint valueLe
 from __future__ import annotations
 
 from .bytes import copy_bytes, varint, varlong
+from .crc32c import crc32c_span
 from .jit import kernel
 from .status import (
     CAP_HEADER_KEYS,
@@ -22,6 +23,7 @@ from .status import (
     CAP_RECORDS,
     CAP_VALUES,
     E_CAPACITY,
+    E_CRC,
     E_HEADER_COUNT,
     E_HEADER_KEY_LENGTH,
     E_HEADER_VALUE_LENGTH,
@@ -46,9 +48,11 @@ from .status import (
     fail,
 )
 
-# Columns of the batch-parameter matrix passed to decode_v2.
+# Columns of the batch-parameter matrix passed to decode_v2. BP_CRC is the stored CRC-32C, checked
+# over bytes 21.. of the batch (BP_START - 40 ..) when ``verify`` is set: uncompressed batches only.
 BP_START, BP_END, BP_COUNT, BP_BASE_OFFSET, BP_BASE_TS, BP_MAX_TS, BP_LOG_APPEND, BP_META = range(8)
-BP_WIDTH = 8
+BP_CRC = 8
+BP_WIDTH = 9
 
 WANT_KEY = 1
 WANT_VALUE = 2
@@ -60,6 +64,8 @@ def decode_v2(
     src,
     bp,
     want,
+    verify,
+    crc_tables,
     offsets,
     timestamps,
     ts_types,
@@ -83,6 +89,9 @@ def decode_v2(
     ``src`` must have at least ``PAD`` readable bytes after every batch end (varints are read
     without bounds checks; every position is checked against its record's end instead).
 
+    With ``verify`` set, each batch's CRC-32C is checked right before its records are walked,
+    while its bytes are in cache; a mismatch stops with ``E_CRC`` (details: computed, stored).
+
     Timestamps are written in microseconds, ready for Arrow.
     """
     n = state[N_REC]
@@ -105,6 +114,10 @@ def decode_v2(
         max_ts = bp[b, BP_MAX_TS]
         meta = bp[b, BP_META]
         tstype = 1 if log_append else 0
+        if verify:
+            crc = crc32c_span(crc_tables, src, p - 40, end)
+            if crc != bp[b, BP_CRC]:
+                return fail(state, E_CRC, p - 61, b, crc, bp[b, BP_CRC])
         for r in range(count):
             rec_start = p
             if n >= offsets.shape[0]:

@@ -1,0 +1,252 @@
+"""The compiled fast paths against their references: CRC-32C and the lz4/snappy decoders.
+
+* ``crc32c_spans`` (the CPU's CRC instruction, three streams) must equal the ``crc32c`` package
+  on any span, and so must its software fallback (checked in a subprocess, as the choice is made
+  at import).
+* The compiled lz4 and snappy decoders are a fast path in front of the libraries (liblz4,
+  cramjam's snappy). Differential fuzzing: for real payloads and thousands of mutations of them,
+  whenever the compiled decoder accepts a payload, the library must accept it too and give the
+  same bytes. (Declining, ``NEEDS_LIBRARY``, is always allowed: the reader then asks the library.)
+* Reading with the fast path on and off gives equal tables on every sample and client fixture
+  with lz4 or snappy batches, a batch too large for the arena included.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import cramjam
+import crc32c
+import lz4.frame
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import CLIENT_WRITTEN, SAMPLES
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+import kafkalog_source as kl
+import kafkalog_source.reader as reader_module
+from kafkalog_source.codecs import decompress
+from kafkalog_source.codecs.kernels import (
+    ARENA_FULL,
+    NEEDS_LIBRARY,
+    lz4_frame,
+    snappy_payload,
+    xxh32_short,
+)
+from kafkalog_source.codecs.xxh32 import xxh32
+from kafkalog_source.errors import KafkaLogError
+from kafkalog_source.kernel.crc32c import CRC32C_TABLES, HAVE_HW_CRC32C, crc32c_spans
+
+REPO = Path(__file__).resolve().parent.parent
+ARENA = 1 << 22
+
+
+def _spans(rng: random.Random, size: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    starts = [rng.randrange(0, size // 2) for _ in range(n)]
+    lengths = list(range(40)) + [rng.randrange(0, 6000) for _ in range(n - 40)]
+    return np.array(starts, np.int64), np.array(starts, np.int64) + np.array(lengths, np.int64)
+
+
+def test_crc32c_spans_match_the_package() -> None:
+    """Every span length (0..39 and random up to 6000, at odd alignments) gives the same CRC."""
+    rng = random.Random(7)
+    data = rng.randbytes(1 << 16)
+    buf = np.frombuffer(data, np.uint8)
+    starts, ends = _spans(rng, len(data), 400)
+    out = np.empty(starts.shape[0], np.int64)
+    crc32c_spans(CRC32C_TABLES, buf, starts, ends, out)
+    expected = [
+        crc32c.crc32c(data[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+    ]
+    assert out.tolist() == expected
+
+
+def test_software_crc32c_fallback_matches(tmp_path: Path) -> None:
+    """With KAFKALOG_SOFTWARE_CRC32C=1 (what a host without the instruction gets), the table
+    version is used and gives the same CRCs, and a segment still reads and verifies."""
+    script = f"""
+import random, sys
+import numpy as np, crc32c
+import kafkalog_source as kl
+from kafkalog_source.kernel.crc32c import CRC32C_TABLES, HAVE_HW_CRC32C, crc32c_spans
+assert not HAVE_HW_CRC32C
+rng = random.Random(3)
+data = rng.randbytes(20000)
+buf = np.frombuffer(data, np.uint8)
+starts = np.array([rng.randrange(0, 9000) for _ in range(200)], np.int64)
+ends = starts + np.array([rng.randrange(0, 9000) for _ in range(200)], np.int64)
+out = np.empty(200, np.int64)
+crc32c_spans(CRC32C_TABLES, buf, starts, ends, out)
+assert out.tolist() == [crc32c.crc32c(data[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+print(kl.read_table({str(SAMPLES / "magic2-none-0")!r}).num_rows)
+"""
+    env = dict(os.environ, KAFKALOG_SOFTWARE_CRC32C="1", NUMBA_CACHE_DIR=str(tmp_path / "nc"))
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) == kl.read_table(str(SAMPLES / "magic2-none-0")).num_rows
+
+
+def test_hardware_crc32c_detected_on_x86_64_with_sse42() -> None:
+    """On this kind of host the instruction path is the one in use (else the test is moot)."""
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if os.uname().machine != "x86_64" or " sse4_2" not in flags:
+        pytest.skip("not an x86-64 host with SSE4.2")
+    assert HAVE_HW_CRC32C
+
+
+def test_xxh32_short_matches_reference() -> None:
+    rng = random.Random(5)
+    for n in range(16):
+        data = rng.randbytes(n)
+        assert xxh32_short(np.frombuffer(data + bytes(16), np.uint8), 0, n) == xxh32(data)
+
+
+# ------------------------------------------------------------------ differential decoding
+def _compiled(codec: int, payload: bytes) -> bytes | int:
+    """Run the compiled decoder on ``payload``: its output, or its status code."""
+    src = np.frombuffer(payload + bytes(16), np.uint8)
+    dst = np.empty(ARENA + 64, np.uint8)
+    if codec == 3:
+        end = lz4_frame(src, 0, len(payload), 2, dst, 0, ARENA)
+    else:
+        end = snappy_payload(src, 0, len(payload), dst, 0, ARENA)
+    return int(end) if end < 0 else bytes(dst[:end])
+
+
+def _library(codec: int, payload: bytes) -> bytes | None:
+    try:
+        return decompress(codec, payload, 2, ARENA)
+    except KafkaLogError:
+        return None
+
+
+def _payloads(rng: random.Random) -> list[tuple[int, bytes]]:
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"kafka", b"log", b"{", b"}", b'"id":']
+    texts = [
+        b"",
+        b"x",
+        rng.randbytes(300),
+        b"a" * 5000,
+        b"ab" * 3000,
+        b"abcdefghijk" * 900,
+        b" ".join(rng.choice(words) for _ in range(20000)),
+        rng.randbytes(70000),
+    ]
+    out: list[tuple[int, bytes]] = []
+    for t in texts:
+        out.append((3, lz4.frame.compress(t, block_linked=False)))
+        out.append((3, lz4.frame.compress(t, block_linked=False, store_size=False)))
+        out.append((3, lz4.frame.compress(t, block_linked=False, content_checksum=True)))
+        out.append((2, bytes(cramjam.snappy.compress_raw(t))))
+        # xerial framing as Java clients write it: header, then int32 BE length + raw block
+        chunks = [t[i : i + 32768] for i in range(0, len(t), 32768)] or [b""]
+        framed = b"\x82SNAPPY\x00" + (1).to_bytes(4, "big") + (1).to_bytes(4, "big")
+        for c in chunks:
+            block = bytes(cramjam.snappy.compress_raw(c))
+            framed += len(block).to_bytes(4, "big") + block
+        out.append((2, framed))
+    return out
+
+
+def test_compiled_decoders_agree_with_the_libraries_on_valid_payloads() -> None:
+    for codec, payload in _payloads(random.Random(11)):
+        got = _compiled(codec, payload)
+        assert isinstance(got, bytes), (codec, got)
+        assert got == decompress(codec, payload, 2, ARENA)
+
+
+def test_compiled_decoders_never_accept_what_the_libraries_reject() -> None:
+    """Mutated payloads: accepted by the compiled decoder => same bytes from the library."""
+    rng = random.Random(int(os.environ.get("KAFKALOG_FUZZ_SEED", "20241025")))
+    base = _payloads(rng)
+    iterations = int(os.environ.get("KAFKALOG_FUZZ_ITERATIONS", "3000"))
+    accepted = 0
+    for _ in range(iterations):
+        codec, payload = rng.choice(base)
+        data = bytearray(payload)
+        for _ in range(rng.randint(1, 4)):
+            if not data:
+                break
+            kind = rng.random()
+            at = rng.randrange(len(data))
+            if kind < 0.5:
+                data[at] ^= 1 << rng.randrange(8)
+            elif kind < 0.7:
+                data[at] = rng.choice([0, 0xFF, 0x7F, 0x80, rng.randrange(256)])
+            elif kind < 0.85:
+                del data[at:]
+            else:
+                data[at:at] = rng.randbytes(rng.randint(1, 8))
+        got = _compiled(codec, bytes(data))
+        if isinstance(got, int):
+            assert got in (NEEDS_LIBRARY, ARENA_FULL)
+            continue
+        accepted += 1
+        assert _library(codec, bytes(data)) == got, (codec, bytes(data).hex())
+    assert accepted > iterations // 20  # the mutations do exercise the accepting paths
+
+
+# ------------------------------------------------------------------ fast path on and off
+def _compressed_sources() -> list[Path]:
+    out = [
+        SAMPLES / n
+        for n in ("magic2-lz4-0", "magic2-snappy-0", "snappy-mixed-0", "librdkafka-0", "orders-0")
+    ]
+    if CLIENT_WRITTEN.is_dir():
+        out += sorted(
+            p
+            for p in CLIENT_WRITTEN.rglob("*.log")
+            if "lz4" in str(p).lower() or "snappy" in str(p).lower()
+        )
+    return out
+
+
+@pytest.mark.parametrize("source", _compressed_sources(), ids=lambda p: p.name)
+def test_fast_codecs_change_nothing(source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    options = {"includeMetadata": True, "includeControlRecords": True}
+    try:
+        monkeypatch.setattr(reader_module, "FAST_CODECS", False)
+        slow: pa.Table | str = kl.read_table(str(source), **options)
+    except KafkaLogError as exc:
+        slow = f"{type(exc).__name__}: {exc}"
+    monkeypatch.setattr(reader_module, "FAST_CODECS", True)
+    try:
+        fast: pa.Table | str = kl.read_table(str(source), **options)
+    except KafkaLogError as exc:
+        fast = f"{type(exc).__name__}: {exc}"
+    if isinstance(slow, str):
+        assert fast == slow
+    else:
+        assert isinstance(fast, pa.Table) and fast.equals(slow)
+
+
+@pytest.mark.parametrize("codec", [2, 3])
+def test_batch_larger_than_the_arena(codec: int, tmp_path: Path) -> None:
+    """A batch that decompresses to more than the arena grows it; small batches around it too."""
+    rng = random.Random(codec)
+    data = bytearray()
+    values: list[bytes] = []
+    for i, size in enumerate([100, 3 << 20, 50, 9 << 20, 10]):
+        builder = DefaultRecordBatchBuilder(
+            magic=2, compression_type=codec, is_transactional=False, producer_id=-1,
+            producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,
+        )  # fmt: skip
+        value = (b"kafkalog %d " % i) * (size // 12) + rng.randbytes(size % 997)
+        builder.append(0, timestamp=1_700_000_000_000 + i, key=None, value=value, headers=[])
+        batch = bytearray(builder.build())
+        batch[0:8] = i.to_bytes(8, "big")
+        data += batch
+        values.append(value)
+    part = tmp_path / "big-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(bytes(data))
+    table = kl.read_table(str(part))
+    assert table.column("value").to_pylist() == values
+    assert table.column("offset").to_pylist() == list(range(5))
