@@ -118,6 +118,12 @@ _CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
 _INT32_MAX = 2**31 - 1
 
 
+def _fast_codecs_only(attrs: np.ndarray) -> bool:
+    """Whether every batch of a run is lz4 or snappy (the compiled decoders' codecs)."""
+    codecs = attrs & 7
+    return bool(((codecs == 2) | (codecs == 3)).all())
+
+
 class _Skip(Exception):
     """Internal: the current batch is malformed and the mode says to skip it."""
 
@@ -591,7 +597,7 @@ class RangeReader:
             self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
             return
-        if FAST_CODECS:
+        if FAST_CODECS and _fast_codecs_only(sub[idx, H_ATTRS]):
             yield from self._inflate_run(buf, table, sub, i, idx)
             return
         meta0 = self._meta_base + i
