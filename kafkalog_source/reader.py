@@ -75,6 +75,7 @@ from .kernel.status import (
     ERR_B,
     ERR_ITEM,
     ERR_POS,
+    FULL,
     MAX_MS,
     N_HDR,
     N_HKEY,
@@ -104,6 +105,8 @@ GROUP_BYTES = 1 << 20
 ARENA_BYTES = 1 << 20
 MAX_ARENA = 64 << 20
 FAST_CODECS = True  # compiled lz4/snappy decoders (tests turn this off to compare)
+MAX_BATCH_RECORDS = 1 << 16  # rows reserved past recordsPerBatch for the batch that crosses it
+_UNLIMITED = 1 << 62
 _PADDING = bytes(PAD)
 CONTROL_TYPES = {
     0: "ABORT",
@@ -438,15 +441,20 @@ class RangeReader:
             if self._done:
                 return
             if legacy[i]:
-                self._legacy_top(buf, table, i, j)
+                yield from self._legacy_top(buf, table, i, j)
                 yield from self._maybe_flush()
             else:
                 yield from self._v2_rows(buf, table, i, j)
 
+    def _full(self) -> bool:
+        """Whether the sink holds a record batch's worth (recordsPerBatch rows or 16 MiB)."""
+        return (
+            self.sink.rows >= self.opts.records_per_batch
+            or self.sink.data_bytes >= FLUSH_DATA_BYTES
+        )
+
     def _maybe_flush(self) -> Iterator[pa.RecordBatch]:
-        if self.sink.rows >= self.opts.records_per_batch or (
-            self.sink.data_bytes >= FLUSH_DATA_BYTES
-        ):
+        if self._full():
             yield from self._flush()
 
     def _v2_rows(
@@ -593,7 +601,7 @@ class RangeReader:
             bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
             bp[:, 7] = self._meta_base + i + idx
             bp[:, BP_CRC] = sel[:, H_CRC]
-            self._decode_v2(buf, bp, sel, False, self.verify)
+            yield from self._decode_v2(buf, bp, sel, False, self.verify)
             self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
             return
@@ -668,7 +676,7 @@ class RangeReader:
                 # padding after the data for the kernel's unchecked varint reads
                 end = int(out_end[k + done - 1])
                 arena[end : end + PAD] = 0
-                self._decode_v2(self._arena_ro, bp, part, True, False)
+                yield from self._decode_v2(self._arena_ro, bp, part, True, False)
                 self.stats.batches += done
                 yield from self._maybe_flush()
                 k += done
@@ -710,7 +718,7 @@ class RangeReader:
         if decompressed:
             src = np.frombuffer(b"".join([*src, _PADDING]), np.uint8)
         bp = np.array(bp_rows, np.int64)
-        self._decode_v2(src, bp, table[idx], decompressed, False)  # CRCs checked already
+        yield from self._decode_v2(src, bp, table[idx], decompressed, False)  # CRCs checked
         self.stats.batches += len(bp_rows)
         yield from self._maybe_flush()
 
@@ -802,21 +810,29 @@ class RangeReader:
 
     def _decode_v2(
         self, src: np.ndarray, bp: np.ndarray, rows: np.ndarray, decompressed: bool, verify: bool
-    ) -> None:
+    ) -> Iterator[pa.RecordBatch]:
         """Run the v2 kernel over ``bp``; on a bad batch apply the mode and go on after it.
 
-        ``verify``: the kernel checks each batch's CRC-32C (``src`` is the file window).
+        ``verify``: the kernel checks each batch's CRC-32C (``src`` is the file window). A
+        record batch is handed over whenever the sink fills up (at a Kafka batch boundary).
         """
         sink = self.sink
         start = 0
+        rows_cap, bytes_cap = self.opts.records_per_batch, FLUSH_DATA_BYTES
         while start < bp.shape[0]:
             part = bp[start:]
-            sink.reserve(int(part[:, 2].sum()))
-            code = decode_v2(src, part, sink.want, verify, CRC32C_TABLES, *sink.v2_args())
+            sink.reserve(min(int(part[:, 2].sum()), rows_cap + MAX_BATCH_RECORDS))
+            code = decode_v2(
+                src, part, sink.want, verify, CRC32C_TABLES, rows_cap, bytes_cap, *sink.v2_args()
+            )
             if code == OK:
                 return
             st = sink.state
             b = start + int(st[ERR_ITEM])
+            if code == FULL:
+                yield from self._flush()
+                start = b
+                continue
             if code == E_CAPACITY:
                 # batches before b are committed; grow the full buffer and redo batch b
                 sink.grow(int(st[ERR_A]), int(st[ERR_B]))
@@ -860,7 +876,9 @@ class RangeReader:
             raise  # unreachable: _error raises the error or _Skip
 
     # ------------------------------------------------------------------ legacy
-    def _legacy_top(self, buf: np.ndarray, table: np.ndarray, i: int, j: int) -> None:
+    def _legacy_top(
+        self, buf: np.ndarray, table: np.ndarray, i: int, j: int
+    ) -> Iterator[pa.RecordBatch]:
         """Decode top-level legacy messages ``i..j-1`` of the window, in runs of wanted ones."""
         rng = self.rng
         sub = table[i:j]
@@ -877,7 +895,13 @@ class RangeReader:
             k, m = i + a, i + b
             start = int(table[k, H_WPOS])
             end = int(table[m - 1, H_WPOS] + table[m - 1, H_SIZE])
-            self._legacy_run(buf, start, end, self._meta_base + k, 1, 0, table, k)
+            resume = self._legacy_run(buf, start, end, self._meta_base + k, 1, 0, table, k)
+            row = k
+            while resume is not None:  # the sink filled up: hand over a batch, go on
+                yield from self._flush()
+                p, done = resume
+                row += done  # table row of the message to resume at
+                resume = self._legacy_run(buf, p, end, self._meta_base + row, 1, 0, table, row)
             self.stats.batches += m - k
 
     def _legacy_run(
@@ -890,14 +914,22 @@ class RangeReader:
         depth: int,
         table: np.ndarray | None,
         first_row: int,
-    ) -> None:
-        """Decode legacy messages in ``src[start:end]``, descending into compressed wrappers."""
+    ) -> tuple[int, int] | None:
+        """Decode legacy messages in ``src[start:end]``, descending into compressed wrappers.
+
+        At the top level (``table`` given) it stops when the sink is full and returns where to
+        resume: (position, messages done). An inner message set is always decoded whole.
+        """
         sink = self.sink
         p = start
         k0 = 0
         inner = table is None
+        rows_cap = _UNLIMITED if inner else self.opts.records_per_batch
+        bytes_cap = _UNLIMITED if inner else FLUSH_DATA_BYTES
         while p < end:
-            sink.reserve((end - p) // 26 + 1)
+            if not inner and p > start and self._full():
+                return p, k0
+            sink.reserve(min((end - p) // 26 + 1, rows_cap + 1))
             code = decode_legacy(
                 src,
                 p,
@@ -907,12 +939,16 @@ class RangeReader:
                 self.verify,
                 sink.want,
                 CRC32_TABLES,
+                rows_cap,
+                bytes_cap,
                 *sink.legacy_args(),
             )
             st = sink.state
             if code == OK:
-                return
+                return None
             k = int(st[ERR_ITEM])
+            if code == FULL:
+                return int(st[ERR_POS]), k0 + k
             if code == E_CAPACITY:
                 sink.grow(int(st[ERR_A]), int(st[ERR_B]))
                 p = int(st[ERR_POS])

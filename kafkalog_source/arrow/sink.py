@@ -104,6 +104,7 @@ class ColumnSink:
             CAP_HEADER_KEYS: data // 4,
             CAP_HEADER_VALUES: data,
         }
+        self._default_cap = dict(self._cap)
         self._allocate()
 
     def _allocate(self) -> None:
@@ -271,8 +272,27 @@ class ColumnSink:
                 children=[struct],
             )
             out["header_keys"] = hkeys
+        self._fit_capacities()
         self._allocate()
         return out
+
+    def _fit_capacities(self) -> None:
+        """Size the next batch's buffers from this one's use (never above the defaults).
+
+        With small batches (a low ``recordsPerBatch``) this keeps each flush from allocating
+        tens of MiB it will not touch; a batch that needs more grows its buffers on demand.
+        """
+        s = self.state
+        used = {
+            CAP_RECORDS: int(s[N_REC]),
+            CAP_KEYS: int(s[N_KEY]),
+            CAP_VALUES: int(s[N_VAL]),
+            CAP_HEADERS: int(s[N_HDR]),
+            CAP_HEADER_KEYS: int(s[N_HKEY]),
+            CAP_HEADER_VALUES: int(s[N_HVAL]),
+        }
+        for which, top in self._default_cap.items():
+            self._cap[which] = min(top, max(used[which] + used[which] // 4, 4096))
 
 
 def timestamp_array(us: np.ndarray, may_have_nulls: bool) -> pa.Array:

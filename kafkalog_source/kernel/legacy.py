@@ -23,6 +23,7 @@ from .status import (
     E_LEGACY_TRUNCATED,
     E_VALUE_LENGTH,
     ERR_ITEM,
+    FULL,
     MAX_MS,
     N_KEY,
     N_NULL_TS,
@@ -46,6 +47,8 @@ def decode_legacy(
     verify,
     want,
     crc_tables,
+    row_limit,
+    byte_limit,
     offsets,
     timestamps,
     ts_types,
@@ -63,6 +66,8 @@ def decode_legacy(
 
     Message ``k`` of the run gets batch-table row ``meta_base + k * meta_step``. On ``WRAPPER``,
     ``state[WRAP_POS]`` holds the wrapper's position and ``state[ERR_ITEM]`` its index ``k``.
+    At ``row_limit`` rows or ``byte_limit`` key and value bytes it stops with ``FULL`` before
+    the next message (``ERR_POS``, ``ERR_ITEM``).
     """
     n = state[N_REC]
     nk = state[N_KEY]
@@ -155,4 +160,6 @@ def decode_legacy(
         state[N_REC] = n
         state[N_KEY] = nk
         state[N_VAL] = nv
+        if p < end and (n >= row_limit or nk + nv >= byte_limit):
+            return fail(state, FULL, p, k, 0, 0)
     return OK

@@ -22,6 +22,7 @@ STATE_SIZE = 16
 
 OK = 0
 WRAPPER = 1  # legacy: a compressed wrapper message at state[WRAP_POS]; Python decompresses it
+FULL = 2  # the output reached its row or byte limit at a batch boundary: flush, then resume
 
 E_RECORD_LENGTH = -3
 E_RECORD_OVERRUN = -4

@@ -35,6 +35,7 @@ from .status import (
     E_RECORD_STRUCTURE,
     E_TRAILING_BYTES,
     E_VALUE_LENGTH,
+    FULL,
     MAX_MS,
     N_HDR,
     N_HKEY,
@@ -66,6 +67,8 @@ def decode_v2(
     want,
     verify,
     crc_tables,
+    row_limit,
+    byte_limit,
     offsets,
     timestamps,
     ts_types,
@@ -88,6 +91,10 @@ def decode_v2(
 
     ``src`` must have at least ``PAD`` readable bytes after every batch end (varints are read
     without bounds checks; every position is checked against its record's end instead).
+
+    Once the output holds ``row_limit`` rows or ``byte_limit`` key, value and header bytes, it
+    stops after the current batch with ``FULL`` (``ERR_ITEM`` = the next batch) so the caller can
+    hand over a record batch of bounded size and resume.
 
     With ``verify`` set, each batch's CRC-32C is checked right before its records are walked,
     while its bytes are in cache; a mismatch stops with ``E_CRC`` (details: computed, stored).
@@ -235,4 +242,6 @@ def decode_v2(
         state[N_HKEY] = nhk
         state[N_HVAL] = nhv
         state[N_NULL_TS] = null_ts
+        if b + 1 < bp.shape[0] and (n >= row_limit or nk + nv + nhk + nhv >= byte_limit):
+            return fail(state, FULL, p, b + 1, 0, 0)
     return OK
