@@ -7,6 +7,11 @@ One run generates (or reuses) one segment per case under ``bench/_data/`` with
   counting rows of the yielded record batches;
 * ``narrow``: the same with the projection ``offset, timestamp`` (keys, values and headers are
   never copied);
+* ``no CRC`` (uncompressed cases): ``ours`` with ``verifyChecksums=false``, the same work as the
+  aiokafka iteration, which checks no CRC;
+* ``file copy`` (uncompressed cases): one ``numpy.copyto`` of the file's bytes into a reused
+  buffer, a memory-bandwidth floor: any decoder that copies the values reads and writes about
+  that much;
 * ``aiokafka iterate``: ``aiokafka.record.memory_records.MemoryRecords`` (the Cython build) over
   the file bytes, iterating every record. The Cython reader is eager: ``__next__`` builds the
   key, value and header objects, so iteration alone does the full decode and no attribute is
@@ -127,6 +132,8 @@ class Result:
     seg: Segment
     ours: float = float("nan")
     narrow: float = float("nan")
+    nocrc: float = float("nan")
+    copy: float = float("nan")
     aio_iter: float = float("nan")
     aio_arrow: float = float("nan")
     kp: float = float("nan")
@@ -386,6 +393,8 @@ def bench_case(
 
     ``clock`` picks wall or process CPU time; each run's CPU/wall ratio is appended to ``busy``.
     """
+    import numpy as np
+
     from kafkalog_source.arrow.schema import projection_for
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.splits import SegmentRange
@@ -412,6 +421,9 @@ def bench_case(
     kp_end = prefix_end(data, kp_bytes)
     kp_data = data[:kp_end]
     payloads = compressed_payloads(data, case.magic) if case.compressed else []
+    nocrc_options = parse_options({"verifyChecksums": "false"})
+    src = np.frombuffer(data, np.uint8)
+    dst = np.empty_like(src)
 
     ours_first: list[Any] = []
     aio_first: list[Any] = []
@@ -427,6 +439,9 @@ def bench_case(
     if payloads:
         codec = CODEC_IDS[case.codec]
         methods["decompress"] = lambda: run_decompress(payloads, codec, case.magic)
+    else:
+        methods["nocrc"] = lambda: run_ours(seg.path, seg.size, nocrc_options, full, [])
+        methods["copy"] = lambda: (np.copyto(dst, src), seg.records)[1]
     # Each reader runs its repeats back to back, after one untimed run: this measures the steady
     # state a long scan sees. (Interleaving the readers instead made every reader pay for the
     # previous one's allocator and cache state: ours slowed by ~40% after an aiokafka run.)
@@ -441,11 +456,12 @@ def bench_case(
             counts[name] = out
 
     res.ours, res.narrow = best["ours"], best["narrow"]
+    res.nocrc, res.copy = best.get("nocrc", float("nan")), best.get("copy", float("nan"))
     res.aio_iter, res.aio_arrow, res.kp = best["aio_iter"], best["aio_arrow"], best["kp"]
     res.kp_bytes, res.kp_records = kp_end, counts["kp"]
     if payloads:
         res.decompress, res.decompressed_bytes = best["decompress"], counts["decompress"]
-    for name in ("ours", "narrow", "aio_iter", "aio_arrow"):
+    for name in ("ours", "narrow", "aio_iter", "aio_arrow", *(["nocrc"] if not payloads else [])):
         if counts[name] != seg.records:
             res.warnings.append(f"{name} counted {counts[name]} records, expected {seg.records}")
     res.warnings += compare_first(ours_first, aio_first)
@@ -747,6 +763,8 @@ def report(results: list[Result], kp_mib: float, clock: str) -> None:
         "target",
         "vs kafka-py",
         "narrow gain",
+        "no-CRC vs aio iter",
+        "ours / file copy",
         "compressed overhead",
         "target",
     ]
@@ -763,13 +781,15 @@ def report(results: list[Result], kp_mib: float, clock: str) -> None:
                 f">={t_arrow:g}x {verdict(r.vs_aio_arrow, t_arrow, True)}" if t_arrow else "",
                 f"{r.vs_kp:.0f}x",
                 f"{r.ours / r.narrow:.2f}x",
+                f"{r.aio_iter / r.nocrc:.2f}x" if r.nocrc == r.nocrc else "-",
+                f"{r.ours / r.copy:.1f}" if r.copy == r.copy else "-",
                 f"{over:.2f}" if over is not None else "-",
                 f"<={t_over:g} (aim {AIM_OVERHEAD:g}) {verdict(over, t_over, False)}"
                 if t_over
                 else "",
             ]
         )
-    print_table(headers, rows, {1, 3, 5, 6, 7})
+    print_table(headers, rows, {1, 3, 5, 6, 7, 8, 9})
     for r in results:
         for w in r.warnings:
             print(f"WARNING {r.case.name}: {w}")
@@ -827,8 +847,8 @@ def markdown(
         "",
         "| case | ours Mrec/s | ours MB/s | narrow Mrec/s | aiokafka iter Mrec/s "
         "| aiokafka→Arrow Mrec/s | kafka-python Mrec/s | × aiokafka iter | × aiokafka→Arrow "
-        "| × kafka-python | compressed overhead |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| × kafka-python | × aiokafka iter, no CRC | ÷ file copy | compressed overhead |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         t_it, t_arrow, t_over = targets_for(r)
@@ -841,6 +861,8 @@ def markdown(
             f"| {r.vs_aio_iter:.2f}{mark[verdict(r.vs_aio_iter, t_it, True)]} "
             f"| {r.vs_aio_arrow:.1f}{mark[verdict(r.vs_aio_arrow, t_arrow, True)]} "
             f"| {r.vs_kp:.0f} "
+            f"| {f'{r.aio_iter / r.nocrc:.2f}' if r.nocrc == r.nocrc else '–'} "
+            f"| {f'{r.ours / r.copy:.1f}' if r.copy == r.copy else '–'} "
             f"| {f'{over:.2f}' if over is not None else '–'}{mark[verdict(over, t_over, False)]} |"
         )
     out.append("")
