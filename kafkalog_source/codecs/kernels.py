@@ -143,12 +143,15 @@ def lz4_block(src, sp, send, dst, dstart, dp, dlimit):  # type: ignore[no-untype
         sp += 1
         lit = token >> 4
         if lit == 15:
+            # liblz4 reads a literal length's extra bytes only before the last 15 input bytes
+            if sp >= send - 15:
+                return -1
             while True:
-                if sp >= send:
-                    return -1
                 b = np.int64(src[sp])
                 sp += 1
                 lit += b
+                if sp > send - 15:
+                    return -1
                 if b != 255:
                     break
         if lit > send - sp or lit > dlimit - dp:
@@ -168,12 +171,15 @@ def lz4_block(src, sp, send, dst, dstart, dp, dlimit):  # type: ignore[no-untype
             return -1
         ml = token & 15
         if ml == 15:
+            # ... and a match length's extra bytes only before the last 4
             while True:
                 if sp >= send:
                     return -1
                 b = np.int64(src[sp])
                 sp += 1
                 ml += b
+                if sp > send - 4:
+                    return -1
                 if b != 255:
                     break
         ml += 4
