@@ -442,7 +442,9 @@ def choose_options(size: int, partitions: int) -> tuple[dict[str, str], int]:
     return {"maxPartitionBytes": str(per)}, per
 
 
-def prepare(size_bytes: int, partitions: int, use_index: bool) -> Dataset:
+def prepare(
+    size_bytes: int, partitions: int, use_index: bool, extra: dict[str, str] | None = None
+) -> Dataset:
     """Generate or reuse the segment, the ceiling's IPC files and the Parquet copy."""
     import pyarrow.parquet as pq
 
@@ -452,6 +454,7 @@ def prepare(size_bytes: int, partitions: int, use_index: bool) -> Dataset:
 
     seg, size, records, batches = ensure_segment(size_bytes)
     options, mpb = choose_options(size, partitions)
+    options = {**options, **(extra or {})}
     ds = Dataset(seg, size, records, batches, options, mpb, use_index=use_index)
     index = seg.with_suffix(".index")
     if not index.exists() or index.stat().st_mtime < seg.stat().st_mtime:
@@ -1137,7 +1140,7 @@ def markdown(
         + ", `spark.python.udf.pipelined.enabled="
         + f"{results[0].effective['spark.python.udf.pipelined.enabled']}`"
         + (
-            f"; kafkalog `maxPartitionBytes={ds.options['maxPartitionBytes']}`"
+            "; kafkalog " + ", ".join(f"`{k}={v}`" for k, v in ds.options.items())
             if ds.options
             else "; kafkalog defaults (maxPartitionBytes 128 MiB)"
         )
@@ -1200,6 +1203,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting"
     )
     p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra kafkalog read option (e.g. readAhead=0)",
+    )
+    p.add_argument(
         "--no-index",
         action="store_true",
         help="read the segment without its .index (the planner walks batch headers instead)",
@@ -1232,13 +1242,14 @@ def main(argv: list[str] | None = None) -> int:
         f"masters {', '.join(masters)}; data in {DATA.relative_to(REPO)}/"
     )
     print("machine: " + machine() + f"; load average {', '.join(f'{x:.2f}' for x in start_load)}")
-    ds = prepare(int(args.size_mib * MiB), args.partitions, not args.no_index)
+    extra = dict(kv.split("=", 1) for kv in args.option)
+    ds = prepare(int(args.size_mib * MiB), args.partitions, not args.no_index, extra)
     print(
         f"segment {ds.segment.relative_to(REPO)}: {ds.size / MiB:.1f} MiB, {ds.records} records, "
         f"{ds.batches} batches; kafkalog plan: {len(ds.splits)} splits of "
         + ", ".join(f"{s / MiB:.1f}" for s in ds.splits)
         + " MiB"
-        + (f" (maxPartitionBytes={ds.options['maxPartitionBytes']})" if ds.options else "")
+        + (" (" + ", ".join(f"{k}={v}" for k, v in ds.options.items()) + ")" if ds.options else "")
         + f"; Parquet {ds.parquet_size / MiB:.1f} MiB; reading "
         + (f"with the .index ({ds.index_entries} entries)" if ds.use_index else "without .index")
     )
