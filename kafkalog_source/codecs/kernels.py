@@ -106,6 +106,23 @@ def _match(dst, dp, off, ml):  # type: ignore[no-untyped-def]
             dst[dp + i] = dst[m + i]
 
 
+@inline_kernel
+def _extra_length(src, sp, limit):  # type: ignore[no-untyped-def]
+    """An LZ4 length's extra bytes from ``src[sp]`` (255 = one more) -> (sum, next position).
+
+    The sum is -1 when the bytes run past ``limit`` (callers guarantee ``sp < limit``).
+    """
+    total = np.int64(0)
+    while True:
+        b = np.int64(src[sp])
+        sp += 1
+        total += b
+        if sp > limit:
+            return np.int64(-1), sp
+        if b != 255:
+            return total, sp
+
+
 @kernel
 def lz4_block(src, sp, send, dst, dstart, dp, dlimit):  # type: ignore[no-untyped-def]
     """Decode the LZ4 block ``src[sp:send]`` to ``dst[dp:]``, matches reaching back to ``dstart``.
@@ -146,14 +163,10 @@ def lz4_block(src, sp, send, dst, dstart, dp, dlimit):  # type: ignore[no-untype
             # liblz4 reads a literal length's extra bytes only before the last 15 input bytes
             if sp >= send - 15:
                 return -1
-            while True:
-                b = np.int64(src[sp])
-                sp += 1
-                lit += b
-                if sp > send - 15:
-                    return -1
-                if b != 255:
-                    break
+            extra, sp = _extra_length(src, sp, send - 15)
+            if extra < 0:
+                return -1
+            lit += extra
         if lit > send - sp or lit > dlimit - dp:
             return -1
         _copy(dst, dp, src, sp, lit)
@@ -163,25 +176,17 @@ def lz4_block(src, sp, send, dst, dstart, dp, dlimit):  # type: ignore[no-untype
             # liblz4's parsing limits: literals this close to either end must be the last
             # sequence, and end the block exactly
             return dp if sp == send else -1
-        if sp == send:
-            return dp  # the last sequence holds literals only
         off = np.int64(src[sp]) | (np.int64(src[sp + 1]) << 8)
         sp += 2
         if off == 0 or off > dp - dstart:
             return -1
         ml = token & 15
         if ml == 15:
-            # ... and a match length's extra bytes only before the last 4
-            while True:
-                if sp >= send:
-                    return -1
-                b = np.int64(src[sp])
-                sp += 1
-                ml += b
-                if sp > send - 4:
-                    return -1
-                if b != 255:
-                    break
+            # ... and a match length's extra bytes only before the last 4 (at least 6 remain)
+            extra, sp = _extra_length(src, sp, send - 4)
+            if extra < 0:
+                return -1
+            ml += extra
         ml += 4
         if ml > dlimit - dp:
             return -1
