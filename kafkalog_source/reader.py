@@ -280,6 +280,8 @@ class RangeReader:
         windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD)
         try:
             yield from self._read_windows(fd, windows)
+            if self.opts.fail_on_data_loss:
+                self._check_gap_after(fd)
         finally:
             self._mv = memoryview(b"")
             windows.close()
@@ -385,6 +387,31 @@ class RangeReader:
                 int(first[k]),
             )
         self._prev_last = int(last[-1])
+
+    def _check_gap_after(self, fd: int) -> None:
+        """failOnDataLoss across a split boundary: the batch that starts where this range ends.
+
+        The next range's reader does not know how this one ended, so this one looks at the
+        next batch's header (17 bytes) and checks the offsets between them.
+        """
+        rng = self.rng
+        if rng.at_file_end or self._done or self._prev_last < 0:
+            return
+        head = os.pread(fd, 17, rng.end)
+        if len(head) < 17 or head[16] != 2:
+            return  # end of data, or a legacy entry (its first offset is not in its header)
+        base = struct.unpack_from(">q", head, 0)[0]
+        upto = min(base, rng.offset_hi)  # offsets past the requested end are not lost to us
+        if upto > self._prev_last + 1:
+            raise DataLossError(
+                f"failOnDataLoss: offsets {self._prev_last + 1}..{upto - 1} are missing between "
+                f"batches (the previous batch ends at {self._prev_last}; the next one, at the "
+                "start of the next split, begins at "
+                f"{base}); set failOnDataLoss=false to read archives of compacted topics",
+                rng.path,
+                rng.end,
+                base,
+            )
 
     def _tail(self, fd: int, pos: int, end: int) -> None:
         """Classify the bytes left at ``pos``: quiet at a truncated batch or zero fill, else raise."""

@@ -131,3 +131,37 @@ def test_records_per_batch_bounds_every_batch(name: str, tmp_path: Path) -> None
         assert max(b.num_rows for b in batches) <= limit - 1 + slack
         assert len(batches) >= whole.num_rows // (limit + slack)
         assert pa.Table.from_batches(batches).equals(whole)
+
+
+def test_fail_on_data_loss_across_a_split_boundary(segment_missing_a_batch: Path) -> None:
+    """A gap exactly at a split boundary: the range before it looks at the next batch's header,
+    so the read fails whichever way the file is split; without the boundary there, it passes."""
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.planning.splits import SegmentRange
+    from kafkalog_source.reader import output_projection, read_range
+
+    b = _batches(segment_missing_a_batch)
+    size = segment_missing_a_batch.stat().st_size
+    opts = parse_options({"failOnDataLoss": True})
+    proj = output_projection(opts)
+    path = str(segment_missing_a_batch)
+    cut = b[1].position  # where the missing batch was: the gap is between b[0] and b[1]
+    before = SegmentRange(path, 0, cut, at_file_end=False)
+    after = SegmentRange(path, cut, size)
+    assert list(read_range(after, opts, proj))  # alone, the later range has no gap inside
+    with pytest.raises(kl.DataLossError) as err:
+        list(read_range(before, opts, proj))
+    assert f"byte {cut}" in str(err.value) and "next split" in str(err.value)
+    # a boundary elsewhere: the range after the gap holds it, and finds it itself
+    later = b[2].position
+    assert list(read_range(SegmentRange(path, later, size), opts, proj))
+    with pytest.raises(kl.DataLossError):
+        list(read_range(SegmentRange(path, 0, later, at_file_end=False), opts, proj))
+    # the default reads both ranges
+    plain = parse_options({})
+    rows = sum(
+        x.num_rows
+        for r in (SegmentRange(path, 0, cut, at_file_end=False), after)
+        for x in read_range(r, plain, proj)
+    )
+    assert rows == kl.read_table(path).num_rows
