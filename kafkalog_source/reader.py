@@ -121,6 +121,25 @@ _CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
 _INT32_MAX = 2**31 - 1
 
 
+def _next_segment(path: str, base_offset: int | None) -> tuple[int, str] | None:
+    """The segment file after ``path`` in its directory: (base offset, name), or None."""
+    if base_offset is None:
+        return None
+    best: tuple[int, str] | None = None
+    try:
+        names = os.listdir(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    for name in names:
+        stem, dot, ext = name.partition(".")
+        if ext != "log" or len(stem) != 20 or not stem.isdigit():
+            continue
+        base = int(stem)
+        if base > base_offset and (best is None or base < best[0]):
+            best = (base, name)
+    return best
+
+
 def _fast_codecs_only(attrs: np.ndarray) -> bool:
     """Whether every batch of a run is lz4 or snappy (the compiled decoders' codecs)."""
     codecs = attrs & 7
@@ -389,25 +408,35 @@ class RangeReader:
         self._prev_last = int(last[-1])
 
     def _check_gap_after(self, fd: int) -> None:
-        """failOnDataLoss across a split boundary: the batch that starts where this range ends.
+        """failOnDataLoss past this range's end: at a split boundary, or at the next segment.
 
-        The next range's reader does not know how this one ended, so this one looks at the
-        next batch's header (17 bytes) and checks the offsets between them.
+        The next range's reader does not know how this one ended. So a range that ends inside
+        its file reads the next batch's header (17 bytes), and a range that ends its file looks
+        for the next segment file of the partition: its name is its base offset, and a segment
+        holds no offset below that, so offsets between this file's last batch and that name are
+        in neither file (a segment file missing from an archive, for example).
         """
         rng = self.rng
-        if rng.at_file_end or self._done or self._prev_last < 0:
+        if self._done or self._prev_last < 0:
             return
-        head = os.pread(fd, 17, rng.end)
-        if len(head) < 17 or head[16] != 2:
-            return  # end of data, or a legacy entry (its first offset is not in its header)
-        base = struct.unpack_from(">q", head, 0)[0]
+        if not rng.at_file_end:
+            head = os.pread(fd, 17, rng.end)
+            if len(head) < 17 or head[16] != 2:
+                return  # end of data, or a legacy entry (its first offset is not in its header)
+            base = struct.unpack_from(">q", head, 0)[0]
+            where = f"the next one, at the start of the next split, begins at {base}"
+        else:
+            found = _next_segment(rng.path, rng.segment_base_offset)
+            if found is None:
+                return
+            base, name = found
+            where = f"the next segment file, {name}, starts at offset {base}"
         upto = min(base, rng.offset_hi)  # offsets past the requested end are not lost to us
         if upto > self._prev_last + 1:
             raise DataLossError(
-                f"failOnDataLoss: offsets {self._prev_last + 1}..{upto - 1} are missing between "
-                f"batches (the previous batch ends at {self._prev_last}; the next one, at the "
-                "start of the next split, begins at "
-                f"{base}); set failOnDataLoss=false to read archives of compacted topics",
+                f"failOnDataLoss: offsets {self._prev_last + 1}..{upto - 1} are missing "
+                f"(the last batch read ends at {self._prev_last}; {where}); set "
+                "failOnDataLoss=false to read archives of compacted topics",
                 rng.path,
                 rng.end,
                 base,

@@ -165,3 +165,22 @@ def test_fail_on_data_loss_across_a_split_boundary(segment_missing_a_batch: Path
         for x in read_range(r, plain, proj)
     )
     assert rows == kl.read_table(path).num_rows
+
+
+def test_fail_on_data_loss_finds_a_missing_segment_file(tmp_path: Path) -> None:
+    """A segment file missing from an archived partition is a gap between the files around it:
+    the next file's name (its base offset) is past the last offset read."""
+    import shutil
+
+    part = tmp_path / "multi-segment-0"
+    shutil.copytree(SAMPLES / "multi-segment-0", part)
+    assert kl.read_table(str(part), failOnDataLoss=True).num_rows > 0
+    for ext in ("log", "index", "timeindex"):
+        (part / f"00000000000000001048.{ext}").unlink()
+    with pytest.raises(kl.DataLossError) as err:
+        kl.read_table(str(part), failOnDataLoss=True)
+    msg = str(err.value)
+    assert "00000000000000001000.log" in msg and "00000000000000001096.log" in msg
+    assert "missing" in msg
+    # the default reads what is there
+    assert kl.read_table(str(part)).num_rows > 0
