@@ -714,7 +714,7 @@ class RangeReader:
             arena = self._arena
             done, status = inflate_batches(
                 buf, starts[k:], ends[k:], codecs[k:], counts[k:], arena, 0,
-                arena.shape[0] - SLACK - PAD, out_end[k:],
+                arena.shape[0] - SLACK - PAD, self.opts.max_batch_bytes, out_end[k:],
             )  # fmt: skip
             if done:
                 part = sel[k : k + done]

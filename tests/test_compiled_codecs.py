@@ -227,9 +227,8 @@ def test_fast_codecs_change_nothing(source: Path, monkeypatch: pytest.MonkeyPatc
         assert isinstance(fast, pa.Table) and fast.equals(slow)
 
 
-@pytest.mark.parametrize("codec", [2, 3])
-def test_batch_larger_than_the_arena(codec: int, tmp_path: Path) -> None:
-    """A batch that decompresses to more than the arena grows it; small batches around it too."""
+def _big_batches_segment(codec: int, tmp_path: Path) -> tuple[Path, list[bytes]]:
+    """A partition directory with one segment of five v2 batches, two of them 3 and 9 MiB."""
     rng = random.Random(codec)
     data = bytearray()
     values: list[bytes] = []
@@ -247,9 +246,35 @@ def test_batch_larger_than_the_arena(codec: int, tmp_path: Path) -> None:
     part = tmp_path / "big-0"
     part.mkdir()
     (part / "00000000000000000000.log").write_bytes(bytes(data))
+    return part, values
+
+
+@pytest.mark.parametrize("codec", [2, 3])
+def test_batch_larger_than_the_arena(codec: int, tmp_path: Path) -> None:
+    """A batch that decompresses to more than the arena grows it; small batches around it too."""
+    part, values = _big_batches_segment(codec, tmp_path)
     table = kl.read_table(str(part))
     assert table.column("value").to_pylist() == values
     assert table.column("offset").to_pylist() == list(range(5))
+
+
+@pytest.mark.parametrize("codec", [2, 3])
+def test_max_batch_bytes_holds_on_the_fast_path(
+    codec: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """maxBatchBytes below a batch's output fails it as the library path does (the compiled
+    decoders hand such a batch to the library instead of growing the arena for it)."""
+    part, _ = _big_batches_segment(codec, tmp_path)
+    errors = []
+    for fast in (True, False):
+        monkeypatch.setattr(reader_module, "FAST_CODECS", fast)
+        with pytest.raises(KafkaLogError) as err:
+            kl.read_table(str(part), maxBatchBytes="2m")
+        errors.append(str(err.value))
+        assert "maxBatchBytes" in str(err.value)
+        dropped = kl.read_table(str(part), maxBatchBytes="2m", mode="DROPMALFORMED")
+        assert dropped.column("offset").to_pylist() == [0, 2, 4]
+    assert errors[0] == errors[1]
 
 
 def _lz4_frame(block: bytes) -> bytes:

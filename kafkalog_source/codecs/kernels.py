@@ -394,23 +394,31 @@ def snappy_payload(src, start, end, dst, dp, dlimit):  # type: ignore[no-untyped
 
 
 @kernel
-def inflate_batches(src, starts, ends, codecs, counts, dst, dst_start, dst_limit, out_end):  # type: ignore[no-untyped-def]
+def inflate_batches(  # type: ignore[no-untyped-def]
+    src, starts, ends, codecs, counts, dst, dst_start, dst_limit, max_bytes, out_end
+):
     """Decompress batch payloads ``src[starts[i]:ends[i]]`` one after another into ``dst``.
 
     Batch i's output goes to ``dst[out_end[i-1]:out_end[i]]`` (the first starts at
     ``dst_start``). Stops before a batch whose codec is not lz4 (3) or snappy (2), that needs the
     library path, whose record count ``counts[i]`` cannot fit its output (7 bytes a record), or
-    whose output bound does not fit below ``dst_limit``. Returns ``(batches done, status)``:
-    status 0 when all are done, else ``NEEDS_LIBRARY`` or ``ARENA_FULL`` for batch ``done``.
+    whose output bound does not fit below ``dst_limit``. A batch whose bound exceeds
+    ``max_bytes`` (maxBatchBytes) goes to the library path, which enforces that limit exactly.
+    Returns ``(batches done, status)``: status 0 when all are done, else ``NEEDS_LIBRARY`` or
+    ``ARENA_FULL`` for batch ``done``.
     """
     dp = dst_start
     for i in range(starts.shape[0]):
         codec = codecs[i]
+        capped = dst_limit - dp > max_bytes
+        limit = dp + max_bytes if capped else dst_limit
         if codec == 3:
-            r = lz4_frame(src, starts[i], ends[i], 2, dst, dp, dst_limit)
+            r = lz4_frame(src, starts[i], ends[i], 2, dst, dp, limit)
         elif codec == 2:
-            r = snappy_payload(src, starts[i], ends[i], dst, dp, dst_limit)
+            r = snappy_payload(src, starts[i], ends[i], dst, dp, limit)
         else:
+            r = NEEDS_LIBRARY
+        if r == ARENA_FULL and capped:
             r = NEEDS_LIBRARY
         if r < 0:
             return i, r
