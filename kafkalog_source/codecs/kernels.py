@@ -47,6 +47,7 @@ def _rotl(x, r):  # type: ignore[no-untyped-def]
 
 @inline_kernel
 def _u32le(src, p):  # type: ignore[no-untyped-def]
+    """Unsigned 32-bit little-endian integer at ``src[p]`` (as an int64)."""
     return (
         np.int64(src[p])
         | (np.int64(src[p + 1]) << 8)
