@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -136,6 +137,20 @@ def _memcpy8(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyp
     """An 8-byte LLVM ``memcpy`` (one unaligned load and store); ``n`` unused."""
     sig = types.void(dst, types.int64, src, types.int64, types.int64)
     return sig, _memcpy_codegen(8)
+
+
+@intrinsic
+def load_u64(typingctx, src, off):  # type: ignore[no-untyped-def]
+    """Little-endian unsigned 64-bit load from ``src[off:off + 8]`` (unaligned, no checks;
+    a little-endian host)."""
+    sig = types.uint64(src, types.int64)
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        arr = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(arr.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+
+    return sig, codegen
 
 
 @inline_kernel

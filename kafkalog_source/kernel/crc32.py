@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .bytes import load_u64
 from .jit import kernel
 
 
@@ -32,28 +33,27 @@ CRC32_TABLES = slice_tables()
 
 @kernel
 def crc32(tables, src, start, end):  # type: ignore[no-untyped-def]
-    """CRC of ``src[start:end]`` with the slicing-by-8 ``tables`` (CRC-32 or CRC-32C)."""
-    c = np.uint32(0xFFFFFFFF)
+    """CRC of ``src[start:end]`` with the slicing-by-8 ``tables`` (CRC-32 or CRC-32C).
+
+    Eight bytes at a time from one 64-bit load (about 1.45x eight byte loads).
+    """
+    c = np.uint64(0xFFFFFFFF)
     p = start
+    m = np.uint64(0xFF)
     while end - p >= 8:
-        lo = c ^ (
-            np.uint32(src[p])
-            | (np.uint32(src[p + 1]) << np.uint32(8))
-            | (np.uint32(src[p + 2]) << np.uint32(16))
-            | (np.uint32(src[p + 3]) << np.uint32(24))
-        )
+        w = load_u64(src, p) ^ c
         c = (
-            tables[7, lo & np.uint32(0xFF)]
-            ^ tables[6, (lo >> np.uint32(8)) & np.uint32(0xFF)]
-            ^ tables[5, (lo >> np.uint32(16)) & np.uint32(0xFF)]
-            ^ tables[4, lo >> np.uint32(24)]
-            ^ tables[3, src[p + 4]]
-            ^ tables[2, src[p + 5]]
-            ^ tables[1, src[p + 6]]
-            ^ tables[0, src[p + 7]]
+            np.uint64(tables[7, w & m])
+            ^ np.uint64(tables[6, (w >> np.uint64(8)) & m])
+            ^ np.uint64(tables[5, (w >> np.uint64(16)) & m])
+            ^ np.uint64(tables[4, (w >> np.uint64(24)) & m])
+            ^ np.uint64(tables[3, (w >> np.uint64(32)) & m])
+            ^ np.uint64(tables[2, (w >> np.uint64(40)) & m])
+            ^ np.uint64(tables[1, (w >> np.uint64(48)) & m])
+            ^ np.uint64(tables[0, w >> np.uint64(56)])
         )
         p += 8
     while p < end:
-        c = tables[0, (c ^ np.uint32(src[p])) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+        c = np.uint64(tables[0, (c ^ np.uint64(src[p])) & m]) ^ (c >> np.uint64(8))
         p += 1
-    return np.int64(c ^ np.uint32(0xFFFFFFFF))
+    return np.int64(c ^ np.uint64(0xFFFFFFFF))

@@ -26,6 +26,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .bytes import load_u64
 from .crc32 import crc32, slice_tables
 from .jit import inline_kernel, kernel
 
@@ -63,19 +64,6 @@ def _shift_tables(n: int) -> np.ndarray:
             # the package takes and returns the finalised (inverted) CRC
             t[k, b] = ~_crc32c_pkg.crc32c(zeros, ~state & mask) & mask
     return t
-
-
-@intrinsic
-def load_u64(typingctx, src, off):  # type: ignore[no-untyped-def]
-    """Little-endian unsigned 64-bit load from ``src[off:off + 8]`` (unaligned, no checks)."""
-    sig = types.uint64(src, types.int64)
-
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
-        arr = context.make_array(sig.args[0])(context, builder, args[0])
-        ptr = builder.bitcast(builder.gep(arr.data, [args[1]]), ir.IntType(64).as_pointer())
-        return builder.load(ptr, align=1)
-
-    return sig, codegen
 
 
 @intrinsic
