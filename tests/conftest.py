@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +15,20 @@ SAMPLES = ROOT / "sample_segments"
 SHARED = Path(os.environ.get("KAFKALOG_SHARED", ROOT.parent / "shared"))
 CLIENT_WRITTEN = SHARED / "fixtures" / "client-written"
 BROKER_WRITTEN = SHARED / "fixtures" / "broker-written"
+CONSOLE_SCRIPT = Path(sys.executable).parent / "kafkalog"
+
+
+def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess:
+    """Run the installed ``kafkalog`` script, or ``python -m kafkalog_source.cli.main``."""
+    if CONSOLE_SCRIPT.exists():
+        cmd = [str(CONSOLE_SCRIPT), *args]
+    else:
+        cmd = [sys.executable, "-m", "kafkalog_source.cli.main", *args]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    if "stdout" not in kwargs and "stderr" not in kwargs:
+        kwargs["capture_output"] = True
+    return subprocess.run(cmd, text=True, timeout=timeout, env=env, cwd=ROOT, **kwargs)
 
 
 def zigzag_varint(n: int) -> bytes:

@@ -18,7 +18,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -26,23 +25,9 @@ from typing import Any
 
 import crc32c
 import pytest
-from conftest import BROKER_WRITTEN, CLIENT_WRITTEN, ROOT, SAMPLES, require_shared
+from conftest import BROKER_WRITTEN, CLIENT_WRITTEN, SAMPLES, require_shared, run_cli
 
-CONSOLE_SCRIPT = Path(sys.executable).parent / "kafkalog"
 TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-
-
-def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess:
-    """Run the installed ``kafkalog`` script, or ``python -m kafkalog_source.cli.main``."""
-    if CONSOLE_SCRIPT.exists():
-        cmd = [str(CONSOLE_SCRIPT), *args]
-    else:
-        cmd = [sys.executable, "-m", "kafkalog_source.cli.main", *args]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    if "stdout" not in kwargs and "stderr" not in kwargs:
-        kwargs["capture_output"] = True
-    return subprocess.run(cmd, text=True, timeout=timeout, env=env, cwd=ROOT, **kwargs)
 
 
 @pytest.fixture(scope="module")

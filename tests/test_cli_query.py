@@ -7,21 +7,18 @@ error paths that fail before Spark starts are cheap.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+import conftest
 import pyarrow as pa
 import pytest
-from conftest import ROOT, SAMPLES
+from conftest import SAMPLES
 
 from kafkalog_source.cli.main import build_parser, one_line
 from kafkalog_source.cli.query import format_bytes, format_table, format_value
-
-CONSOLE_SCRIPT = Path(sys.executable).parent / "kafkalog"
 
 
 def _samples() -> Path:
@@ -31,14 +28,8 @@ def _samples() -> Path:
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run the installed ``kafkalog`` script, or ``python -m kafkalog_source.cli.main``."""
-    if CONSOLE_SCRIPT.exists():
-        cmd = [str(CONSOLE_SCRIPT), *args]
-    else:
-        cmd = [sys.executable, "-m", "kafkalog_source.cli.main", *args]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    """The shared ``run_cli`` with a longer default timeout: these runs start Spark."""
+    return conftest.run_cli(*args, timeout=timeout)
 
 
 def _error_lines(stderr: str) -> list[str]:
