@@ -88,7 +88,19 @@ from .kernel.status import (
     WRAPPER,
 )
 from .kernel.status import describe as describe_status
-from .kernel.v2 import BP_CRC, BP_WIDTH, decode_v2
+from .kernel.v2 import (
+    BP_BASE_OFFSET,
+    BP_BASE_TS,
+    BP_COUNT,
+    BP_CRC,
+    BP_END,
+    BP_LOG_APPEND,
+    BP_MAX_TS,
+    BP_META,
+    BP_START,
+    BP_WIDTH,
+    decode_v2,
+)
 from .options import ReadOptions, parse_options
 from .planning.splits import NO_LIMIT, SegmentRange, Split
 from .stats import ReadStats
@@ -138,6 +150,48 @@ def _next_segment(path: str, base_offset: int | None) -> tuple[int, str] | None:
         if base > base_offset and (best is None or base < best[0]):
             best = (base, name)
     return best
+
+
+def _batch_params(
+    rows: np.ndarray, start: np.ndarray, end: np.ndarray, meta: np.ndarray, crc: np.ndarray | int
+) -> np.ndarray:
+    """decode_v2's parameter matrix for the batch-header ``rows``: record bytes ``[start, end)``
+    of the source, batch-table numbers ``meta`` and the CRC to check (0 when not checked)."""
+    bp = np.empty((rows.shape[0], BP_WIDTH), np.int64)
+    bp[:, BP_START] = start
+    bp[:, BP_END] = end
+    bp[:, BP_COUNT] = rows[:, H_COUNT]
+    bp[:, BP_BASE_OFFSET] = rows[:, H_BASE_OFFSET]
+    bp[:, BP_BASE_TS] = rows[:, H_BASE_TS]
+    bp[:, BP_MAX_TS] = rows[:, H_MAX_TS]
+    bp[:, BP_LOG_APPEND] = (rows[:, H_ATTRS] >> 3) & 1
+    bp[:, BP_META] = meta
+    bp[:, BP_CRC] = crc
+    return bp
+
+
+def _batch_param_row(r: list[int], start: int, end: int, meta: int, crc: int) -> list[int]:
+    """One row of :func:`_batch_params`, for a batch header as a list (the per-batch loops)."""
+    return [start, end, r[H_COUNT], r[H_BASE_OFFSET], r[H_BASE_TS], r[H_MAX_TS],
+            (r[H_ATTRS] >> 3) & 1, meta, crc]  # fmt: skip
+
+
+class _Group:
+    """Decompressed payloads gathered for one kernel call, about ``GROUP_BYTES`` in all."""
+
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+        self.params: list[list[int]] = []
+        self.rows: list[int] = []  # their rows in the window's batch table
+        self.size = 0
+
+    def add(self, data: bytes, r: list[int], meta: int, row: int) -> bool:
+        """Add one batch's records; True once the group is full."""
+        self.params.append(_batch_param_row(r, self.size, self.size + len(data), meta, 0))
+        self.data.append(data)
+        self.rows.append(row)
+        self.size += len(data)
+        return self.size >= GROUP_BYTES
 
 
 def _fast_codecs_only(attrs: np.ndarray) -> bool:
@@ -539,10 +593,7 @@ class RangeReader:
         tl = table.tolist()  # plain ints: far cheaper to index per batch than numpy scalars
         plain: list[list[int]] = []
         plain_idx: list[int] = []
-        packed: list[list[int]] = []
-        packed_idx: list[int] = []
-        packed_data: list[bytes] = []
-        packed_len = 0
+        group = _Group()
         base_meta = self._meta_base
         for k in range(i, j):
             r = tl[k]
@@ -568,39 +619,28 @@ class RangeReader:
                         continue
                     if self.verify:
                         self._check_crc(buf, r)
-                lat = (attrs >> 3) & 1
                 if codec == 0:
-                    count = self._check_count(r, size - 61, "records")
-                    if packed:
-                        yield from self._run_group(packed_data, packed, packed_idx, table)
-                        packed, packed_idx, packed_data, packed_len = [], [], [], 0
-                    plain.append(
-                        [w + 61, w + size, count, r[H_BASE_OFFSET], r[H_BASE_TS], r[H_MAX_TS],
-                         lat, base_meta + k, r[H_CRC]]
-                    )  # fmt: skip
+                    self._check_count(r, size - 61, "records")
+                    if group.data:
+                        yield from self._run_decompressed(group, table)
+                        group = _Group()
+                    plain.append(_batch_param_row(r, w + 61, w + size, base_meta + k, r[H_CRC]))
                     plain_idx.append(k)
                     continue
                 if plain:
-                    yield from self._run_group(buf, plain, plain_idx, table)
+                    yield from self._run_group(buf, plain, plain_idx, table, False)
                     plain, plain_idx = [], []
                 data = self._decompress_batch(buf, r)
-                count = self._check_count(r, len(data), "decompressed records")
-                packed.append(
-                    [packed_len, packed_len + len(data), count, r[H_BASE_OFFSET], r[H_BASE_TS],
-                     r[H_MAX_TS], lat, base_meta + k, 0]
-                )  # fmt: skip
-                packed_idx.append(k)
-                packed_data.append(data)
-                packed_len += len(data)
-                if packed_len >= GROUP_BYTES:
-                    yield from self._run_group(packed_data, packed, packed_idx, table)
-                    packed, packed_idx, packed_data, packed_len = [], [], [], 0
+                self._check_count(r, len(data), "decompressed records")
+                if group.add(data, r, base_meta + k, k):
+                    yield from self._run_decompressed(group, table)
+                    group = _Group()
             except _Skip:
                 continue
         if plain:
-            yield from self._run_group(buf, plain, plain_idx, table)
-        if packed:
-            yield from self._run_group(packed_data, packed, packed_idx, table)
+            yield from self._run_group(buf, plain, plain_idx, table, False)
+        if group.data:
+            yield from self._run_decompressed(group, table)
 
     def _bulk_rows(
         self, buf: np.ndarray, table: np.ndarray, i: int, j: int, compressed: bool
@@ -647,16 +687,10 @@ class RangeReader:
             return
         if not compressed:
             sel = sub[idx]
-            bp = np.empty((idx.size, BP_WIDTH), np.int64)
-            bp[:, 0] = sel[:, H_WPOS] + 61
-            bp[:, 1] = sel[:, H_WPOS] + sel[:, H_SIZE]
-            bp[:, 2] = sel[:, H_COUNT]
-            bp[:, 3] = sel[:, H_BASE_OFFSET]
-            bp[:, 4] = sel[:, H_BASE_TS]
-            bp[:, 5] = sel[:, H_MAX_TS]
-            bp[:, 6] = (sel[:, H_ATTRS] >> 3) & 1
-            bp[:, 7] = self._meta_base + i + idx
-            bp[:, BP_CRC] = sel[:, H_CRC]
+            wpos = sel[:, H_WPOS]
+            bp = _batch_params(
+                sel, wpos + 61, wpos + sel[:, H_SIZE], self._meta_base + i + idx, sel[:, H_CRC]
+            )
             yield from self._decode_v2(buf, bp, sel, False, self.verify)
             self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
@@ -665,31 +699,20 @@ class RangeReader:
             yield from self._inflate_run(buf, table, sub, i, idx)
             return
         meta0 = self._meta_base + i
-        packed: list[list[int]] = []
-        packed_idx: list[int] = []
-        packed_data: list[bytes] = []
-        packed_len = 0
+        group = _Group()
         for k in idx.tolist():
             r = tl[k]
             try:
                 data = self._decompress_batch(buf, r)
-                n = len(data)
-                if r[H_COUNT] > n // 7:
-                    self._check_count(r, n, "decompressed records")
+                if r[H_COUNT] > len(data) // 7:
+                    self._check_count(r, len(data), "decompressed records")
             except _Skip:
                 continue
-            packed.append(
-                [packed_len, packed_len + n, r[H_COUNT], r[H_BASE_OFFSET], r[H_BASE_TS],
-                 r[H_MAX_TS], (r[H_ATTRS] >> 3) & 1, meta0 + k, 0]
-            )  # fmt: skip
-            packed_idx.append(i + k)
-            packed_data.append(data)
-            packed_len += n
-            if packed_len >= GROUP_BYTES:
-                yield from self._run_group(packed_data, packed, packed_idx, table)
-                packed, packed_idx, packed_data, packed_len = [], [], [], 0
-        if packed:
-            yield from self._run_group(packed_data, packed, packed_idx, table)
+            if group.add(data, r, meta0 + k, i + k):
+                yield from self._run_decompressed(group, table)
+                group = _Group()
+        if group.data:
+            yield from self._run_decompressed(group, table)
 
     def _inflate_run(
         self, buf: np.ndarray, table: np.ndarray, sub: np.ndarray, i: int, idx: np.ndarray
@@ -718,17 +741,9 @@ class RangeReader:
             )  # fmt: skip
             if done:
                 part = sel[k : k + done]
-                bp = np.empty((done, BP_WIDTH), np.int64)
-                bp[0, 0] = 0
-                bp[1:, 0] = out_end[k : k + done - 1]
-                bp[:, 1] = out_end[k : k + done]
-                bp[:, 2] = part[:, H_COUNT]
-                bp[:, 3] = part[:, H_BASE_OFFSET]
-                bp[:, 4] = part[:, H_BASE_TS]
-                bp[:, 5] = part[:, H_MAX_TS]
-                bp[:, 6] = (part[:, H_ATTRS] >> 3) & 1
-                bp[:, 7] = meta0 + idx[k : k + done]
-                bp[:, BP_CRC] = 0
+                ends_ = out_end[k : k + done]
+                starts_ = np.concatenate(([0], ends_[:-1]))
+                bp = _batch_params(part, starts_, ends_, meta0 + idx[k : k + done], 0)
                 # padding after the data for the kernel's unchecked varint reads
                 end = int(out_end[k + done - 1])
                 arena[end : end + PAD] = 0
@@ -752,9 +767,9 @@ class RangeReader:
                     self._check_count(r, len(data), "decompressed records")
             except _Skip:
                 continue
-            bp_row = [0, len(data), r[H_COUNT], r[H_BASE_OFFSET], r[H_BASE_TS], r[H_MAX_TS],
-                      (r[H_ATTRS] >> 3) & 1, meta0 + int(idx[k - 1]), 0]  # fmt: skip
-            yield from self._run_group([data], [bp_row], [i + int(idx[k - 1])], table)
+            group = _Group()
+            group.add(data, r, meta0 + int(idx[k - 1]), i + int(idx[k - 1]))
+            yield from self._run_decompressed(group, table)
 
     def _grow_arena(self, size: int) -> None:
         """A new decompression arena of ``size`` bytes (plus slack and padding)."""
@@ -764,19 +779,22 @@ class RangeReader:
 
     def _run_group(
         self,
-        src: np.ndarray | list[bytes],
+        src: np.ndarray,
         bp_rows: list[list[int]],
         idx: list[int],
         table: np.ndarray,
+        decompressed: bool,
     ) -> Iterator[pa.RecordBatch]:
         """Walk one group of batches with a single kernel call, then flush if the sink is full."""
-        decompressed = isinstance(src, list)
-        if decompressed:
-            src = np.frombuffer(b"".join([*src, _PADDING]), np.uint8)
         bp = np.array(bp_rows, np.int64)
         yield from self._decode_v2(src, bp, table[idx], decompressed, False)  # CRCs checked
         self.stats.batches += len(bp_rows)
         yield from self._maybe_flush()
+
+    def _run_decompressed(self, group: _Group, table: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Walk a group of decompressed payloads, joined with the kernel's padding after them."""
+        src = np.frombuffer(b"".join([*group.data, _PADDING]), np.uint8)
+        yield from self._run_group(src, group.params, group.rows, table, True)
 
     def _in_range(self, row: np.ndarray) -> bool:
         """Offset bounds and pruning hints, from the header alone; sets ``_done`` past the end."""
