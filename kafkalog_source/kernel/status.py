@@ -23,6 +23,7 @@ STATE_SIZE = 16
 OK = 0
 WRAPPER = 1  # legacy: a compressed wrapper message at state[WRAP_POS]; Python decompresses it
 FULL = 2  # the output reached its row or byte limit at a batch boundary: flush, then resume
+REDO = 3  # legacy wrappers: wrapper ERR_ITEM is not plain; decode it on the per-message path
 
 E_RECORD_LENGTH = -3
 E_RECORD_OVERRUN = -4
