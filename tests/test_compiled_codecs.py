@@ -1,8 +1,10 @@
-"""The compiled fast paths against their references: CRC-32C and the lz4/snappy decoders.
+"""The compiled fast paths against their references: CRC-32C, CRC-32 and the lz4/snappy decoders.
 
 * ``crc32c_spans`` (the CPU's CRC instruction, three streams) must equal the ``crc32c`` package
   on any span, and so must its software fallback (checked in a subprocess, as the choice is made
   at import).
+* ``crc32_spans`` (carry-less folding on x86-64 with PCLMULQDQ) must equal ``zlib.crc32`` on any
+  span, and so must its table fallback (``KAFKALOG_SOFTWARE_CRC32=1``, in a subprocess).
 * The compiled lz4 and snappy decoders are a fast path in front of the libraries (liblz4,
   cramjam's snappy). Differential fuzzing: for real payloads and thousands of mutations of them,
   whenever the compiled decoder accepts a payload, the library must accept it too and give the
@@ -17,6 +19,7 @@ import os
 import random
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import cramjam
@@ -40,9 +43,11 @@ from kafkalog_source.codecs.kernels import (
 )
 from kafkalog_source.codecs.xxh32 import xxh32
 from kafkalog_source.errors import KafkaLogError
+from kafkalog_source.kernel.crc32 import CRC32_TABLES, HAVE_PCLMUL, crc32_spans
 from kafkalog_source.kernel.crc32c import CRC32C_TABLES, HAVE_HW_CRC32C, crc32c_spans
 
 REPO = Path(__file__).resolve().parent.parent
+LEGACY_SAMPLES = ["magic0-none-0", "magic1-gzip-0", "magic1-none-0", "upgraded-0"]
 ARENA = 1 << 22
 
 
@@ -73,6 +78,7 @@ def test_software_crc32c_fallback_matches(tmp_path: Path) -> None:
 import random, sys
 import numpy as np, crc32c
 import kafkalog_source as kl
+from kafkalog_source.kernel.crc32 import CRC32_TABLES, HAVE_PCLMUL, crc32_spans
 from kafkalog_source.kernel.crc32c import CRC32C_TABLES, HAVE_HW_CRC32C, crc32c_spans
 assert not HAVE_HW_CRC32C
 rng = random.Random(3)
@@ -91,6 +97,58 @@ print(kl.read_table({str(SAMPLES / "magic2-none-0")!r}).num_rows)
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) == kl.read_table(str(SAMPLES / "magic2-none-0")).num_rows
+
+
+def test_crc32_spans_match_zlib() -> None:
+    """CRC-32 of every span length 0..39, each length around the 64-byte folding threshold, and
+    random ones up to 6000, at odd alignments, equals zlib's."""
+    rng = random.Random(11)
+    data = rng.randbytes(1 << 16)
+    buf = np.frombuffer(data + bytes(16), np.uint8)
+    starts, ends = _spans(rng, len(data), 400)
+    near = np.array([rng.randrange(0, 1000) for _ in range(48)], np.int64)
+    starts = np.concatenate([starts, near])
+    ends = np.concatenate([ends, near + np.arange(56, 104)])
+    out = np.empty(starts.shape[0], np.int64)
+    crc32_spans(CRC32_TABLES, buf, starts, ends, out)
+    expected = [zlib.crc32(data[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+    assert out.tolist() == expected
+
+
+def test_table_crc32_fallback_matches(tmp_path: Path) -> None:
+    """With KAFKALOG_SOFTWARE_CRC32=1 (what a host without PCLMULQDQ gets) the table kernel is
+    used, gives zlib's CRCs, and v0/v1 samples still read with their CRCs verified."""
+    script = f"""
+import random, zlib
+import numpy as np
+import kafkalog_source as kl
+from kafkalog_source.kernel.crc32 import CRC32_TABLES, HAVE_PCLMUL, crc32_spans
+assert not HAVE_PCLMUL
+rng = random.Random(5)
+data = rng.randbytes(20000)
+buf = np.frombuffer(data + bytes(16), np.uint8)
+starts = np.array([rng.randrange(0, 9000) for _ in range(200)], np.int64)
+ends = starts + np.array([rng.randrange(0, 9000) for _ in range(200)], np.int64)
+out = np.empty(200, np.int64)
+crc32_spans(CRC32_TABLES, buf, starts, ends, out)
+assert out.tolist() == [zlib.crc32(data[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+print(sum(kl.read_table(p).num_rows for p in {[str(SAMPLES / n) for n in LEGACY_SAMPLES]!r}))
+"""
+    env = dict(os.environ, KAFKALOG_SOFTWARE_CRC32="1", NUMBA_CACHE_DIR=str(tmp_path / "nc"))
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    expected = sum(kl.read_table(str(SAMPLES / n)).num_rows for n in LEGACY_SAMPLES)
+    assert int(done.stdout.split()[-1]) == expected
+
+
+def test_pclmul_crc32_detected_on_x86_64() -> None:
+    """On an x86-64 host with PCLMULQDQ the folding kernel is the one in use."""
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if os.uname().machine != "x86_64" or " pclmulqdq" not in flags:
+        pytest.skip("not an x86-64 host with PCLMULQDQ")
+    assert HAVE_PCLMUL
 
 
 def test_hardware_crc32c_detected_on_x86_64_with_sse42() -> None:

@@ -16,7 +16,7 @@ which reports it exactly.
 from __future__ import annotations
 
 from .bytes import be32, be32u, be64, copy_bytes
-from .crc32 import crc32
+from .crc32 import crc32_ieee
 from .jit import kernel
 from .status import (
     CAP_KEYS,
@@ -102,7 +102,7 @@ def decode_legacy(
         if magic > 1:
             return fail(state, E_LEGACY_MAGIC, p, k, magic, 0)
         if verify:
-            computed = crc32(crc_tables, src, msg + 4, msg_end)
+            computed = crc32_ieee(crc_tables, src, msg + 4, msg_end)
             if computed != stored:
                 return fail(state, E_LEGACY_CRC, p, k, stored, computed)
         q = msg + 6
@@ -201,7 +201,7 @@ def check_wrappers(src, wpos, sizes, verify, crc_tables, value_start, value_len)
         attrs = src[msg + 5]
         if magic > 1 or (attrs & 0x07) == 0:
             continue
-        if verify and crc32(crc_tables, src, msg + 4, msg_end) != be32u(src, msg):
+        if verify and crc32_ieee(crc_tables, src, msg + 4, msg_end) != be32u(src, msg):
             continue
         q = msg + 6
         if magic == 1:
