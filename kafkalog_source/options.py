@@ -120,7 +120,11 @@ def _choice(name: str, v: Any, choices: tuple[str, ...], upper: bool) -> str:
     return s
 
 
-def _partition_json(name: str, v: Any, allow_special: bool) -> PartitionMap:
+def _partition_json(
+    name: str, v: Any, allow_special: bool, forbid: int | None = None
+) -> PartitionMap:
+    """A per-partition JSON map. ``allow_special`` admits -2 (earliest) and -1 (latest), except
+    ``forbid``: the one of them a batch read cannot use (Spark's Kafka source rejects it too)."""
     if isinstance(v, str):
         try:
             v = json.loads(v)
@@ -140,6 +144,11 @@ def _partition_json(name: str, v: Any, allow_special: bool) -> PartitionMap:
                     f"option {name!r}: {topic}-{part}: {num} is not an offset"
                     + (" (-2 = earliest, -1 = latest)" if allow_special else "")
                 )
+            if forbid is not None and num == forbid:
+                which = "latest (-1)" if forbid == LATEST else "earliest (-2)"
+                raise OptionError(
+                    f"option {name!r}: {topic}-{part}: {which} is not allowed for batch reads"
+                )
             out[(str(topic), part)] = num
     return out
 
@@ -153,7 +162,8 @@ def _offsets(name: str, v: Any, default: str) -> str | PartitionMap:
         if name == "endingOffsets" and s == "earliest":
             raise OptionError("option 'endingOffsets': 'earliest' is not allowed for batch reads")
         return s
-    return _partition_json(name, v, allow_special=True)
+    forbid = LATEST if name == "startingOffsets" else EARLIEST
+    return _partition_json(name, v, allow_special=True, forbid=forbid)
 
 
 def _timestamp_ms(name: str, v: Any) -> float:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import CorruptDataError, OptionError
+from ..errors import CorruptDataError
 from ..framing.headers import (
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
@@ -427,18 +427,10 @@ class _PartitionBounds:
 def _bounds_for(key: tuple[str, int] | None, options: ReadOptions) -> _PartitionBounds:
     b = _PartitionBounds()
     if isinstance(options.starting_offsets, dict) and key is not None:
-        v = options.starting_offsets.get(key, EARLIEST)
-        if v == LATEST:
-            raise OptionError(
-                f"option 'startingOffsets': {key[0]}-{key[1]} can't be latest (-1) for batch reads"
-            )
+        v = options.starting_offsets.get(key, EARLIEST)  # never LATEST: rejected when parsed
         b.lo = 0 if v == EARLIEST else v
     if isinstance(options.ending_offsets, dict) and key is not None:
-        v = options.ending_offsets.get(key, LATEST)
-        if v == EARLIEST:
-            raise OptionError(
-                f"option 'endingOffsets': {key[0]}-{key[1]} can't be earliest (-2) for batch reads"
-            )
+        v = options.ending_offsets.get(key, LATEST)  # never EARLIEST: rejected when parsed
         b.hi = NO_LIMIT if v == LATEST else v
     b.ts_start = options.starting_timestamp
     if options.starting_offsets_by_timestamp is not None and key is not None:

@@ -1,0 +1,103 @@
+"""Option parsing: every value is checked once, and a bad one names its option.
+
+These run without Spark: the same parser serves the data source, the Arrow API and the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kafkalog_source as kl
+from kafkalog_source.errors import OptionError
+from kafkalog_source.options import EARLIEST, LATEST, MiB, parse_options
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_segments"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"verifyChecksum": "true"}, "did you mean 'verifyChecksums'"),
+        ({"verifyChecksums": "yes"}, "option 'verifyChecksums': expected true or false"),
+        ({"recordsPerBatch": "0"}, "option 'recordsPerBatch': must be >= 1"),
+        ({"recordsPerBatch": "1.5"}, "option 'recordsPerBatch': expected an integer"),
+        ({"maxBatchBytes": "lots"}, "option 'maxBatchBytes': expected an integer"),
+        ({"mode": "lenient"}, "option 'mode': expected one of FAILFAST, DROPMALFORMED, PERMISSIVE"),
+        ({"isolationLevel": "serializable"}, "option 'isolationLevel': expected one of"),
+        ({"startingOffsets": "latest"}, "'latest' is not allowed for batch reads"),
+        ({"endingOffsets": "earliest"}, "'earliest' is not allowed for batch reads"),
+        # Spark's Kafka source rejects these for batch queries too: -1 = latest, -2 = earliest
+        ({"startingOffsets": '{"t":{"0":-1}}'}, "t-0: latest (-1) is not allowed for batch"),
+        ({"endingOffsets": '{"t":{"3":-2}}'}, "t-3: earliest (-2) is not allowed for batch"),
+        ({"startingOffsets": '{"t":{"0":-5}}'}, "t-0: -5 is not an offset"),
+        ({"startingOffsets": "{not json"}, "option 'startingOffsets': not valid JSON"),
+        ({"startingOffsets": "[1, 2]"}, "option 'startingOffsets': expected JSON like"),
+        ({"endingOffsets": '{"t": 5}'}, "topic 't' must map partitions to values"),
+        ({"startingOffsets": '{"t":{"x":1}}'}, "option 'startingOffsets[t]': expected an integer"),
+        ({"startingOffsetsByTimestamp": '{"t":{"0":-2}}'}, "t-0: -2 is not an offset"),
+        ({"startingTimestamp": "-1"}, "option 'startingTimestamp': must be >= 0"),
+        ({"modifiedAfter": "yesterday"}, "option 'modifiedAfter': expected epoch milliseconds"),
+        ({"minPartitions": "0"}, "option 'minPartitions': must be >= 1"),
+        (
+            {"startingOffsets": '{"t":{"0":1}}', "startingTimestamp": "5"},
+            "options startingOffsets and startingTimestamp both set a start",
+        ),
+        (
+            {"endingTimestamp": "5", "endingOffsetsByTimestamp": '{"t":{"0":9}}'},
+            "options endingTimestamp and endingOffsetsByTimestamp both set an end",
+        ),
+        (
+            {"modifiedAfter": "2024-01-02", "modifiedBefore": "2024-01-01"},
+            "'modifiedAfter' must be earlier than 'modifiedBefore'",
+        ),
+        (
+            {"isolationLevel": "read_committed", "kafka.isolation.level": "read_committed"},
+            "are the same option",
+        ),
+    ],
+)
+def test_bad_values_name_the_option(options: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionError, match=_literal(message)):
+        parse_options(options)
+
+
+def _literal(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_values_are_typed() -> None:
+    o = parse_options(
+        {
+            "VERIFYCHECKSUMS": "False",  # names and booleans are case-insensitive, as in Spark
+            "maxBatchBytes": "2m",
+            "startingOffsets": '{"orders":{"0":23,"1":-2}}',
+            "endingOffsets": '{"orders":{"0":-1,"1":50}}',
+            "modifiedAfter": "2024-03-01T00:00:00",  # UTC when no zone is given
+            "mode": "dropmalformed",
+        }
+    )
+    assert o.verify_checksums is False
+    assert o.max_batch_bytes == 2 * MiB
+    assert o.starting_offsets == {("orders", 0): 23, ("orders", 1): EARLIEST}
+    assert o.ending_offsets == {("orders", 0): LATEST, ("orders", 1): 50}
+    assert o.modified_after == 1709251200000.0
+    assert o.mode == "DROPMALFORMED"
+    assert o.given == ("verifyChecksums", "maxBatchBytes", "startingOffsets", "endingOffsets",
+                       "modifiedAfter", "mode")  # fmt: skip
+
+
+def test_paths_from_spark_and_python() -> None:
+    assert parse_options({"path": "/a"}).paths == ("/a",)
+    assert parse_options({"paths": '["/a", "/b"]'}).paths == ("/a", "/b")
+    assert parse_options(paths=["/a", "/b"]).paths == ("/a", "/b")
+
+
+def test_the_arrow_api_rejects_unknown_options() -> None:
+    with pytest.raises(OptionError, match="did you mean 'includeHeaders'"):
+        kl.read_table(SAMPLES / "magic2-none-0", includeHeader=False)
+    with pytest.raises(OptionError, match="option 'mode'"):
+        next(kl.iter_batches(SAMPLES / "magic2-none-0", mode="skip"))
