@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -265,10 +266,9 @@ def parse_options(
         seen[field_name] = canonical
         values[field_name] = parser(canonical, value)
     if paths is not None:
-        collected_paths.extend([paths] if isinstance(paths, (str, bytes)) else list(paths))
-    opts = ReadOptions(
-        paths=tuple(str(p) for p in collected_paths), given=tuple(seen.values()), **values
-    )
+        single = isinstance(paths, (str, bytes, os.PathLike))
+        collected_paths.extend(os.fsdecode(p) for p in ([paths] if single else list(paths)))
+    opts = ReadOptions(paths=tuple(collected_paths), given=tuple(seen.values()), **values)
     _check_combinations(opts)
     return opts
 

@@ -262,8 +262,20 @@ class RangeReader:
         self.stats.malformed_bytes += size
         self.stats.note(f"{mode}: skipped malformed batch: {exc}")
         if mode == "PERMISSIVE" and row is not None:
+            if raw is None:
+                raw = self._raw_batch(row)
             self._emit_corrupt(row, exc.reason, raw, meta_index)
         raise _Skip
+
+    def _raw_batch(self, row: np.ndarray) -> bytes:
+        """The stored bytes of batch ``row`` when it lies in the current window, else ``b""``
+        (the unreadable rest of a file whose framing is broken)."""
+        w, size = int(row[H_WPOS]), int(row[H_SIZE])
+        if size <= 0 or w < 0 or w + size > len(self._mv):
+            return b""
+        if self._window_pos + w != int(row[H_POS]):
+            return b""
+        return bytes(self._mv[w : w + size])
 
     def _emit_corrupt(
         self, row: np.ndarray, reason: str, raw: bytes | None, meta_index: int | None
@@ -1242,8 +1254,6 @@ class RangeReader:
         rng = self.rng
         proj = self.projection
         offsets = cols["offset"]
-        if "header_keys" in cols:
-            self._check_utf8(cols["header_keys"], cols, lazy)
         control_mask = None
         if self.include_control:
             meta = lazy.rows
@@ -1364,28 +1374,6 @@ class RangeReader:
             fields=list(CONTROL_STRUCT),
             mask=pa.array(~valid),
         )
-
-    def _check_utf8(self, hkeys: pa.Array, cols: dict[str, Any], lazy: _LazyRows) -> None:
-        try:
-            hkeys.validate(full=True)
-        except pa.ArrowInvalid:
-            pass
-        else:
-            return
-        hdr_off = cols["headers"].offsets.to_numpy()
-        for h in range(len(hkeys)):
-            try:
-                hkeys[h].as_py()
-            except UnicodeDecodeError as e:
-                r = int(np.searchsorted(hdr_off, h, side="right") - 1)
-                meta = lazy.rows
-                raise RecordStructureError(
-                    f"header key of the record at offset {int(cols['offset'][r])} is not valid "
-                    f"UTF-8 ({e.reason} at byte {e.start})",
-                    self.rng.path,
-                    int(meta[r, H_POS]),
-                    int(meta[r, H_BASE_OFFSET]),
-                ) from None
 
 
 class _LazyRows:

@@ -94,6 +94,14 @@ def test_paths_from_spark_and_python() -> None:
     assert parse_options({"path": "/a"}).paths == ("/a",)
     assert parse_options({"paths": '["/a", "/b"]'}).paths == ("/a", "/b")
     assert parse_options(paths=["/a", "/b"]).paths == ("/a", "/b")
+    # the Arrow API takes what Python code has at hand: pathlib paths, and bytes paths
+    assert parse_options(paths=Path("/a/orders-0")).paths == ("/a/orders-0",)
+    assert parse_options(paths=[Path("/a"), "/b", b"/c"]).paths == ("/a", "/b", "/c")
+
+
+def test_read_table_takes_a_pathlib_path() -> None:
+    table = kl.read_table(SAMPLES / "magic2-none-0")
+    assert table.num_rows == kl.read_table(str(SAMPLES / "magic2-none-0")).num_rows > 0
 
 
 def test_the_arrow_api_rejects_unknown_options() -> None:

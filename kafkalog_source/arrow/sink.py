@@ -271,7 +271,6 @@ class ColumnSink:
                 null_count=nulls,
                 children=[struct],
             )
-            out["header_keys"] = hkeys
         self._fit_capacities()
         self._allocate()
         return out

@@ -154,6 +154,55 @@ def load_u64(typingctx, src, off):  # type: ignore[no-untyped-def]
 
 
 @inline_kernel
+def _cont(src, q, lo, hi):  # type: ignore[no-untyped-def]
+    """Whether ``src[q]`` is in ``[lo, hi]`` (a continuation byte's allowed range)."""
+    c = np.int64(src[q])
+    return lo <= c <= hi
+
+
+@inline_kernel
+def utf8_error(src, start, end):  # type: ignore[no-untyped-def]
+    """-1 if ``src[start:end]`` is well-formed UTF-8, else the index (from ``start``) of the
+    first byte of the first ill-formed sequence, as Python's strict decoder reports it.
+
+    Well-formed sequences are those of Unicode's Table 3-7: no overlong forms, no surrogates,
+    nothing above U+10FFFF. ASCII runs are checked eight bytes at a time.
+    """
+    p = np.int64(start)
+    while p < end:
+        if end - p >= 8 and (load_u64(src, p) & np.uint64(0x8080808080808080)) == 0:
+            p += 8
+            continue
+        b = np.int64(src[p])
+        if b < 0x80:
+            p += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            n, lo, hi = 1, 0x80, 0xBF
+        elif b == 0xE0:
+            n, lo, hi = 2, 0xA0, 0xBF
+        elif 0xE1 <= b <= 0xEC or b == 0xEE or b == 0xEF:
+            n, lo, hi = 2, 0x80, 0xBF
+        elif b == 0xED:
+            n, lo, hi = 2, 0x80, 0x9F
+        elif b == 0xF0:
+            n, lo, hi = 3, 0x90, 0xBF
+        elif 0xF1 <= b <= 0xF3:
+            n, lo, hi = 3, 0x80, 0xBF
+        elif b == 0xF4:
+            n, lo, hi = 3, 0x80, 0x8F
+        else:
+            return p - start
+        if end - p <= n or not _cont(src, p + 1, lo, hi):
+            return p - start
+        for k in range(2, n + 1):
+            if not _cont(src, p + k, 0x80, 0xBF):
+                return p - start
+        p += n + 1
+    return np.int64(-1)
+
+
+@inline_kernel
 def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """Copy ``n`` bytes between uint8 arrays; callers check the bounds.
 

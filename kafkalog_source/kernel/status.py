@@ -43,6 +43,7 @@ E_CAPACITY = -17  # an output buffer is full: ERR_A says which, ERR_B the size n
 CAP_RECORDS, CAP_KEYS, CAP_VALUES, CAP_HEADERS, CAP_HEADER_KEYS, CAP_HEADER_VALUES = range(1, 7)
 E_RECORD_STRUCTURE = -18  # a varint inside a record body ends early or is too long
 E_CRC = -19  # a v2 batch's CRC-32C does not match (ERR_A computed, ERR_B stored)
+E_HEADER_KEY_UTF8 = -20  # a header key is not UTF-8 (ERR_A the record's offset, ERR_B the byte)
 
 
 def describe(code: int, a: int, b: int) -> str:
@@ -71,6 +72,9 @@ def describe(code: int, a: int, b: int) -> str:
         E_LEGACY_MAGIC: f"unknown magic byte {a} in a message set",
         E_LEGACY_TRUNCATED: f"inner message set ends inside a message ({b} bytes remain)",
         E_CRC: f"record batch is corrupt (stored crc = {b}, computed crc = {a})",
+        E_HEADER_KEY_UTF8: (
+            f"header key of the record at offset {a} is not valid UTF-8 (byte {b} of the key)"
+        ),
         E_CAPACITY: "internal error: output capacity exceeded",
         E_RECORD_STRUCTURE: (
             "found invalid record structure: a varint runs past the end of its record "

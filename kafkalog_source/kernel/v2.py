@@ -8,11 +8,14 @@ the Arrow data buffers, and offsets/validity go into preallocated arrays.
 Record layout (SEGMENT_SPEC §1.6): varint length, int8 attributes, varlong timestampDelta,
 varint offsetDelta, varint keyLength (negative = null), key, varint valueLength, value,
 varint headerCount, then per header varint keyLength (>= 0), key, varint valueLength, value.
+Header keys are Java Strings: a key that is not well-formed UTF-8 stops the batch with
+``E_HEADER_KEY_UTF8``, whether or not the headers column is wanted, so every projection of a read
+drops or keeps the same batches.
 """
 
 from __future__ import annotations
 
-from .bytes import copy_bytes, varint, varlong
+from .bytes import copy_bytes, utf8_error, varint, varlong
 from .crc32c import crc32c_span
 from .jit import kernel
 from .status import (
@@ -26,6 +29,7 @@ from .status import (
     E_CRC,
     E_HEADER_COUNT,
     E_HEADER_KEY_LENGTH,
+    E_HEADER_KEY_UTF8,
     E_HEADER_VALUE_LENGTH,
     E_KEY_LENGTH,
     E_PREMATURE_EOF,
@@ -184,6 +188,11 @@ def decode_v2(
                     return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
                 if hklen < 0 or hklen > body_end - p:
                     return fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
+                bad = utf8_error(src, p, p + hklen)
+                if bad >= 0:
+                    return fail(
+                        state, E_HEADER_KEY_UTF8, rec_start, b, base_offset + off_delta, bad
+                    )
                 if want_hdr:
                     if nh + 1 >= hv_valid.shape[0]:
                         return fail(state, E_CAPACITY, p, b, CAP_HEADERS, nh + 2)
