@@ -161,12 +161,27 @@ def _cont(src, q, lo, hi):  # type: ignore[no-untyped-def]
 
 
 @inline_kernel
+def is_ascii(src, start, end):  # type: ignore[no-untyped-def]
+    """Whether ``src[start:end]`` is all ASCII: 64-bit words, then the last bytes one by one."""
+    acc = np.uint64(0)
+    p = np.int64(start)
+    while end - p >= 8:
+        acc |= load_u64(src, p)
+        p += 8
+    while p < end:
+        acc |= np.uint64(src[p])
+        p += 1
+    return (acc & np.uint64(0x8080808080808080)) == 0
+
+
+@kernel
 def utf8_error(src, start, end):  # type: ignore[no-untyped-def]
     """-1 if ``src[start:end]`` is well-formed UTF-8, else the index (from ``start``) of the
     first byte of the first ill-formed sequence, as Python's strict decoder reports it.
 
     Well-formed sequences are those of Unicode's Table 3-7: no overlong forms, no surrogates,
-    nothing above U+10FFFF. ASCII runs are checked eight bytes at a time.
+    nothing above U+10FFFF. ASCII runs are checked eight bytes at a time. Not inlined: kernels
+    call it only for text that :func:`is_ascii` rejects.
     """
     p = np.int64(start)
     while p < end:

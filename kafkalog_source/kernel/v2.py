@@ -10,12 +10,14 @@ varint offsetDelta, varint keyLength (negative = null), key, varint valueLength,
 varint headerCount, then per header varint keyLength (>= 0), key, varint valueLength, value.
 Header keys are Java Strings: a key that is not well-formed UTF-8 stops the batch with
 ``E_HEADER_KEY_UTF8``, whether or not the headers column is wanted, so every projection of a read
-drops or keeps the same batches.
+drops or keeps the same batches. Copied keys are checked once per batch, side by side in the
+output (then the error's position is the batch's records, not the record); keys that are not
+copied are checked in place.
 """
 
 from __future__ import annotations
 
-from .bytes import copy_bytes, utf8_error, varint, varlong
+from .bytes import copy_bytes, is_ascii, utf8_error, varint, varlong
 from .crc32c import crc32c_span
 from .jit import kernel
 from .status import (
@@ -129,6 +131,9 @@ def decode_v2(
             crc = crc32c_span(crc_tables, src, p - 40, end)
             if crc != bp[b, BP_CRC]:
                 return fail(state, E_CRC, p - 61, b, crc, bp[b, BP_CRC])
+        n0 = n
+        nh0 = nh
+        nhk0 = nhk
         for r in range(count):
             rec_start = p
             if n >= offsets.shape[0]:
@@ -188,11 +193,11 @@ def decode_v2(
                     return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
                 if hklen < 0 or hklen > body_end - p:
                     return fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
-                bad = utf8_error(src, p, p + hklen)
-                if bad >= 0:
-                    return fail(
-                        state, E_HEADER_KEY_UTF8, rec_start, b, base_offset + off_delta, bad
-                    )
+                if not want_hdr and not is_ascii(src, p, p + hklen):  # not copied: check here
+                    bad = utf8_error(src, p, p + hklen)
+                    if bad >= 0:
+                        at = base_offset + off_delta
+                        return fail(state, E_HEADER_KEY_UTF8, rec_start, b, at, bad)
                 if want_hdr:
                     if nh + 1 >= hv_valid.shape[0]:
                         return fail(state, E_CAPACITY, p, b, CAP_HEADERS, nh + 2)
@@ -243,6 +248,15 @@ def decode_v2(
             n += 1
         if count > 0 and p != end:
             return fail(state, E_TRAILING_BYTES, p, b, count, end - p)
+        # the batch's header keys, copied side by side: one ASCII check for all of them
+        if want_hdr and not is_ascii(hk_data, nhk0, nhk):
+            for h in range(nh0, nh):
+                bad = utf8_error(hk_data, hk_off[h], hk_off[h + 1])
+                if bad >= 0:
+                    r = n0
+                    while hdr_off[r + 1] <= h:
+                        r += 1
+                    return fail(state, E_HEADER_KEY_UTF8, bp[b, BP_START], b, offsets[r], bad)
         # commit this batch: a later failure leaves the rows of earlier batches in place
         state[N_REC] = n
         state[N_KEY] = nk
