@@ -386,6 +386,13 @@ class RangeReader:
             if got < want and rows == 0:
                 copy_tail = True  # a window cut short held no whole batch: copy the tail
                 continue
+            if rows:
+                big = np.nonzero(hdr[:rows, H_SIZE] > self.opts.max_batch_bytes + 12)[0]
+                if big.size and big[0] == 0:
+                    pos += self._too_big(pos, int(hdr[0, H_SIZE]), int(hdr[0, H_BASE_OFFSET]))
+                    continue
+                if big.size:  # decode the batches before it; the next window starts there
+                    rows, stop, why = int(big[0]), hdr[big[0], H_WPOS], STOP_FULL
             self.stats.bytes_read += int(stop)
             if rows:
                 if self.opts.fail_on_data_loss:
@@ -411,17 +418,11 @@ class RangeReader:
                 if pos + size > end:
                     self._tail(fd, pos, end)
                     return
-                if size > window_bytes:
-                    if size > self.opts.max_batch_bytes + 12:
-                        base = struct.unpack_from(">q", buf, int(stop))[0]
-                        raise RecordStructureError(
-                            f"batch size {size} exceeds maxBatchBytes={self.opts.max_batch_bytes}"
-                            "; raise the maxBatchBytes option if this batch is legitimate",
-                            rng.path,
-                            pos,
-                            base,
-                        )
-                    window_bytes = size
+                if size > self.opts.max_batch_bytes + 12:
+                    base = struct.unpack_from(">q", buf, int(stop))[0]
+                    pos += self._too_big(pos, size, base)
+                    continue
+                window_bytes = max(window_bytes, size)
                 continue
             # invalid framing at pos
             at = int(stop)
@@ -448,6 +449,25 @@ class RangeReader:
                 self._error(exc, row, bytes(buf[at : at + size]))
             except _Skip:
                 pos += size
+
+    def _too_big(self, pos: int, size: int, base: int) -> int:
+        """Apply the mode to the batch at ``pos`` that is larger than maxBatchBytes; return its
+        size (bytes to skip). It is never read: a PERMISSIVE row gets no bytes in ``value``."""
+        exc = RecordStructureError(
+            f"batch size {size - 12} exceeds maxBatchBytes={self.opts.max_batch_bytes}"
+            "; raise the maxBatchBytes option if this batch is legitimate",
+            self.rng.path,
+            pos,
+            base,
+        )
+        row = np.zeros(H_WIDTH, np.int64)
+        row[H_POS], row[H_SIZE], row[H_BASE_OFFSET] = pos, size, base
+        self._register(row[None, :])
+        try:
+            self._error(exc, row, b"")
+        except _Skip:
+            pass
+        return size
 
     def _check_gaps(self, table: np.ndarray) -> None:
         """failOnDataLoss: consecutive batches must leave no offsets out.

@@ -184,3 +184,56 @@ def test_fail_on_data_loss_finds_a_missing_segment_file(tmp_path: Path) -> None:
     assert "missing" in msg
     # the default reads what is there
     assert kl.read_table(str(part)).num_rows > 0
+
+
+def _sized_segment(tmp_path: Path, magic: int, value_sizes: list[int]) -> Path:
+    """One batch (v2) or message (v0/v1) per value size, at offsets 0, 1, 2, ..."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    out = bytearray()
+    for offset, size in enumerate(value_sizes):
+        if magic == 2:
+            builder = DefaultRecordBatchBuilder(
+                magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,
+            )  # fmt: skip
+            builder.append(0, 1_700_000_000_000, None, b"v" * size, [])
+            data = builder.build()
+            data[0:8] = offset.to_bytes(8, "big")
+        else:
+            legacy = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 30)
+            legacy.append(offset, 1_700_000_000_000 if magic else None, None, b"v" * size)
+            data = legacy.build()
+        out += data
+    part = tmp_path / f"sized{magic}-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(bytes(out))
+    return part
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_max_batch_bytes_bounds_every_batch(tmp_path: Path, magic: int) -> None:
+    """A batch (or message) above maxBatchBytes is refused, however small the window it is in."""
+    part = _sized_segment(tmp_path, magic, [100, 300_000, 100, 200])
+    with pytest.raises(kl.RecordStructureError, match=r"exceeds maxBatchBytes=262144") as info:
+        kl.read_table(part, maxBatchBytes="256k")
+    assert info.value.base_offset == 1 and info.value.position > 0
+    stats = kl.ReadStats()
+    kept = kl.read_table(part, maxBatchBytes="256k", mode="DROPMALFORMED", stats=stats)
+    assert kept.column("offset").to_pylist() == [0, 2, 3]
+    assert stats.malformed_batches == 1 and stats.malformed_bytes > 300_000
+    rows = kl.read_table(part, maxBatchBytes="256k", mode="PERMISSIVE").to_pylist()
+    assert [r["offset"] for r in rows] == [0, 1, 2, 3]
+    assert rows[1]["value"] == b"" and rows[1]["headers"][0]["key"] == "kafkalog.error"
+    assert kl.read_table(part).num_rows == 4  # the default (64 MiB) takes them all
+
+
+def test_max_batch_bytes_past_the_read_window(tmp_path: Path) -> None:
+    """A batch larger than the reader's 8 MiB window takes the same mode path."""
+    part = _sized_segment(tmp_path, 2, [10, 9 << 20, 10])
+    with pytest.raises(kl.RecordStructureError, match="exceeds maxBatchBytes"):
+        kl.read_table(part, maxBatchBytes="8m")
+    kept = kl.read_table(part, maxBatchBytes="8m", mode="DROPMALFORMED")
+    assert kept.column("offset").to_pylist() == [0, 2]
+    assert kl.read_table(part, maxBatchBytes="10m").column("offset").to_pylist() == [0, 1, 2]
