@@ -558,8 +558,7 @@ class RangeReader:
             self.stats.zero_tails += 1
             self.stats.note(
                 f"{rng.path}: zero-filled tail from byte {pos}: {tail.skipped_bytes} bytes "
-                "(preallocated or crashed segment) not decoded",
-                logging.INFO,
+                "(preallocated or crashed segment) not decoded"
             )
         else:
             self.stats.truncated_tails += 1
@@ -1449,7 +1448,7 @@ def iter_batches(
     st = stats if stats is not None else ReadStats()
     for rng in _whole_file_ranges(opts):
         yield from read_range(rng, opts, projection, st)
-    if st.malformed_batches or st.truncated_tails or st.corrupt_files:
+    if st.skipped:
         log.warning("kafkalog: %s", st.summary())
 
 

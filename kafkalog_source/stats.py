@@ -44,6 +44,17 @@ class ReadStats:
             else:
                 setattr(self, name, getattr(self, name) + getattr(other, name))
 
+    @property
+    def skipped(self) -> bool:
+        """Whether anything was left undecoded: malformed batches, tails, ignored files."""
+        return bool(
+            self.malformed_batches
+            or self.truncated_tails
+            or self.zero_tails
+            or self.corrupt_files
+            or self.missing_files
+        )
+
     def summary(self) -> str:
         """One line for logs."""
         parts = [f"{self.records} records in {self.batches} batches from {self.segments} segments"]

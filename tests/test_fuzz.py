@@ -27,6 +27,7 @@ Failing inputs are written next to ``current.log`` as ``fail-<n>.log``.
 from __future__ import annotations
 
 import faulthandler
+import logging
 import os
 import random
 import struct
@@ -46,6 +47,7 @@ from kafka import codec as kcodec
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
+import kafkalog_source as kl
 from kafkalog_source.errors import (
     DecompressionError,
     KafkaLogError,
@@ -589,3 +591,25 @@ def test_nested_compressed_legacy_wrapper_is_rejected(tmp_path: Path) -> None:
     outer = legacy_message(1, 11, None, kcodec.gzip_encode(middle), attrs=GZIP)
     path = _write(tmp_path, outer)
     _raises_quickly(path, RecordStructureError)
+
+
+@pytest.mark.parametrize(
+    ("tail", "says"),
+    [
+        (struct.pack(">qiib", 3, 1 << 30, 0, 2) + b"x" * 100, "truncated final batch at byte"),
+        (bytes(4096), "zero-filled tail from byte"),
+    ],
+    ids=["truncated", "zeros"],
+)
+def test_tails_are_logged_as_warnings(
+    tmp_path: Path, tail: bytes, says: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file tail that is not decoded is said, not only counted: one line for the file, and
+    the Arrow API's summary line."""
+    path = _write(tmp_path, GOOD + tail)
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        table = kl.read_table(path)
+    assert table.num_rows == 3
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(says in line and str(path) in line for line in lines), lines
+    assert any(f"({len(tail)} bytes not decoded)" in line for line in lines), lines

@@ -252,18 +252,8 @@ class KafkaLogPushdownReader(KafkaLogReader):
         return filters
 
 
-def _skipped(stats: ReadStats) -> bool:
-    return bool(
-        stats.malformed_batches
-        or stats.corrupt_files
-        or stats.missing_files
-        or stats.truncated_tails
-        or stats.zero_tails
-    )
-
-
 def _log_summary(split: Split, stats: ReadStats) -> None:
     first = split.ranges[0].path if split.ranges else "-"
     more = f" (+{len(split.ranges) - 1} ranges)" if len(split.ranges) > 1 else ""
-    level = logging.WARNING if _skipped(stats) else logging.INFO
+    level = logging.WARNING if stats.skipped else logging.INFO
     log.log(level, "kafkalog split %d [%s%s]: %s", split.index, first, more, stats.summary())
