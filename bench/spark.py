@@ -782,7 +782,7 @@ class MasterResult:
 
 
 def spark_conf(ds: Dataset, extra: dict[str, str]) -> dict[str, str]:
-    """Session settings on top of conf/spark-defaults.conf: Parquet split size, then --conf."""
+    """Session settings on top of conf/spark-defaults.conf and spark-local.conf: Parquet split size, then --conf."""
     per = math.ceil(ds.parquet_size / max(1, len(ds.splits)))
     return {"spark.sql.files.maxPartitionBytes": str(per), **extra}
 
@@ -1039,7 +1039,9 @@ def one_cores(res: MasterResult, source: str) -> float:
 
 def report_settings(ds: Dataset, results: list[MasterResult]) -> None:
     """The Spark settings and kafkalog options used."""
-    print("\nSpark settings (conf/spark-defaults.conf + this benchmark's extra_conf):")
+    print(
+        "\nSpark settings (conf/spark-defaults.conf and spark-local.conf + this benchmark's extra_conf):"
+    )
     conf = results[0].conf
     for k in sorted(conf):
         print(f"  {k} = {conf[k]}")

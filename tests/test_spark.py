@@ -838,4 +838,8 @@ def test_conf_files_are_found_and_parsed():
     assert conf["spark.sql.python.filterPushdown.enabled"] == "true"
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.sql.shuffle.partitions"] == "3"
+    assert conf["spark.driver.host"] == "127.0.0.1"  # from spark-local.conf
     assert "log4j2.configurationFile" in conf["spark.driver.extraJavaOptions"]
+    # the file a cluster gets holds nothing that ties the driver to this machine
+    cluster = session.read_spark_defaults(ROOT / "conf" / "spark-defaults.conf")
+    assert not [k for k in cluster if k.startswith("spark.driver.") or "warehouse" in k]

@@ -1,7 +1,9 @@
 """A local SparkSession set up for kafkalog: quiet, UTC, the venv's Python, the source registered.
 
-Settings come from ``conf/spark-defaults.conf`` and ``conf/log4j2.properties`` at the repository
-root (or the directory named by ``KAFKALOG_CONF_DIR``). When kafkalog is installed without them,
+Settings come from ``conf/spark-defaults.conf`` (settings for any deployment), then
+``conf/spark-local.conf`` (loopback driver, small shuffles: local runs only) and
+``conf/log4j2.properties``, at the repository root (or the directory named by
+``KAFKALOG_CONF_DIR``). When kafkalog is installed without them,
 a built-in copy of the essential settings is used and Spark keeps its own logging defaults.
 """
 
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SPARK_DEFAULTS = "spark-defaults.conf"
+SPARK_LOCAL = "spark-local.conf"
 LOG4J2 = "log4j2.properties"
 
 # Used when conf/spark-defaults.conf is not available (e.g. a wheel install).
@@ -64,6 +67,8 @@ def session_conf(extra_conf: dict[str, str] | None = None) -> dict[str, str]:
     """The Spark settings local_session applies: the conf files, then ``extra_conf``."""
     directory = conf_dir()
     conf = read_spark_defaults(directory / SPARK_DEFAULTS) if directory else dict(FALLBACK_CONF)
+    if directory and (directory / SPARK_LOCAL).is_file():
+        conf.update(read_spark_defaults(directory / SPARK_LOCAL))
     if directory and (directory / LOG4J2).is_file():
         option = f"-Dlog4j2.configurationFile={(directory / LOG4J2).as_uri()}"
         current = conf.get("spark.driver.extraJavaOptions", "")
