@@ -6,7 +6,7 @@ The reader turns the code into a :mod:`kafkalog_source.errors` exception with th
 
 from __future__ import annotations
 
-from .jit import kernel
+from .jit import inline_kernel
 
 # state vector slots
 N_REC, N_KEY, N_VAL, N_HDR, N_HKEY, N_HVAL = 0, 1, 2, 3, 4, 5
@@ -83,9 +83,12 @@ def describe(code: int, a: int, b: int) -> str:
     }.get(code, f"kernel status {code}")
 
 
-@kernel
+@inline_kernel
 def fail(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
-    """Store an error (code, byte position, batch or message index, two details) in ``state``."""
+    """Store an error (code, byte position, batch or message index, two details) in ``state``.
+
+    Inlined: as a called function numba compiled (and cached) it once per literal ``code``.
+    """
     state[ERR_CODE] = code
     state[ERR_POS] = pos
     state[ERR_ITEM] = item
