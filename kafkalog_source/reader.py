@@ -111,7 +111,11 @@ log = logging.getLogger("kafkalog")
 WINDOW_BYTES = 8 << 20
 HEADER_ROWS = 4096
 FLUSH_DATA_BYTES = 16 << 20  # flush an Arrow batch at this many key/value/header bytes
-GROUP_BYTES = 1 << 20
+# gzip/zstd payloads (and legacy wrappers' inner sets) are walked per group of this many
+# decompressed bytes: small enough that the group, and zlib's and zstd's working memory, stay in
+# L2 between one batch's decompression and the walk. 256 KiB measured 13-27% faster than 1 MiB
+# on shape A (v1 and v2 gzip) and within noise on shape B; 64 KiB adds per-call cost.
+GROUP_BYTES = 256 << 10
 # Compressed batches are decompressed into an arena of this size and walked from it while they
 # are in cache (L2); it grows (up to MAX_ARENA) for a batch whose output bound is larger.
 ARENA_BYTES = 1 << 20
@@ -442,13 +446,8 @@ class RangeReader:
                     pos,
                     base,
                 )
-            row = np.zeros(H_WIDTH, np.int64)
-            row[H_POS], row[H_SIZE], row[H_BASE_OFFSET] = pos, size, base
-            self._register(row[None, :])
-            try:
-                self._error(exc, row, bytes(buf[at : at + size]))
-            except _Skip:
-                pos += size
+            self._framing_error(exc, pos, size, base, bytes(buf[at : at + size]))
+            pos += size  # skipped (FAILFAST has raised)
 
     def _too_big(self, pos: int, size: int, base: int) -> int:
         """Apply the mode to the batch at ``pos`` that is larger than maxBatchBytes; return its
@@ -460,14 +459,21 @@ class RangeReader:
             pos,
             base,
         )
+        self._framing_error(exc, pos, size, base, b"")
+        return size
+
+    def _framing_error(
+        self, exc: CorruptDataError, pos: int, size: int, base: int, raw: bytes | None
+    ) -> None:
+        """Apply the mode to a bad batch known by its framing only (position, size, offset):
+        raise ``exc``, or count the batch as skipped (with its PERMISSIVE row)."""
         row = np.zeros(H_WIDTH, np.int64)
         row[H_POS], row[H_SIZE], row[H_BASE_OFFSET] = pos, size, base
         self._register(row[None, :])
         try:
-            self._error(exc, row, b"")
+            self._error(exc, row, raw)
         except _Skip:
             pass
-        return size
 
     def _check_gaps(self, table: np.ndarray) -> None:
         """failOnDataLoss: consecutive batches must leave no offsets out.
@@ -545,13 +551,7 @@ class RangeReader:
         try:
             tail = classify_stop(fd, rng.path, pos, end, prefix)
         except CorruptDataError as exc:
-            row = np.zeros(H_WIDTH, np.int64)
-            row[H_POS], row[H_SIZE] = pos, end - pos
-            self._register(row[None, :])
-            try:
-                self._error(exc, row, None)
-            except _Skip:
-                return
+            self._framing_error(exc, pos, end - pos, 0, None)
             return
         self.stats.tail_bytes += tail.skipped_bytes
         if tail.kind == "zeros":
