@@ -31,6 +31,26 @@ def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.Compl
     return subprocess.run(cmd, text=True, timeout=timeout, env=env, cwd=ROOT, **kwargs)
 
 
+def kp_v2_batch(records: list[tuple[Any, ...]], base_offset: int = 0, codec: int = 0) -> bytes:
+    """One v2 batch from kafka-python's record builder (not transactional, no size limit).
+
+    ``records`` are ``(timestamp, key, value, headers)`` at offset deltas 0, 1, ...; the batch is
+    stored at ``base_offset`` (outside the CRC). kafka-python stores a batch uncompressed when
+    ``codec`` would not shrink it: callers that need compression check byte 22.
+    """
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,
+    )  # fmt: skip
+    for delta, (timestamp, key, value, headers) in enumerate(records):
+        builder.append(delta, timestamp, key, value, headers)
+    data = builder.build()
+    data[0:8] = base_offset.to_bytes(8, "big")
+    return bytes(data)
+
+
 def zigzag_varint(n: int) -> bytes:
     """Kafka's zig-zag LEB128 varint (SEGMENT_SPEC §1.7), for hand-built test records."""
     u = (n << 1) ^ (n >> 63)

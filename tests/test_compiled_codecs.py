@@ -28,7 +28,7 @@ import lz4.frame
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import CLIENT_WRITTEN, SAMPLES
+from conftest import CLIENT_WRITTEN, SAMPLES, kp_v2_batch
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 import kafkalog_source as kl
@@ -405,15 +405,10 @@ def test_large_values_read_back_exactly(tmp_path: Path) -> None:
         value = rng.randbytes(rng.randint(200, 3000))
         hv = rng.randbytes(rng.randint(250, 600))
         records.append((rng.randbytes(i % 23), value, [("h", hv)]))
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,
-    )  # fmt: skip
-    for i, (k, v, h) in enumerate(records):
-        builder.append(i, 1_700_000_000_000 + i, k, v, h)
+    batch = kp_v2_batch([(1_700_000_000_000 + i, k, v, h) for i, (k, v, h) in enumerate(records)])
     part = tmp_path / "big-0"
     part.mkdir()
-    (part / "00000000000000000000.log").write_bytes(bytes(builder.build()))
+    (part / "00000000000000000000.log").write_bytes(batch)
     got = kl.read_table(part, recordsPerBatch=37).to_pylist()
     assert [r["value"] for r in got] == [v for _, v, _ in records]
     assert [r["key"] for r in got] == [k for k, _, _ in records]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from conftest import kp_v2_batch
 
 import kafkalog_source as kl
 from kafkalog_source.errors import RecordStructureError
@@ -44,18 +44,13 @@ def _segment(tmp_path: Path, codec: str, bad_key: bytes) -> tuple[Path, list[int
     out = bytearray()
     positions = []
     for b in range(3):
-        builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=CODECS[codec], is_transactional=False,
-            producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
-        )  # fmt: skip
-        for i in range(4):
-            offset = b * 4 + i
+        records = []
+        for offset in range(b * 4, b * 4 + 4):
             key = RawKey(bad_key) if offset == 6 else f"h{offset}"
-            builder.append(i, 1_700_000_000_000 + offset, b"k%d" % offset, VALUE, [(key, b"x")])
-        data = builder.build()
+            records.append((1_700_000_000_000 + offset, b"k%d" % offset, VALUE, [(key, b"x")]))
+        data = kp_v2_batch(records, base_offset=b * 4, codec=CODECS[codec])
         # kafka-python stores a batch uncompressed when compression would not shrink it
         assert data[22] & 7 == CODECS[codec], "the batch must really be compressed"
-        data[0:8] = (b * 4).to_bytes(8, "big")  # base offset (outside the CRC)
         positions.append(len(out))
         out += data
     (part / "00000000000000000000.log").write_bytes(bytes(out))

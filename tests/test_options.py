@@ -5,6 +5,7 @@ These run without Spark: the same parser serves the data source, the Arrow API a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -59,14 +60,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_segments"
     ],
 )
 def test_bad_values_name_the_option(options: dict[str, str], message: str) -> None:
-    with pytest.raises(OptionError, match=_literal(message)):
+    with pytest.raises(OptionError, match=re.escape(message)):
         parse_options(options)
-
-
-def _literal(text: str) -> str:
-    import re
-
-    return re.escape(text)
 
 
 def test_values_are_typed() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, kp_v2_batch
 
 import kafkalog_source as kl
 from kafkalog_source.framing.headers import BatchHeader, walk_headers
@@ -188,19 +188,12 @@ def test_fail_on_data_loss_finds_a_missing_segment_file(tmp_path: Path) -> None:
 
 def _sized_segment(tmp_path: Path, magic: int, value_sizes: list[int]) -> Path:
     """One batch (v2) or message (v0/v1) per value size, at offsets 0, 1, 2, ..."""
-    from kafka.record.default_records import DefaultRecordBatchBuilder
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
     out = bytearray()
     for offset, size in enumerate(value_sizes):
         if magic == 2:
-            builder = DefaultRecordBatchBuilder(
-                magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,
-            )  # fmt: skip
-            builder.append(0, 1_700_000_000_000, None, b"v" * size, [])
-            data = builder.build()
-            data[0:8] = offset.to_bytes(8, "big")
+            data = kp_v2_batch([(1_700_000_000_000, None, b"v" * size, [])], base_offset=offset)
         else:
             legacy = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 30)
             legacy.append(offset, 1_700_000_000_000 if magic else None, None, b"v" * size)
