@@ -205,13 +205,20 @@ def _sized_segment(tmp_path: Path, magic: int, value_sizes: list[int]) -> Path:
     return part
 
 
+def _entry_size(part: Path, position: int) -> int:
+    """Size of the batch or message at ``position`` of the segment: 12 + its length field."""
+    data = (part / "00000000000000000000.log").read_bytes()
+    return 12 + int.from_bytes(data[position + 8 : position + 12], "big")
+
+
 @pytest.mark.parametrize("magic", [0, 1, 2])
 def test_max_batch_bytes_bounds_every_batch(tmp_path: Path, magic: int) -> None:
     """A batch (or message) above maxBatchBytes is refused, however small the window it is in."""
     part = _sized_segment(tmp_path, magic, [100, 300_000, 100, 200])
     with pytest.raises(kl.RecordStructureError, match=r"exceeds maxBatchBytes=262144") as info:
         kl.read_table(part, maxBatchBytes="256k")
-    assert info.value.base_offset == 1 and info.value.position > 0
+    assert info.value.base_offset == 1 and info.value.path.endswith("00000000000000000000.log")
+    assert info.value.position == _entry_size(part, 0)  # the second batch/message starts there
     stats = kl.ReadStats()
     kept = kl.read_table(part, maxBatchBytes="256k", mode="DROPMALFORMED", stats=stats)
     assert kept.column("offset").to_pylist() == [0, 2, 3]
@@ -225,8 +232,10 @@ def test_max_batch_bytes_bounds_every_batch(tmp_path: Path, magic: int) -> None:
 def test_max_batch_bytes_past_the_read_window(tmp_path: Path) -> None:
     """A batch larger than the reader's 8 MiB window takes the same mode path."""
     part = _sized_segment(tmp_path, 2, [10, 9 << 20, 10])
-    with pytest.raises(kl.RecordStructureError, match="exceeds maxBatchBytes"):
+    with pytest.raises(kl.RecordStructureError, match="exceeds maxBatchBytes=8388608") as info:
         kl.read_table(part, maxBatchBytes="8m")
+    assert info.value.base_offset == 1 and info.value.position == _entry_size(part, 0)
+    assert info.value.path.endswith("00000000000000000000.log")
     kept = kl.read_table(part, maxBatchBytes="8m", mode="DROPMALFORMED")
     assert kept.column("offset").to_pylist() == [0, 2]
     assert kl.read_table(part, maxBatchBytes="10m").column("offset").to_pylist() == [0, 1, 2]
