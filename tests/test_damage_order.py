@@ -303,3 +303,23 @@ def test_issue_example_orders_0(tmp_path: Path) -> None:
         assert got.column("offset").to_pylist() == list(range(10))
     got = kl.read_table(str(part), mode="PERMISSIVE")
     assert got.column("offset").to_pylist() == [*range(11), *range(20, 30)]
+
+
+@pytest.mark.spark
+def test_spark_keeps_rows_before_the_damage_in_order(spark: Any, tmp_path: Path) -> None:
+    """Spark, on the issue's example: ignoreCorruptFiles returns the 10 rows before the damage,
+    and PERMISSIVE returns the corrupt batch's row between its neighbours' rows."""
+    src = SAMPLES / "orders-0" / "00000000000000000000.log"
+    if not src.exists():
+        pytest.skip(f"{src} not present")
+    data = bytearray(src.read_bytes())
+    data[entries(bytes(data))[1].position + 100] ^= 0xFF
+    part = tmp_path / "orders-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(bytes(data))
+    kafkalog = spark.read.format("kafkalog")
+    kept = kafkalog.option("ignoreCorruptFiles", "true").load(str(part)).select("offset")
+    assert sorted(r.offset for r in kept.collect()) == list(range(10))
+    kafkalog = spark.read.format("kafkalog")
+    permissive = kafkalog.option("mode", "PERMISSIVE").load(str(part)).select("offset")
+    assert [r.offset for r in permissive.collect()] == [*range(11), *range(20, 30)]
