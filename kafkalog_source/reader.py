@@ -399,15 +399,19 @@ class RangeReader:
                     rows, stop, why = int(big[0]), hdr[big[0], H_WPOS], STOP_FULL
             self.stats.bytes_read += int(stop)
             if rows:
-                if self.opts.fail_on_data_loss:
-                    self._check_gaps(hdr[:rows])
+                loss = self._check_gaps(hdr[:rows]) if self.opts.fail_on_data_loss else None
                 if self._first_last is None:
                     self._first_last = int(hdr[0, H_BASE_OFFSET] + hdr[0, H_LOD])
                 self._window_pos = pos
                 self._mv = memoryview(buf)
-                table = hdr[:rows].copy()
-                self._register(table)
-                yield from self._process(buf, table)
+                # batches before a gap are decoded first: in file order, and kept by
+                # ignoreCorruptFiles; a gap past the range's end is not reached
+                table = hdr[: rows if loss is None else loss[0]].copy()
+                if table.shape[0]:
+                    self._register(table)
+                    yield from self._process(buf, table)
+                if loss is not None and not self._done:
+                    raise loss[1]
             pos += int(stop)
             windows.release(pos)
             if why == STOP_FULL or self._done:
@@ -475,8 +479,9 @@ class RangeReader:
         except _Skip:
             pass
 
-    def _check_gaps(self, table: np.ndarray) -> None:
-        """failOnDataLoss: consecutive batches must leave no offsets out.
+    def _check_gaps(self, table: np.ndarray) -> tuple[int, DataLossError] | None:
+        """failOnDataLoss: consecutive batches must leave no offsets out. Returns the first batch
+        after a gap and the error to raise once the batches before it are decoded, or None.
 
         Gaps inside a batch (compaction) are fine, and control batches occupy their offsets, so
         any gap between one batch's last offset and the next batch's base offset means batches
@@ -490,7 +495,7 @@ class RangeReader:
         gaps = np.nonzero((prev >= 0) & (starts > prev + 1))[0]
         if gaps.size:
             k = int(gaps[0])
-            raise DataLossError(
+            return k, DataLossError(
                 f"failOnDataLoss: offsets {int(prev[k]) + 1}..{int(starts[k]) - 1} are missing "
                 f"between batches (the previous batch ends at {int(prev[k])}); set "
                 "failOnDataLoss=false to read archives of compacted topics",
@@ -499,6 +504,7 @@ class RangeReader:
                 int(first[k]),
             )
         self._prev_last = int(last[-1])
+        return None
 
     def _check_gap_after(self, fd: int) -> None:
         """failOnDataLoss past this range's end: at a split boundary, or at the next segment.

@@ -323,3 +323,25 @@ def test_spark_keeps_rows_before_the_damage_in_order(spark: Any, tmp_path: Path)
     kafkalog = spark.read.format("kafkalog")
     permissive = kafkalog.option("mode", "PERMISSIVE").load(str(part)).select("offset")
     assert [r.offset for r in permissive.collect()] == [*range(11), *range(20, 30)]
+
+
+# ----------------------------------------------------------------------------- failOnDataLoss
+@pytest.mark.parametrize("codec", [NONE, GZIP, LZ4], ids=CODEC_NAMES.get)
+def test_data_loss_keeps_the_rows_before_the_gap(tmp_path: Path, codec: int) -> None:
+    """failOnDataLoss raises at a gap between batches only after the batches before it are
+    decoded: ignoreCorruptFiles returns their rows (it returned none of the window's), and a
+    range that ends before the gap does not fail at all."""
+    bases = [0, 5, 10, 25, 30]  # offsets 15..24 are missing
+    data = b"".join(v2_batch(codec, b, 5) for b in bases)
+    before = [r for e in entries(data)[:3] for r in e.rows]
+    part = tmp_path / "gap-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(data)
+    with pytest.raises(kl.DataLossError, match=r"offsets 15\.\.24 are missing"):
+        kl.read_table(str(part), failOnDataLoss=True)
+    for rpb in (65536, 1):
+        rows, stats = read(part, failOnDataLoss=True, ignoreCorruptFiles=True, recordsPerBatch=rpb)
+        assert plain_rows(rows) == before
+        assert stats.corrupt_files == 1
+    rows, _ = read(part, failOnDataLoss=True, endingOffsets='{"gap": {"0": 12}}')
+    assert plain_rows(rows) == before[:12]
