@@ -27,6 +27,7 @@ from typing import Any
 import crc32c
 import pytest
 from conftest import SAMPLES
+from kafka import codec as kafka_codec
 from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -114,7 +115,7 @@ def legacy_entries(magic: int, codec: int, base: int, n: int) -> bytes:
 def damage(data: bytes, entry: Entry, kind: str) -> bytes:
     """A copy of ``data`` with ``entry`` damaged: ``crc`` flips its last byte; ``payload``
     ruins its records or compressed value and fixes the CRC; ``count`` (v2) stores an
-    impossible record count and fixes the CRC."""
+    impossible record count and fixes the CRC; ``record`` (v2) breaks its fourth record."""
     out = bytearray(data)
     pos, size = entry.position, len(entry.data)
     end = pos + size
@@ -122,6 +123,8 @@ def damage(data: bytes, entry: Entry, kind: str) -> bytes:
     if kind == "crc":
         out[end - 1] ^= 0x5A
         return bytes(out)
+    if magic == 2 and kind == "record":
+        return bytes(out[:pos]) + _bad_fourth_record(entry.data) + bytes(out[end:])
     if magic == 2:
         if kind == "count":
             struct.pack_into(">i", out, pos + 57, 0x7FFFFFFF)
@@ -141,6 +144,43 @@ def damage(data: bytes, entry: Entry, kind: str) -> bytes:
     _legacy_crc(entry_buf)
     out[pos:end] = entry_buf
     return bytes(out)
+
+
+def _varint(buf: bytes, p: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[p]
+        p += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return (value >> 1) ^ -(value & 1), p
+
+
+def _bad_fourth_record(batch: bytes) -> bytes:
+    """The v2 ``batch`` with a negative length in its fourth record, re-compressed with
+    kafka-python's codecs (the batch size and CRC follow): three records decode, then it fails."""
+    codec = batch[22] & 7
+    encode, decode = KP_CODECS[codec]
+    records = bytearray(decode(batch[61:]))
+    p = 0
+    for _ in range(3):
+        length, q = _varint(records, p)
+        p = q + length
+    records[p] = 0x7F  # zig-zag -64
+    out = bytearray(batch[:61]) + encode(bytes(records))
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+KP_CODECS = {
+    NONE: (bytes, bytes),
+    GZIP: (kafka_codec.gzip_encode, kafka_codec.gzip_decode),
+    SNAPPY: (kafka_codec.snappy_encode, kafka_codec.snappy_decode),
+    LZ4: (kafka_codec.lz4_encode, kafka_codec.lz4_decode),
+    ZSTD: (kafka_codec.zstd_encode, kafka_codec.zstd_decode),
+}
 
 
 # ----------------------------------------------------------------------------- reading
@@ -170,11 +210,12 @@ def check_damaged(
     (part / "00000000000000000000.log").write_bytes(broken)
     before = [r for e in victims[:d] for r in e.rows]
     after = [r for e in victims[d + 1 :] for r in e.rows]
-    stored = broken[bad.position : bad.position + len(bad.data)]
+    size = 12 + struct.unpack_from(">i", broken, bad.position + 8)[0]  # "record" re-compresses
+    stored = broken[bad.position : bad.position + size]
 
     with pytest.raises(kl.CorruptDataError) as excinfo:
         kl.read_table(str(part), **extra)
-    assert bad.position <= excinfo.value.position < bad.position + len(bad.data)
+    assert bad.position <= excinfo.value.position < bad.position + size
 
     for fast in (True, False):
         reader_module.FAST_CODECS = fast
@@ -193,7 +234,7 @@ def check_damaged(
 
             rows, stats = read(part, mode="DROPMALFORMED", **rpb)
             assert plain_rows(rows) == before + after, where
-            assert (stats.malformed_batches, stats.malformed_bytes) == (1, len(bad.data)), where
+            assert (stats.malformed_batches, stats.malformed_bytes) == (1, size), where
 
 
 @pytest.fixture(autouse=True)
@@ -208,7 +249,7 @@ def _positions(n: int) -> list[int]:
 
 
 # ----------------------------------------------------------------------------- built segments
-@pytest.mark.parametrize("kind", ["crc", "payload", "count"])
+@pytest.mark.parametrize("kind", ["crc", "payload", "count", "record"])
 @pytest.mark.parametrize("codec", [NONE, GZIP, SNAPPY, LZ4, ZSTD], ids=CODEC_NAMES.get)
 @pytest.mark.parametrize("producer_id", [-1, 7], ids=["bulk", "per-batch"])
 def test_v2_one_codec(tmp_path: Path, codec: int, kind: str, producer_id: int) -> None:
@@ -222,7 +263,7 @@ def test_v2_one_codec(tmp_path: Path, codec: int, kind: str, producer_id: int) -
         check_damaged(tmp_path, data, victims, d, kind, **level)
 
 
-@pytest.mark.parametrize("kind", ["crc", "payload", "count"])
+@pytest.mark.parametrize("kind", ["crc", "payload", "count", "record"])
 def test_v2_mixed_codecs(tmp_path: Path, kind: str) -> None:
     """Codecs changing batch by batch (the per-batch path with uncompressed batches gathered
     in place and compressed ones in groups), damaged at every position."""
