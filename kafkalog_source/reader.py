@@ -399,15 +399,19 @@ class RangeReader:
                     rows, stop, why = int(big[0]), hdr[big[0], H_WPOS], STOP_FULL
             self.stats.bytes_read += int(stop)
             if rows:
-                if self.opts.fail_on_data_loss:
-                    self._check_gaps(hdr[:rows])
+                loss = self._check_gaps(hdr[:rows]) if self.opts.fail_on_data_loss else None
                 if self._first_last is None:
                     self._first_last = int(hdr[0, H_BASE_OFFSET] + hdr[0, H_LOD])
                 self._window_pos = pos
                 self._mv = memoryview(buf)
-                table = hdr[:rows].copy()
-                self._register(table)
-                yield from self._process(buf, table)
+                # batches before a gap are decoded first: in file order, and kept by
+                # ignoreCorruptFiles; a gap past the range's end is not reached
+                table = hdr[: rows if loss is None else loss[0]].copy()
+                if table.shape[0]:
+                    self._register(table)
+                    yield from self._process(buf, table)
+                if loss is not None and not self._done:
+                    raise loss[1]
             pos += int(stop)
             windows.release(pos)
             if why == STOP_FULL or self._done:
@@ -475,8 +479,9 @@ class RangeReader:
         except _Skip:
             pass
 
-    def _check_gaps(self, table: np.ndarray) -> None:
-        """failOnDataLoss: consecutive batches must leave no offsets out.
+    def _check_gaps(self, table: np.ndarray) -> tuple[int, DataLossError] | None:
+        """failOnDataLoss: consecutive batches must leave no offsets out. Returns the first batch
+        after a gap and the error to raise once the batches before it are decoded, or None.
 
         Gaps inside a batch (compaction) are fine, and control batches occupy their offsets, so
         any gap between one batch's last offset and the next batch's base offset means batches
@@ -490,7 +495,7 @@ class RangeReader:
         gaps = np.nonzero((prev >= 0) & (starts > prev + 1))[0]
         if gaps.size:
             k = int(gaps[0])
-            raise DataLossError(
+            return k, DataLossError(
                 f"failOnDataLoss: offsets {int(prev[k]) + 1}..{int(starts[k]) - 1} are missing "
                 f"between batches (the previous batch ends at {int(prev[k])}); set "
                 "failOnDataLoss=false to read archives of compacted topics",
@@ -499,6 +504,7 @@ class RangeReader:
                 int(first[k]),
             )
         self._prev_last = int(last[-1])
+        return None
 
     def _check_gap_after(self, fd: int) -> None:
         """failOnDataLoss past this range's end: at a split boundary, or at the next segment.
@@ -631,44 +637,56 @@ class RangeReader:
             r = tl[k]
             attrs = r[H_ATTRS]
             codec = attrs & 7
-            w = r[H_WPOS]
-            size = r[H_SIZE]
-            try:
-                if attrs & 0x20:
-                    self.stats.control_batches += 1
-                    if not self._in_range(r):
-                        if self._done:
-                            break
-                        continue
-                    if self.verify:
-                        self._check_crc(buf, r)
-                    if not self.include_control:
-                        continue
-                else:
-                    if not self._data_wanted(r):
-                        if self._done:
-                            break
-                        continue
-                    if self.verify:
-                        self._check_crc(buf, r)
-                if codec == 0:
-                    self._check_count(r, size - 61, "records")
-                    if group.data:
-                        yield from self._run_decompressed(group, table)
-                        group = _Group()
-                    plain.append(_batch_param_row(r, w + 61, w + size, base_meta + k, r[H_CRC]))
-                    plain_idx.append(k)
+            if attrs & 0x20:
+                self.stats.control_batches += 1
+                if not self._in_range(r):
+                    if self._done:
+                        break
                     continue
+                wanted = self.include_control
+            else:
+                if not self._data_wanted(r):
+                    if self._done:
+                        break
+                    continue
+                wanted = True
+            exc = self._crc_error(r) if self.verify else None
+            if exc is None and not wanted:
+                continue  # a control batch, checked but not returned
+            data = b""
+            if exc is None and codec == 0:
+                exc = self._count_error(r, r[H_SIZE] - 61, "records")
+            elif exc is None:
+                payload = self._payload(r)
+                if isinstance(payload, CorruptDataError):
+                    exc = payload
+                else:
+                    data = payload
+            if exc is not None:
+                # walk the batches before this one first: rows stay in file order, and a FAILFAST
+                # error finds them in the sink (ignoreCorruptFiles returns them)
                 if plain:
                     yield from self._run_group(buf, plain, plain_idx, table, False)
                     plain, plain_idx = [], []
-                data = self._decompress_batch(buf, r)
-                self._check_count(r, len(data), "decompressed records")
-                if group.add(data, r, base_meta + k, k):
+                if group.data:
                     yield from self._run_decompressed(group, table)
                     group = _Group()
-            except _Skip:
+                self._apply_mode(exc, r)
                 continue
+            if codec == 0:
+                if group.data:
+                    yield from self._run_decompressed(group, table)
+                    group = _Group()
+                w = r[H_WPOS]
+                plain.append(_batch_param_row(r, w + 61, w + r[H_SIZE], base_meta + k, r[H_CRC]))
+                plain_idx.append(k)
+                continue
+            if plain:
+                yield from self._run_group(buf, plain, plain_idx, table, False)
+                plain, plain_idx = [], []
+            if group.add(data, r, base_meta + k, k):
+                yield from self._run_decompressed(group, table)
+                group = _Group()
         if plain:
             yield from self._run_group(buf, plain, plain_idx, table, False)
         if group.data:
@@ -705,18 +723,35 @@ class RangeReader:
             )
             bad |= crcs != sub[:, H_CRC]
         bad &= keep
-        tl = sub.tolist()
-        if bad.any():
-            for k in np.nonzero(bad)[0].tolist():
-                try:
-                    if self.verify:
-                        self._check_crc(buf, tl[k])
-                    self._check_count(tl[k], tl[k][H_SIZE] - 61, "records")
-                except _Skip:
-                    keep[k] = False
-        idx = np.nonzero(keep)[0]
-        if not idx.size:
-            return
+        # A batch that fails a check is handled at its place in the file: the batches before it
+        # are decoded first, so rows come out in file order and a FAILFAST error finds them in
+        # the sink (ignoreCorruptFiles returns them).
+        n = sub.shape[0]
+        lo = 0
+        for b in [*np.nonzero(bad)[0].tolist(), n]:
+            idx = np.nonzero(keep[lo:b])[0] + lo
+            if idx.size:
+                yield from self._bulk_decode(buf, table, sub, i, idx, compressed)
+            if b == n:
+                return
+            r = sub[b].tolist()
+            exc = self._crc_error(r) if self.verify else None
+            if exc is None:
+                exc = self._count_error(r, r[H_SIZE] - 61, "records")
+            lo = b if exc is None else b + 1  # a batch that passes is decoded with the next part
+            if exc is not None:
+                self._apply_mode(exc, r)
+
+    def _bulk_decode(
+        self,
+        buf: np.ndarray,
+        table: np.ndarray,
+        sub: np.ndarray,
+        i: int,
+        idx: np.ndarray,
+        compressed: bool,
+    ) -> Iterator[pa.RecordBatch]:
+        """Decode the checked batches ``sub[idx]`` (window rows ``i + idx``) of a bulk run."""
         if not compressed:
             sel = sub[idx]
             wpos = sel[:, H_WPOS]
@@ -732,13 +767,13 @@ class RangeReader:
             return
         meta0 = self._meta_base + i
         group = _Group()
-        for k in idx.tolist():
-            r = tl[k]
-            try:
-                data = self._decompress_batch(buf, r)
-                if r[H_COUNT] > len(data) // 7:
-                    self._check_count(r, len(data), "decompressed records")
-            except _Skip:
+        for k, r in zip(idx.tolist(), sub[idx].tolist(), strict=True):
+            data = self._payload(r)
+            if isinstance(data, CorruptDataError):
+                if group.data:  # the batches before it first, as above
+                    yield from self._run_decompressed(group, table)
+                    group = _Group()
+                self._apply_mode(data, r)
                 continue
             if group.add(data, r, meta0 + k, i + k):
                 yield from self._run_decompressed(group, table)
@@ -793,11 +828,9 @@ class RangeReader:
                     continue
             r = sel[k].tolist()
             k += 1
-            try:
-                data = self._decompress_batch(buf, r)
-                if r[H_COUNT] > len(data) // 7:
-                    self._check_count(r, len(data), "decompressed records")
-            except _Skip:
+            data = self._payload(r)  # the batches before it are walked already
+            if isinstance(data, CorruptDataError):
+                self._apply_mode(data, r)
                 continue
             group = _Group()
             group.add(data, r, meta0 + int(idx[k - 1]), i + int(idx[k - 1]))
@@ -878,29 +911,33 @@ class RangeReader:
                 return False
         return True
 
-    def _check_crc(self, buf: np.ndarray, row: list[int]) -> None:
-        """Verify a v2 batch's CRC-32C (bytes 21 to the end); apply the mode on a mismatch."""
+    def _crc_error(self, row: list[int]) -> ChecksumError | None:
+        """The error of a v2 batch of the window whose CRC-32C (bytes 21 to the end) is wrong."""
         w = row[H_WPOS]
         computed = crc32c.crc32c(self._mv[w + 21 : w + row[H_SIZE]])
-        if computed != row[H_CRC]:
-            self._crc_mismatch(buf, row, computed)
+        return None if computed == row[H_CRC] else self._crc_exc(row, computed)
+
+    def _crc_exc(self, row: list[int] | np.ndarray, computed: int) -> ChecksumError:
+        """The error of a v2 batch whose CRC-32C is ``computed``, not the stored one."""
+        return ChecksumError(
+            f"record batch is corrupt (stored crc = {int(row[H_CRC])}, computed crc = "
+            f"{computed}, CRC-32C over bytes 21..{int(row[H_SIZE])} of the batch)",
+            self.rng.path,
+            int(row[H_POS]),
+            int(row[H_BASE_OFFSET]),
+        )
 
     def _crc_mismatch(self, buf: np.ndarray, row: list[int] | np.ndarray, computed: int) -> None:
         """Apply the mode to a v2 batch whose CRC-32C is ``computed``, not the stored one."""
         w, size = int(row[H_WPOS]), int(row[H_SIZE])
-        exc = self._corrupt(
-            ChecksumError,
-            f"record batch is corrupt (stored crc = {int(row[H_CRC])}, computed crc = "
-            f"{computed}, CRC-32C over bytes 21..{size} of the batch)",
-            int(row[H_POS]),
-            row,
-        )
-        self._error(exc, row, bytes(buf[w : w + size]))
+        self._error(self._crc_exc(row, computed), row, bytes(buf[w : w + size]))
 
-    def _check_count(self, row: np.ndarray, payload_len: int, where: str) -> int:
-        """Reject a record count that is negative or cannot fit in the payload (7 B per record)."""
-        count = int(row[H_COUNT])
-        reason = None
+    def _count_error(
+        self, row: list[int], payload_len: int, where: str
+    ) -> RecordStructureError | None:
+        """The error of a record count that is negative or cannot fit in the payload (a record
+        takes at least 7 bytes), or None."""
+        count = row[H_COUNT]
         if count < 0:
             reason = f"found invalid record count {count} in magic v2 batch"
         elif count > payload_len // 7:
@@ -908,11 +945,31 @@ class RangeReader:
                 f"record count {count} cannot fit in {payload_len} bytes of {where} "
                 "(a record takes at least 7 bytes)"
             )
-        if reason is not None:
-            self._error(
-                self._corrupt(RecordStructureError, reason, int(row[H_POS]), row), row, None
+        else:
+            return None
+        return RecordStructureError(reason, self.rng.path, row[H_POS], row[H_BASE_OFFSET])
+
+    def _payload(self, r: list[int]) -> bytes | CorruptDataError:
+        """The decompressed records of the v2 batch ``r`` of the window, or the error (located)
+        that makes it malformed. The mode is not applied yet: the caller first walks the
+        batches before this one, then calls :meth:`_apply_mode`."""
+        w, size = r[H_WPOS], r[H_SIZE]
+        try:
+            data = decompress(
+                r[H_ATTRS] & 7, self._mv[w + 61 : w + size], 2, self.opts.max_batch_bytes
             )
-        return count
+        except CorruptDataError as exc:
+            return exc.located(self.rng.path, r[H_POS], r[H_BASE_OFFSET])
+        exc = self._count_error(r, len(data), "decompressed records")
+        return data if exc is None else exc
+
+    def _apply_mode(self, exc: CorruptDataError, row: list[int]) -> None:
+        """Apply the mode to the malformed batch ``row`` of the window: raise ``exc``, or count
+        the batch and skip it (PERMISSIVE: its row, with the stored bytes, goes to the sink)."""
+        try:
+            self._error(exc, row, None)
+        except _Skip:
+            pass
 
     def _decode_v2(
         self, src: np.ndarray, bp: np.ndarray, rows: np.ndarray, decompressed: bool, verify: bool
@@ -966,20 +1023,6 @@ class RangeReader:
             except _Skip:
                 pass
             start = b + 1
-
-    def _decompress_batch(self, buf: np.ndarray, r: list[int]) -> bytes:
-        """The decompressed records of the v2 batch ``r`` of the window; a failure goes to the
-        mode (raise, or skip the batch) with the file, position and batch offset filled in."""
-        w, size = r[H_WPOS], r[H_SIZE]
-        try:
-            return decompress(
-                r[H_ATTRS] & 7, self._mv[w + 61 : w + size], 2, self.opts.max_batch_bytes
-            )
-        except CorruptDataError as exc:
-            self._error(
-                exc.located(self.rng.path, r[H_POS], r[H_BASE_OFFSET]), r, bytes(buf[w : w + size])
-            )
-            raise  # unreachable: _error raises the error or _Skip
 
     # ------------------------------------------------------------------ legacy
     def _legacy_top(
