@@ -82,3 +82,11 @@ class RecordStructureError(CorruptDataError):
 
 class DataLossError(CorruptDataError):
     """``failOnDataLoss=true``: an offset gap between consecutive batches of a segment."""
+
+
+class FileChangedError(CorruptDataError):
+    """A segment file that shrank (Kafka truncated it, say) or changed while it was being read.
+
+    It is a :class:`CorruptDataError`, so ``ignoreCorruptFiles=true`` counts the file as corrupt
+    and keeps the rows decoded before the change.
+    """

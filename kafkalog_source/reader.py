@@ -108,7 +108,10 @@ from .storage.windows import SegmentWindows
 
 log = logging.getLogger("kafkalog")
 
-WINDOW_BYTES = 8 << 20
+# Bytes read per window (pread into one reused buffer). 2 MiB: the copy's destination stays in
+# cache for the kernel's walk; 8 MiB measured 10-30% slower on uncompressed data, 512 KiB slower
+# again (per-window overhead). A batch larger than this gets a window of its own size.
+WINDOW_BYTES = 2 << 20
 HEADER_ROWS = 4096
 FLUSH_DATA_BYTES = 16 << 20  # flush an Arrow batch at this many key/value/header bytes
 # gzip/zstd payloads (and legacy wrappers' inner sets) are walked per group of this many
@@ -367,7 +370,7 @@ class RangeReader:
             yield from self._flush()
 
     def _read(self, fd: int) -> Iterator[pa.RecordBatch]:
-        windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD)
+        windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD, self.rng.path)
         try:
             yield from self._read_windows(fd, windows)
             if self.opts.fail_on_data_loss:
@@ -382,14 +385,11 @@ class RangeReader:
         window_bytes = WINDOW_BYTES
         hdr = np.empty((HEADER_ROWS, H_WIDTH), np.int64)
         pos = rng.start
-        copy_tail = False
         while pos < end and not self._done:
             want = min(window_bytes, end - pos)
-            buf, got = windows.window(pos, want, copy_tail)
+            # one reused buffer: nothing may keep a view of it past this window
+            buf, got = windows.window(pos, want)
             rows, stop, why = scan_window(buf, got, pos, hdr)
-            if got < want and rows == 0:
-                copy_tail = True  # a window cut short held no whole batch: copy the tail
-                continue
             if rows:
                 big = np.nonzero(hdr[:rows, H_SIZE] > self.opts.max_batch_bytes + 12)[0]
                 if big.size and big[0] == 0:
@@ -409,7 +409,6 @@ class RangeReader:
                 self._register(table)
                 yield from self._process(buf, table)
             pos += int(stop)
-            windows.release(pos)
             if why == STOP_FULL or self._done:
                 continue
             if why == STOP_END:
