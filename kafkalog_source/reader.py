@@ -227,6 +227,7 @@ class RangeReader:
         self.projection = projection
         self.stats = stats if stats is not None else ReadStats()
         self.sink = ColumnSink(projection)
+        self.sink.path = rng.path
         self._grow_arena(ARENA_BYTES)
         self.verify = options.verify_checksums
         self.include_control = options.include_control_records or projection.wants("control")
@@ -939,8 +940,13 @@ class RangeReader:
                 start = b
                 continue
             if code == E_CAPACITY:
-                # batches before b are committed; grow the full buffer and redo batch b
-                sink.grow(int(st[ERR_A]), int(st[ERR_B]))
+                # batches before b are committed; grow the full buffer and redo batch b, or hand
+                # the committed rows over first if the column would pass Arrow's 2 GiB limit
+                which, needed = int(st[ERR_A]), int(st[ERR_B])
+                if not sink.fits(which, needed) and sink.rows:
+                    yield from self._flush()
+                else:
+                    sink.grow(which, needed)
                 start = b
                 continue
             row = rows[b]
@@ -1091,7 +1097,11 @@ class RangeReader:
                 yield from self._flush()
                 start = w
             elif code == E_CAPACITY:
-                sink.grow(int(st[ERR_A]), int(st[ERR_B]))
+                which, needed = int(st[ERR_A]), int(st[ERR_B])
+                if not sink.fits(which, needed) and sink.rows:
+                    yield from self._flush()  # Arrow's 2 GiB column limit: hand over first
+                else:
+                    sink.grow(which, needed)
                 start = w
             else:  # REDO: this wrapper is not plain; the per-message path reports it
                 yield from self._legacy_one(buf, table, rows[w])
@@ -1102,7 +1112,9 @@ class RangeReader:
         """One top-level legacy message (window row ``row``) on the per-message path."""
         start = int(table[row, H_WPOS])
         end = start + int(table[row, H_SIZE])
-        self._legacy_run(buf, start, end, self._meta_base + row, 1, 0, table, row)
+        if self._legacy_run(buf, start, end, self._meta_base + row, 1, 0, table, row):
+            yield from self._flush()  # Arrow's 2 GiB column limit: hand over, then redo it
+            self._legacy_run(buf, start, end, self._meta_base + row, 1, 0, table, row)
         yield from self._maybe_flush()
 
     def _legacy_run(
@@ -1151,7 +1163,10 @@ class RangeReader:
             if code == FULL:
                 return int(st[ERR_POS]), k0 + k
             if code == E_CAPACITY:
-                sink.grow(int(st[ERR_A]), int(st[ERR_B]))
+                which, needed = int(st[ERR_A]), int(st[ERR_B])
+                if not inner and not sink.fits(which, needed) and sink.rows:
+                    return int(st[ERR_POS]), k0 + k  # Arrow's 2 GiB column limit: flush first
+                sink.grow(which, needed)
                 p = int(st[ERR_POS])
                 k0 += k
                 continue

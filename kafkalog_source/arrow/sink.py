@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..errors import ColumnLimitError
 from ..kernel.status import (
     CAP_HEADER_KEYS,
     CAP_HEADER_VALUES,
@@ -30,6 +31,16 @@ from ..kernel.status import (
 )
 from ..kernel.v2 import WANT_HEADERS, WANT_KEY, WANT_VALUE
 from .schema import HEADER_STRUCT, HEADERS, TIMESTAMP, Projection
+
+# Arrow binary offsets are int32: no data column of one record batch may hold more bytes. The
+# reader flushes before a batch that would pass it; tests lower it to exercise that.
+MAX_COLUMN_BYTES = 2**31 - 1
+_DATA_COLUMNS = {
+    CAP_KEYS: "key",
+    CAP_VALUES: "value",
+    CAP_HEADER_KEYS: "header key",
+    CAP_HEADER_VALUES: "header value",
+}
 
 
 def _empty(n: int, dtype: type) -> np.ndarray:
@@ -86,6 +97,7 @@ class ColumnSink:
         self, projection: Projection, records: int = 1 << 17, data: int = 32 << 20
     ) -> None:
         self.projection = projection
+        self.path: str | None = None  # named in errors
         self.want = (
             (WANT_KEY if projection.wants("key") or projection.wants("control") else 0)
             | (WANT_VALUE if projection.wants("value") or projection.wants("control") else 0)
@@ -109,6 +121,8 @@ class ColumnSink:
 
     def _allocate(self) -> None:
         c = self._cap
+        for which in _DATA_COLUMNS:
+            c[which] = min(c[which], MAX_COLUMN_BYTES)
         r = c[CAP_RECORDS]
         wk, wv, wh = self.want & WANT_KEY, self.want & WANT_VALUE, self.want & WANT_HEADERS
         self.offsets = _empty(r, np.int64)
@@ -147,8 +161,24 @@ class ColumnSink:
         if need > self.offsets.shape[0]:
             self.grow(CAP_RECORDS, need)
 
+    def fits(self, which: int, needed: int) -> bool:
+        """Whether buffer group ``which`` may hold ``needed`` items in one record batch."""
+        return which not in _DATA_COLUMNS or needed <= MAX_COLUMN_BYTES
+
     def grow(self, which: int, needed: int) -> None:
-        """Grow one buffer group (a ``CAP_*`` code from a kernel) to hold ``needed`` items."""
+        """Grow one buffer group (a ``CAP_*`` code from a kernel) to hold ``needed`` items.
+
+        Raises :class:`ColumnLimitError` rather than let a binary column pass 2 GiB - 1 bytes
+        (its 32-bit offsets would wrap).
+        """
+        if not self.fits(which, needed):
+            where = f"{self.path}: " if self.path else ""
+            raise ColumnLimitError(
+                f"{where}one record batch would hold {needed} bytes in its "
+                f"{_DATA_COLUMNS[which]} column, above Arrow's binary limit of "
+                f"{MAX_COLUMN_BYTES} bytes (32-bit offsets); one Kafka batch this large cannot "
+                "be returned (lower maxBatchBytes to skip it as malformed)"
+            )
         s = self.state
         current = {
             CAP_RECORDS: self.offsets,
@@ -161,6 +191,8 @@ class ColumnSink:
         if needed <= current:
             return
         cap = max(int(needed), 2 * self._cap[which])
+        if which in _DATA_COLUMNS:
+            cap = min(cap, MAX_COLUMN_BYTES)
         self._cap[which] = cap
         n = int(s[N_REC])
         if which == CAP_RECORDS:
