@@ -117,7 +117,35 @@ class ColumnSink:
             CAP_HEADER_VALUES: data,
         }
         self._default_cap = dict(self._cap)
-        self._allocate()
+        # Buffers are allocated on first use (and again after each flush), so a read that ends
+        # with a flush, or never decodes a record, allocates nothing it does not fill.
+        self._allocated = False
+
+    def size_for(self, nbytes: int) -> None:
+        """Start smaller for an input of ``nbytes`` stored bytes (a small file or range).
+
+        Stored v2 records take at least 7 bytes and keys, values and headers are part of the
+        stored bytes, so uncompressed input never needs more; compressed input grows the
+        buffers on demand. Later batches are sized by :meth:`_fit_capacities` as before.
+        """
+        if self._allocated:
+            return
+        n = max(int(nbytes), 0)
+        rows = n // 7 + 64
+        first = {
+            CAP_RECORDS: rows,
+            CAP_KEYS: n + 64,
+            CAP_VALUES: n + 64,
+            CAP_HEADERS: rows,
+            CAP_HEADER_KEYS: n + 64,
+            CAP_HEADER_VALUES: n + 64,
+        }
+        for which, cap in first.items():
+            self._cap[which] = min(self._cap[which], cap)
+
+    def _ensure(self) -> None:
+        if not self._allocated:
+            self._allocate()
 
     def _allocate(self) -> None:
         c = self._cap
@@ -143,6 +171,7 @@ class ColumnSink:
         self.hk_data = _empty(c[CAP_HEADER_KEYS] if wh else 1, np.uint8)
         self.hv_data = _empty(c[CAP_HEADER_VALUES] if wh else 1, np.uint8)
         self.state[:] = 0
+        self._allocated = True
 
     @property
     def rows(self) -> int:
@@ -157,6 +186,7 @@ class ColumnSink:
 
     def reserve(self, records: int) -> None:
         """Make room for ``records`` more rows (data buffers grow on demand, see :meth:`grow`)."""
+        self._ensure()
         need = int(self.state[N_REC]) + records
         if need > self.offsets.shape[0]:
             self.grow(CAP_RECORDS, need)
@@ -179,6 +209,7 @@ class ColumnSink:
                 f"{MAX_COLUMN_BYTES} bytes (32-bit offsets); one Kafka batch this large cannot "
                 "be returned (lower maxBatchBytes to skip it as malformed)"
             )
+        self._ensure()
         s = self.state
         current = {
             CAP_RECORDS: self.offsets,
@@ -226,6 +257,7 @@ class ColumnSink:
 
     def v2_args(self) -> tuple:
         """The sink arrays in the order :func:`kafkalog_source.kernel.v2.decode_v2` takes them."""
+        self._ensure()
         return (
             self.offsets,
             self.timestamps,
@@ -270,6 +302,7 @@ class ColumnSink:
 
     def take_columns(self) -> dict[str, pa.Array | np.ndarray]:
         """Hand over the held rows as Arrow arrays / numpy arrays and start empty buffers."""
+        self._ensure()
         s = self.state
         n = int(s[N_REC])
         out: dict[str, pa.Array | np.ndarray] = {
@@ -304,7 +337,8 @@ class ColumnSink:
                 children=[struct],
             )
         self._fit_capacities()
-        self._allocate()
+        self.state[:] = 0
+        self._allocated = False  # the next batch's buffers are allocated when it starts
         return out
 
     def _fit_capacities(self) -> None:
