@@ -386,7 +386,8 @@ class RangeReader:
         rng = self.rng
         end = min(rng.end, windows.size)
         window_bytes = WINDOW_BYTES
-        hdr = np.empty((HEADER_ROWS, H_WIDTH), np.int64)
+        # a batch takes at least 26 bytes: a small range needs a small header table
+        hdr = np.empty((min(HEADER_ROWS, max(end - rng.start, 0) // 26 + 1), H_WIDTH), np.int64)
         pos = rng.start
         while pos < end and not self._done:
             want = min(window_bytes, end - pos)
