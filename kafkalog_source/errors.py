@@ -82,3 +82,21 @@ class RecordStructureError(CorruptDataError):
 
 class DataLossError(CorruptDataError):
     """``failOnDataLoss=true``: an offset gap between consecutive batches of a segment."""
+
+
+class FileChangedError(CorruptDataError):
+    """A segment file that shrank (Kafka truncated it, say) or changed while it was being read.
+
+    It is a :class:`CorruptDataError`, so ``ignoreCorruptFiles=true`` counts the file as corrupt
+    and keeps the rows decoded before the change.
+    """
+
+
+class ColumnLimitError(KafkaLogError):
+    """One Arrow record batch would hold more than 2 GiB - 1 bytes in one binary column.
+
+    Arrow ``binary`` (the type Spark accepts) has 32-bit offsets. The reader hands over a record
+    batch before a column would overflow, so this is raised only for a single Kafka batch (or a
+    PERMISSIVE row) that cannot fit in one record batch; ``maxBatchBytes`` (at most 1g) keeps that
+    from happening.
+    """

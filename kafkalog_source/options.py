@@ -19,6 +19,10 @@ from typing import Any
 from .errors import OptionError
 
 MiB = 1024 * 1024
+# Arrow ``binary`` columns, the type Spark takes from a Python data source, have 32-bit offsets:
+# one record batch holds at most 2 GiB - 1 bytes of keys (or values, or header values). The reader
+# hands over a record batch at 16 MiB of data, so one Kafka batch of up to this size always fits.
+MAX_BATCH_BYTES_LIMIT = 1024 * MiB
 
 EARLIEST = -2
 LATEST = -1
@@ -113,6 +117,18 @@ def _size(name: str, v: Any) -> int:
     return _int(name, v, 1)
 
 
+def _max_batch_bytes(name: str, v: Any) -> int:
+    """``maxBatchBytes``: a size of at most :data:`MAX_BATCH_BYTES_LIMIT` (1g)."""
+    n = _size(name, v)
+    if n > MAX_BATCH_BYTES_LIMIT:
+        raise OptionError(
+            f"option {name!r}: {v!r} is above the maximum of 1g ({MAX_BATCH_BYTES_LIMIT} bytes): "
+            "Arrow binary columns (32-bit offsets, as Spark requires) hold at most 2 GiB per "
+            "record batch, and one Kafka batch must fit in one"
+        )
+    return n
+
+
 def _choice(name: str, v: Any, choices: tuple[str, ...], upper: bool) -> str:
     s = str(v).strip()
     s = s.upper() if upper else s.lower()
@@ -196,7 +212,7 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     "includeHeaders": ("include_headers", _bool),
     "includeMetadata": ("include_metadata", _bool),
     "includeControlRecords": ("include_control_records", _bool),
-    "maxBatchBytes": ("max_batch_bytes", _size),
+    "maxBatchBytes": ("max_batch_bytes", _max_batch_bytes),
     "recordsPerBatch": ("records_per_batch", lambda n, v: _int(n, v, 1)),
     "mode": ("mode", lambda n, v: _choice(n, v, MODES, True)),
     "isolationLevel": ("isolation_level", lambda n, v: _choice(n, v, ISOLATION_LEVELS, False)),

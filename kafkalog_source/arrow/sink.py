@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..errors import ColumnLimitError
 from ..kernel.status import (
     CAP_HEADER_KEYS,
     CAP_HEADER_VALUES,
@@ -30,6 +31,16 @@ from ..kernel.status import (
 )
 from ..kernel.v2 import WANT_HEADERS, WANT_KEY, WANT_VALUE
 from .schema import HEADER_STRUCT, HEADERS, TIMESTAMP, Projection
+
+# Arrow binary offsets are int32: no data column of one record batch may hold more bytes. The
+# reader flushes before a batch that would pass it; tests lower it to exercise that.
+MAX_COLUMN_BYTES = 2**31 - 1
+_DATA_COLUMNS = {
+    CAP_KEYS: "key",
+    CAP_VALUES: "value",
+    CAP_HEADER_KEYS: "header key",
+    CAP_HEADER_VALUES: "header value",
+}
 
 
 def _empty(n: int, dtype: type) -> np.ndarray:
@@ -86,6 +97,7 @@ class ColumnSink:
         self, projection: Projection, records: int = 1 << 17, data: int = 32 << 20
     ) -> None:
         self.projection = projection
+        self.path: str | None = None  # named in errors
         self.want = (
             (WANT_KEY if projection.wants("key") or projection.wants("control") else 0)
             | (WANT_VALUE if projection.wants("value") or projection.wants("control") else 0)
@@ -105,10 +117,40 @@ class ColumnSink:
             CAP_HEADER_VALUES: data,
         }
         self._default_cap = dict(self._cap)
-        self._allocate()
+        # Buffers are allocated on first use (and again after each flush), so a read that ends
+        # with a flush, or never decodes a record, allocates nothing it does not fill.
+        self._allocated = False
+
+    def size_for(self, nbytes: int) -> None:
+        """Start smaller for an input of ``nbytes`` stored bytes (a small file or range).
+
+        Stored v2 records take at least 7 bytes and keys, values and headers are part of the
+        stored bytes, so uncompressed input never needs more; compressed input grows the
+        buffers on demand. Later batches are sized by :meth:`_fit_capacities` as before.
+        """
+        if self._allocated:
+            return
+        n = max(int(nbytes), 0)
+        rows = n // 7 + 64
+        first = {
+            CAP_RECORDS: rows,
+            CAP_KEYS: n + 64,
+            CAP_VALUES: n + 64,
+            CAP_HEADERS: rows,
+            CAP_HEADER_KEYS: n + 64,
+            CAP_HEADER_VALUES: n + 64,
+        }
+        for which, cap in first.items():
+            self._cap[which] = min(self._cap[which], cap)
+
+    def _ensure(self) -> None:
+        if not self._allocated:
+            self._allocate()
 
     def _allocate(self) -> None:
         c = self._cap
+        for which in _DATA_COLUMNS:
+            c[which] = min(c[which], MAX_COLUMN_BYTES)
         r = c[CAP_RECORDS]
         wk, wv, wh = self.want & WANT_KEY, self.want & WANT_VALUE, self.want & WANT_HEADERS
         self.offsets = _empty(r, np.int64)
@@ -129,6 +171,7 @@ class ColumnSink:
         self.hk_data = _empty(c[CAP_HEADER_KEYS] if wh else 1, np.uint8)
         self.hv_data = _empty(c[CAP_HEADER_VALUES] if wh else 1, np.uint8)
         self.state[:] = 0
+        self._allocated = True
 
     @property
     def rows(self) -> int:
@@ -143,12 +186,30 @@ class ColumnSink:
 
     def reserve(self, records: int) -> None:
         """Make room for ``records`` more rows (data buffers grow on demand, see :meth:`grow`)."""
+        self._ensure()
         need = int(self.state[N_REC]) + records
         if need > self.offsets.shape[0]:
             self.grow(CAP_RECORDS, need)
 
+    def fits(self, which: int, needed: int) -> bool:
+        """Whether buffer group ``which`` may hold ``needed`` items in one record batch."""
+        return which not in _DATA_COLUMNS or needed <= MAX_COLUMN_BYTES
+
     def grow(self, which: int, needed: int) -> None:
-        """Grow one buffer group (a ``CAP_*`` code from a kernel) to hold ``needed`` items."""
+        """Grow one buffer group (a ``CAP_*`` code from a kernel) to hold ``needed`` items.
+
+        Raises :class:`ColumnLimitError` rather than let a binary column pass 2 GiB - 1 bytes
+        (its 32-bit offsets would wrap).
+        """
+        if not self.fits(which, needed):
+            where = f"{self.path}: " if self.path else ""
+            raise ColumnLimitError(
+                f"{where}one record batch would hold {needed} bytes in its "
+                f"{_DATA_COLUMNS[which]} column, above Arrow's binary limit of "
+                f"{MAX_COLUMN_BYTES} bytes (32-bit offsets); one Kafka batch this large cannot "
+                "be returned (lower maxBatchBytes to skip it as malformed)"
+            )
+        self._ensure()
         s = self.state
         current = {
             CAP_RECORDS: self.offsets,
@@ -161,6 +222,8 @@ class ColumnSink:
         if needed <= current:
             return
         cap = max(int(needed), 2 * self._cap[which])
+        if which in _DATA_COLUMNS:
+            cap = min(cap, MAX_COLUMN_BYTES)
         self._cap[which] = cap
         n = int(s[N_REC])
         if which == CAP_RECORDS:
@@ -194,6 +257,7 @@ class ColumnSink:
 
     def v2_args(self) -> tuple:
         """The sink arrays in the order :func:`kafkalog_source.kernel.v2.decode_v2` takes them."""
+        self._ensure()
         return (
             self.offsets,
             self.timestamps,
@@ -238,6 +302,7 @@ class ColumnSink:
 
     def take_columns(self) -> dict[str, pa.Array | np.ndarray]:
         """Hand over the held rows as Arrow arrays / numpy arrays and start empty buffers."""
+        self._ensure()
         s = self.state
         n = int(s[N_REC])
         out: dict[str, pa.Array | np.ndarray] = {
@@ -272,7 +337,8 @@ class ColumnSink:
                 children=[struct],
             )
         self._fit_capacities()
-        self._allocate()
+        self.state[:] = 0
+        self._allocated = False  # the next batch's buffers are allocated when it starts
         return out
 
     def _fit_capacities(self) -> None:
