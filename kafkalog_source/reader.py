@@ -436,13 +436,13 @@ class RangeReader:
             if why == STOP_END:
                 if pos + 17 <= end and (rows or stop):
                     continue  # the window ended; read on
-                self._tail(fd, pos, end)
-                return
+                pos = self._tail(fd, pos, end)
+                continue
             if why == STOP_INCOMPLETE:
                 size = 12 + struct.unpack_from(">i", buf, int(stop) + 8)[0]
                 if pos + size > end:
-                    self._tail(fd, pos, end)  # too big, or not the last segment: damage
-                    return
+                    pos = self._tail(fd, pos, end)  # too big, not the last segment: damage
+                    continue
                 if size > self.opts.max_batch_bytes + 12:
                     base = struct.unpack_from(">q", buf, int(stop))[0]
                     pos += self._too_big(pos, size, base)
@@ -453,8 +453,8 @@ class RangeReader:
             at = int(stop)
             base = struct.unpack_from(">q", buf, at)[0]
             if why == STOP_BAD_SIZE:
-                self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
-                return
+                pos = self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
+                continue
             size = 12 + struct.unpack_from(">i", buf, at + 8)[0]
             if why == STOP_BAD_MAGIC:
                 exc: CorruptDataError = UnsupportedFormatError(
@@ -559,13 +559,15 @@ class RangeReader:
                 base,
             )
 
-    def _tail(self, fd: int, pos: int, end: int) -> None:
+    def _tail(self, fd: int, pos: int, end: int) -> int:
         """Classify the bytes left at ``pos``: quiet at a zero fill or at the truncated batch of
         a last segment (an append in progress, as Kafka's reader assumes); anything else is a
-        malformed batch that goes through the mode (see ``framing.headers.classify_stop``)."""
+        malformed batch that goes through the mode (see ``framing.headers.classify_stop``).
+        Returns where reading goes on: ``end``, or the next batch after a damaged length field
+        whose batch CRC showed where it really ends."""
         rng = self.rng
         if pos >= end:
-            return
+            return end
         prefix = os.pread(fd, 17, pos)
         if not rng.at_file_end:
             raise RecordStructureError(
@@ -580,8 +582,9 @@ class RangeReader:
             )
         except CorruptDataError as exc:
             base = exc.base_offset if exc.base_offset is not None else 0
-            self._framing_error(exc, pos, end - pos, base, None)
-            return
+            resume = exc.resume_at if exc.resume_at is not None else end
+            self._framing_error(exc, pos, resume - pos, base, None)
+            return resume
         n = tail.skipped_bytes
         self.stats.tail_bytes += n
         if tail.kind == "zeros":
@@ -592,7 +595,7 @@ class RangeReader:
                 "(preallocated or crashed segment) not decoded",
                 path=rng.path,
             )
-            return
+            return end
         self.stats.truncated_tails += 1
         self.stats.truncated_tail_bytes += n
         what = "an incomplete final batch" if tail.kind == "truncated" else "stray bytes"
@@ -607,6 +610,7 @@ class RangeReader:
             f"{rng.path}: {what} at byte {pos} of the last segment: {n} bytes not decoded ({why})",
             path=rng.path,
         )
+        return end
 
     def _register(self, table: np.ndarray) -> None:
         """Add a table of batch headers; its rows are numbered from ``_meta_base`` on."""

@@ -610,7 +610,7 @@ def test_nested_compressed_legacy_wrapper_is_rejected(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("tail", "says"),
     [
-        (struct.pack(">qiib", 3, 1 << 30, 0, 2) + b"x" * 100, "truncated final batch at byte"),
+        (struct.pack(">qiib", 3, 1 << 20, 0, 2) + b"x" * 100, "incomplete final batch at byte"),
         (bytes(4096), "zero-filled tail from byte"),
     ],
     ids=["truncated", "zeros"],

@@ -282,29 +282,33 @@ def classify_stop(
             offset,
         )
     runs_past = f"a batch of {LOG_OVERHEAD + size} bytes runs past the end ({remaining} bytes left)"
+    plausible = 0 <= magic <= 2 and not (magic == 2 and LOG_OVERHEAD + size < V2_HEADER_SIZE)
+    true_end = _true_end(fd, pos, end, prefix) if plausible else None
     problem = None
     if magic > 2 or magic < 0:
         problem = f"unknown magic byte {magic}, and {runs_past}: this is not a batch"
+    elif not plausible:
+        problem = f"v2 batch size {LOG_OVERHEAD + size} is smaller than the 61-byte batch header"
     elif max_batch_bytes is not None and size > max_batch_bytes:
         problem = (
             f"batch size {size} exceeds maxBatchBytes={max_batch_bytes}, and {runs_past}: "
             "a damaged length field, not an append in progress"
         )
-    elif magic == 2 and LOG_OVERHEAD + size < V2_HEADER_SIZE:
-        problem = f"v2 batch size {LOG_OVERHEAD + size} is smaller than the 61-byte batch header"
     elif not last_segment:
         problem = (
             f"{runs_past} in a segment that is not the last of its partition (a rolled segment "
             "is never appended to again, so this is a damaged length field or a cut copy)"
         )
-    elif (true_end := _true_end(fd, pos, end, prefix)) is not None:
-        problem = (
-            f"{runs_past}, but its CRC matches the first {true_end - pos} bytes"
-            + (", followed by more batches" if true_end < end else "")
-            + ": a damaged length field, not an append in progress"
-        )
+    elif true_end is not None:
+        problem = f"{runs_past}: a damaged length field, not an append in progress"
     if problem is not None:
-        raise RecordStructureError(problem, path, pos, offset)
+        if true_end is not None:
+            problem += f" (the batch's CRC matches its first {true_end - pos} bytes" + (
+                ", and more batches follow)" if true_end < end else ")"
+            )
+        exc = RecordStructureError(problem, path, pos, offset)
+        exc.resume_at = true_end  # where the next batch starts, when the CRC says so
+        raise exc
     return Tail("truncated", pos, remaining)
 
 
