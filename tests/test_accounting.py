@@ -388,3 +388,20 @@ def test_warnings_cap_restarts_for_each_file(tmp_path: Path, caplog) -> None:
     assert len(skipped) == 2 * MAX_LOGGED_PER_FILE
     more = [r.getMessage() for r in caplog.records if "more problems not logged" in r.getMessage()]
     assert len(more) == 2 and all("3 more" in m for m in more)
+
+
+def test_spark_task_summary_reads_the_accounting(tmp_path: Path, caplog) -> None:
+    """The per-task summary line of the Spark source says what was decoded and skipped."""
+    pytest.importorskip("pyspark")
+    from kafkalog_source.planning.splits import Split
+    from kafkalog_source.spark import datasource as ds
+
+    seg, h, size = _damage_length("orders-0", tmp_path, "huge")
+    stats = ReadStats()
+    kl.read_table(str(seg), stats=stats, mode="DROPMALFORMED")
+    with caplog.at_level(logging.INFO, logger="kafkalog"):
+        ds._log_summary(Split(0, (SegmentRange(str(seg), 0, size),)), stats)
+    line = caplog.records[-1]
+    assert line.levelno == logging.WARNING
+    assert f"decoded {size - h.size} of {size} bytes" in line.getMessage()
+    assert f"skipped 1 malformed batches ({h.size} bytes)" in line.getMessage()

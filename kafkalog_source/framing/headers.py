@@ -306,7 +306,7 @@ def classify_stop(
             problem += f" (the batch's CRC matches its first {true_end - pos} bytes" + (
                 ", and more batches follow)" if true_end < end else ")"
             )
-        exc = RecordStructureError(problem, path, pos, offset)
+        exc = RecordStructureError(problem, path, pos, offset if plausible else None)
         exc.resume_at = true_end  # where the next batch starts, when the CRC says so
         raise exc
     return Tail("truncated", pos, remaining)
