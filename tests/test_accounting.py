@@ -119,13 +119,20 @@ def test_offset_minus_one_below_a_lower_bound_is_counted_as_filtered() -> None:
 
 
 def _inputs() -> list[Path]:
+    """sample_segments/, the shared carves, and the small on-disk partitions of the shared
+    broker-written fixtures (each .log under 256 KiB)."""
     paths = list(SAMPLE_DIRS)
     if CARVED.is_dir():
         paths += sorted(CARVED.glob("*.bin"))
+    if BROKER_WRITTEN.is_dir():
+        dirs = {p.parent for p in BROKER_WRITTEN.rglob("*.log")}
+        paths += sorted(
+            d for d in dirs if all(f.stat().st_size < 256 << 10 for f in d.glob("*.log"))
+        )
     return paths
 
 
-@pytest.mark.parametrize("path", _inputs(), ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", _inputs(), ids=lambda p: f"{p.parent.name[:20]}/{p.name[:40]}")
 def test_every_byte_is_accounted_for(path: Path) -> None:
     for mode in MODES:
         for extra in ({}, {"ignoreCorruptFiles": "true"}):
