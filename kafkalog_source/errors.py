@@ -27,6 +27,10 @@ class CorruptDataError(KafkaLogError):
     enclosing batch, or None) and ``reason`` are always set.
     """
 
+    # where the next batch starts after a bad one whose framing is lost, when known (a damaged
+    # length field whose batch CRC matches a shorter length): DROPMALFORMED reads on from there
+    resume_at: int | None = None
+
     def __init__(
         self,
         reason: str,

@@ -254,6 +254,9 @@ class RangeReader:
         # producerId -> offset of the ABORT marker that ends its aborted transaction
         self._aborting: dict[int, int] = {}
         self._expiry: list[tuple[int, int]] = []  # heap of (marker offset, producerId)
+        # byte accounting (ReadStats.bytes_total = decoded + skipped by reason), per range
+        self._range_total = 0
+        self._accounted0 = 0
 
     # ------------------------------------------------------------------ errors and modes
     def _error(
@@ -270,7 +273,7 @@ class RangeReader:
         size = int(row[H_SIZE]) if row is not None else 0
         self.stats.malformed_batches += 1
         self.stats.malformed_bytes += size
-        self.stats.note(f"{mode}: skipped malformed batch: {exc}")
+        self.stats.note(f"{mode}: skipped malformed batch: {exc}", path=self.rng.path)
         if mode == "PERMISSIVE" and row is not None:
             if raw is None:
                 raw = self._raw_batch(row)
@@ -356,6 +359,8 @@ class RangeReader:
         except FileNotFoundError:
             if self.opts.ignore_missing_files:
                 self.stats.missing_files += 1
+                self.stats.bytes_total += rng.end - rng.start
+                self.stats.missing_file_bytes += rng.end - rng.start
                 self.stats.note(f"ignoreMissingFiles: {rng.path} disappeared; skipped it")
                 return
             raise
@@ -366,14 +371,26 @@ class RangeReader:
             if not self.opts.ignore_corrupt_files:
                 raise
             self.stats.corrupt_files += 1
+            # the rest of the range: every byte not yet decoded or skipped under another reason
+            rest = self._range_total - (self._accounted() - self._accounted0)
+            self.stats.corrupt_file_bytes += max(rest, 0)
             self.stats.note(f"ignoreCorruptFiles: stopped reading {rng.path}: {exc}")
         finally:
             os.close(fd)
+            self.stats.end_file(rng.path)
         if self.sink.rows:
             yield from self._flush()
 
+    def _accounted(self) -> int:
+        """Bytes counted so far as decoded or skipped under a reason (all ranges of the stats)."""
+        st = self.stats
+        return st.bytes_decoded + sum(st.skipped_bytes_by_reason().values())
+
     def _read(self, fd: int) -> Iterator[pa.RecordBatch]:
         windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD, self.rng.path)
+        self._range_total = max(0, min(self.rng.end, windows.size) - self.rng.start)
+        self.stats.bytes_total += self._range_total
+        self._accounted0 = self._accounted()
         try:
             yield from self._read_windows(fd, windows)
             if self.opts.fail_on_data_loss:
@@ -411,24 +428,28 @@ class RangeReader:
                 # batches before a gap are decoded first: in file order, and kept by
                 # ignoreCorruptFiles; a gap past the range's end is not reached
                 table = hdr[: rows if loss is None else loss[0]].copy()
+                before = self._accounted()
                 if table.shape[0]:
                     self._register(table)
                     yield from self._process(buf, table)
                 if loss is not None and not self._done:
                     raise loss[1]
+                if self._done:  # batches after the end bound were not looked at
+                    left = int(hdr[:rows, H_SIZE].sum()) - (self._accounted() - before)
+                    self.stats.filtered_bytes += max(left, 0)
             pos += int(stop)
             if why == STOP_FULL or self._done:
                 continue
             if why == STOP_END:
                 if pos + 17 <= end and (rows or stop):
                     continue  # the window ended; read on
-                self._tail(fd, pos, end)
-                return
+                pos = self._tail(fd, pos, end)
+                continue
             if why == STOP_INCOMPLETE:
                 size = 12 + struct.unpack_from(">i", buf, int(stop) + 8)[0]
                 if pos + size > end:
-                    self._tail(fd, pos, end)
-                    return
+                    pos = self._tail(fd, pos, end)  # too big, not the last segment: damage
+                    continue
                 if size > self.opts.max_batch_bytes + 12:
                     base = struct.unpack_from(">q", buf, int(stop))[0]
                     pos += self._too_big(pos, size, base)
@@ -439,8 +460,8 @@ class RangeReader:
             at = int(stop)
             base = struct.unpack_from(">q", buf, at)[0]
             if why == STOP_BAD_SIZE:
-                self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
-                return
+                pos = self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
+                continue
             size = 12 + struct.unpack_from(">i", buf, at + 8)[0]
             if why == STOP_BAD_MAGIC:
                 exc: CorruptDataError = UnsupportedFormatError(
@@ -455,6 +476,8 @@ class RangeReader:
                 )
             self._framing_error(exc, pos, size, base, bytes(buf[at : at + size]))
             pos += size  # skipped (FAILFAST has raised)
+        if self._done and pos < end:
+            self.stats.filtered_bytes += end - pos  # past the end bound: not read
 
     def _too_big(self, pos: int, size: int, base: int) -> int:
         """Apply the mode to the batch at ``pos`` that is larger than maxBatchBytes; return its
@@ -475,6 +498,7 @@ class RangeReader:
         """Apply the mode to a bad batch known by its framing only (position, size, offset):
         raise ``exc``, or count the batch as skipped (with its PERMISSIVE row)."""
         row = np.zeros(H_WIDTH, np.int64)
+        size = min(size, max(self.rng.end - pos, 0))  # a declared size may run past the end
         row[H_POS], row[H_SIZE], row[H_BASE_OFFSET] = pos, size, base
         self._register(row[None, :])
         try:
@@ -544,11 +568,15 @@ class RangeReader:
                 base,
             )
 
-    def _tail(self, fd: int, pos: int, end: int) -> None:
-        """Classify the bytes left at ``pos``: quiet at a truncated batch or zero fill, else raise."""
+    def _tail(self, fd: int, pos: int, end: int) -> int:
+        """Classify the bytes left at ``pos``: quiet at a zero fill or at the truncated batch of
+        a last segment (an append in progress, as Kafka's reader assumes); anything else is a
+        malformed batch that goes through the mode (see ``framing.headers.classify_stop``).
+        Returns where reading goes on: ``end``, or the next batch after a damaged length field
+        whose batch CRC showed where it really ends."""
         rng = self.rng
         if pos >= end:
-            return
+            return end
         prefix = os.pread(fd, 17, pos)
         if not rng.at_file_end:
             raise RecordStructureError(
@@ -558,23 +586,40 @@ class RangeReader:
                 pos,
             )
         try:
-            tail = classify_stop(fd, rng.path, pos, end, prefix)
+            tail = classify_stop(
+                fd, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes
+            )
         except CorruptDataError as exc:
-            self._framing_error(exc, pos, end - pos, 0, None)
-            return
-        self.stats.tail_bytes += tail.skipped_bytes
+            base = exc.base_offset if exc.base_offset is not None else 0
+            resume = exc.resume_at if exc.resume_at is not None else end
+            self._framing_error(exc, pos, resume - pos, base, None)
+            return resume
+        n = tail.skipped_bytes
+        self.stats.tail_bytes += n
         if tail.kind == "zeros":
             self.stats.zero_tails += 1
+            self.stats.zero_tail_bytes += n
             self.stats.note(
-                f"{rng.path}: zero-filled tail from byte {pos}: {tail.skipped_bytes} bytes "
-                "(preallocated or crashed segment) not decoded"
+                f"{rng.path}: zero-filled tail from byte {pos}: {n} bytes "
+                "(preallocated or crashed segment) not decoded",
+                path=rng.path,
             )
-        else:
-            self.stats.truncated_tails += 1
-            self.stats.note(
-                f"{rng.path}: truncated final batch at byte {pos}: {tail.skipped_bytes} bytes "
-                "not decoded (Kafka's reader stops here too)"
-            )
+            return end
+        self.stats.truncated_tails += 1
+        self.stats.truncated_tail_bytes += n
+        what = "an incomplete final batch" if tail.kind == "truncated" else "stray bytes"
+        why = (
+            "an append in progress or a copy taken while the broker wrote; Kafka's reader stops "
+            "here too"
+            if pos
+            else "the file holds no complete batch: an active segment copied mid-write, or not "
+            "a segment"
+        )
+        self.stats.note(
+            f"{rng.path}: {what} at byte {pos} of the last segment: {n} bytes not decoded ({why})",
+            path=rng.path,
+        )
+        return end
 
     def _register(self, table: np.ndarray) -> None:
         """Add a table of batch headers; its rows are numbered from ``_meta_base`` on."""
@@ -655,6 +700,7 @@ class RangeReader:
                 wanted = True
             exc = self._crc_error(r) if self.verify else None
             if exc is None and not wanted:
+                self.stats.control_bytes += r[H_SIZE]
                 continue  # a control batch, checked but not returned
             data = b""
             if exc is None and codec == 0:
@@ -715,6 +761,7 @@ class RangeReader:
         keep = base + sub[:, H_LOD] >= rng.offset_lo
         if rng.min_timestamp_hint is not None:
             keep &= sub[:, H_MAX_TS] >= rng.min_timestamp_hint
+        self.stats.filtered_bytes += int(sub[~keep, H_SIZE].sum())
         bad = sub[:, H_COUNT] < 0
         if not compressed:
             # the kernel checks these batches' CRCs itself, right before walking each one
@@ -869,12 +916,13 @@ class RangeReader:
         rng = self.rng
         base = int(row[H_BASE_OFFSET])
         if base >= rng.offset_hi:
-            self._done = True
-            return False
-        if base + int(row[H_LOD]) < rng.offset_lo:
+            self._done = True  # this batch and the rest of the range: counted as filtered
             return False
         hint = rng.min_timestamp_hint
-        return hint is None or row[H_MAX_TS] >= hint
+        if base + int(row[H_LOD]) < rng.offset_lo or (hint is not None and row[H_MAX_TS] < hint):
+            self.stats.filtered_bytes += int(row[H_SIZE])
+            return False
+        return True
 
     def _advance_aborted(self, row: np.ndarray) -> None:
         """Update the producers whose transaction is being aborted, as of this batch (§4.2).
@@ -911,6 +959,7 @@ class RangeReader:
                 or row[H_BASE_OFFSET] >= self.rng.last_stable_offset
             ):
                 self.stats.aborted_batches += 1
+                self.stats.aborted_bytes += int(row[H_SIZE])
                 return False
         return True
 
@@ -985,6 +1034,7 @@ class RangeReader:
         sink = self.sink
         start = 0
         rows_cap, bytes_cap = self.opts.records_per_batch, FLUSH_DATA_BYTES
+        sizes = rows[:, H_SIZE]
         while start < bp.shape[0]:
             part = bp[start:]
             sink.reserve(min(int(part[:, 2].sum()), rows_cap + MAX_BATCH_RECORDS))
@@ -992,9 +1042,11 @@ class RangeReader:
                 src, part, sink.want, verify, CRC32C_TABLES, rows_cap, bytes_cap, *sink.v2_args()
             )
             if code == OK:
+                self.stats.bytes_decoded += int(sizes[start:].sum())
                 return
             st = sink.state
             b = start + int(st[ERR_ITEM])
+            self.stats.bytes_decoded += int(sizes[start:b].sum())  # batches before b are done
             if code == FULL:
                 yield from self._flush()
                 start = b
@@ -1042,6 +1094,7 @@ class RangeReader:
         wanted = sub[:, H_BASE_OFFSET] >= rng.offset_lo  # a legacy entry offset is its last
         if rng.min_timestamp_hint is not None:
             wanted &= sub[:, H_MAX_TS] >= rng.min_timestamp_hint
+        self.stats.filtered_bytes += int(sub[~wanted, H_SIZE].sum())
         if wanted.all():
             runs = [(0, j - i)]
         else:
@@ -1050,20 +1103,40 @@ class RangeReader:
             runs = list(zip(starts, np.nonzero(edges == -1)[0].tolist(), strict=True))
         for a, b in runs:
             k, m = i + a, i + b
-            if FAST_WRAPPERS and bool((table[k:m, H_ATTRS] & 7).all()):
-                yield from self._legacy_wrapped(buf, table, k, m)
-                self.stats.batches += m - k
-                continue
-            start = int(table[k, H_WPOS])
-            end = int(table[m - 1, H_WPOS] + table[m - 1, H_SIZE])
-            resume = self._legacy_run(buf, start, end, self._meta_base + k, 1, 0, table, k)
-            row = k
-            while resume is not None:  # the sink filled up: hand over a batch, go on
-                yield from self._flush()
-                p, done = resume
-                row += done  # table row of the message to resume at
-                resume = self._legacy_run(buf, p, end, self._meta_base + row, 1, 0, table, row)
+            malformed0 = self.stats.malformed_bytes
+            try:
+                yield from self._legacy_messages(buf, table, k, m)
+            except CorruptDataError as exc:  # FAILFAST: count what was decoded before it
+                at = exc.position if exc.position is not None else 0
+                done = table[k:m][table[k:m, H_POS] < at]
+                self._legacy_decoded(done, malformed0)
+                raise
+            self._legacy_decoded(table[k:m], malformed0)
+
+    def _legacy_decoded(self, rows: np.ndarray, malformed0: int) -> None:
+        """Count top-level legacy messages ``rows`` as decoded, but for those skipped as
+        malformed since the stats said ``malformed0`` bytes."""
+        skipped = self.stats.malformed_bytes - malformed0
+        self.stats.bytes_decoded += int(rows[:, H_SIZE].sum()) - skipped
+
+    def _legacy_messages(
+        self, buf: np.ndarray, table: np.ndarray, k: int, m: int
+    ) -> Iterator[pa.RecordBatch]:
+        """Decode the wanted top-level legacy messages ``k..m-1`` of the window."""
+        if FAST_WRAPPERS and bool((table[k:m, H_ATTRS] & 7).all()):
+            yield from self._legacy_wrapped(buf, table, k, m)
             self.stats.batches += m - k
+            return
+        start = int(table[k, H_WPOS])
+        end = int(table[m - 1, H_WPOS] + table[m - 1, H_SIZE])
+        resume = self._legacy_run(buf, start, end, self._meta_base + k, 1, 0, table, k)
+        row = k
+        while resume is not None:  # the sink filled up: hand over a batch, go on
+            yield from self._flush()
+            p, done = resume
+            row += done  # table row of the message to resume at
+            resume = self._legacy_run(buf, p, end, self._meta_base + row, 1, 0, table, row)
+        self.stats.batches += m - k
 
     def _legacy_wrapped(
         self, buf: np.ndarray, table: np.ndarray, k: int, m: int

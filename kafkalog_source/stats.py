@@ -7,15 +7,37 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("kafkalog")
 
+MAX_PROBLEMS = 100  # messages kept in ``ReadStats.problems``
+MAX_LOGGED_PER_FILE = 5  # warnings logged per file; the rest are counted, and summed up once
+
+# Why bytes of a file were not decoded: the ReadStats field that counts each reason.
+SKIP_REASONS = {
+    "malformed": "malformed_bytes",
+    "truncated tail": "truncated_tail_bytes",
+    "zero tail": "zero_tail_bytes",
+    "filtered": "filtered_bytes",
+    "aborted": "aborted_bytes",
+    "control": "control_bytes",
+    "corrupt file": "corrupt_file_bytes",
+    "missing file": "missing_file_bytes",
+}
+
 
 @dataclass
 class ReadStats:
-    """What one read (a split, a file, or a whole ``read_table``) saw. Nothing is skipped silently."""
+    """What one read (a split, a file, or a whole ``read_table``) saw. Nothing is skipped silently.
+
+    Byte accounting: every byte of every range read (whole files unless offset or timestamp
+    bounds narrowed the plan) is counted once, in ``bytes_total``, and then either as decoded
+    (``bytes_decoded``: batches walked into rows) or under one skip reason (see
+    :data:`SKIP_REASONS` and :meth:`skipped_bytes_by_reason`), so that
+    ``bytes_decoded + sum(skipped_bytes_by_reason().values()) == bytes_total``.
+    """
 
     segments: int = 0
     batches: int = 0
     records: int = 0
-    bytes_read: int = 0
+    bytes_read: int = 0  # bytes of whole batches the framing scan went over
     control_batches: int = 0
     aborted_batches: int = 0
     # DROPMALFORMED / PERMISSIVE / ignoreCorruptFiles
@@ -26,23 +48,62 @@ class ReadStats:
     # file tails
     truncated_tails: int = 0
     zero_tails: int = 0
-    tail_bytes: int = 0
+    tail_bytes: int = 0  # truncated_tail_bytes + zero_tail_bytes
+    # byte accounting
+    bytes_total: int = 0
+    bytes_decoded: int = 0
+    truncated_tail_bytes: int = 0
+    zero_tail_bytes: int = 0
+    filtered_bytes: int = 0  # batches outside the offset/timestamp bounds or pushed filters
+    aborted_bytes: int = 0  # read_committed: batches of aborted transactions
+    control_bytes: int = 0  # control batches not asked for (includeControlRecords=false)
+    corrupt_file_bytes: int = 0  # ignoreCorruptFiles: the rest of a file after the damage
+    missing_file_bytes: int = 0  # ignoreMissingFiles: planned bytes of a file that disappeared
+    unlogged_problems: int = 0  # problems counted and kept, but not logged (per-file cap)
     problems: list[str] = field(default_factory=list)
+    _logged: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
-    def note(self, message: str, level: int = logging.WARNING) -> None:
-        """Record a problem, log it, and keep the first 100 messages."""
+    def note(self, message: str, level: int = logging.WARNING, path: str | None = None) -> None:
+        """Record a problem, and log it unless ``path`` already had ``MAX_LOGGED_PER_FILE``
+        problems logged (see :meth:`end_file`); keep the first 100 messages."""
+        if path is not None:
+            n = self._logged.get(path, 0)
+            self._logged[path] = n + 1
+            if n >= MAX_LOGGED_PER_FILE:
+                self.unlogged_problems += 1
+                level = logging.DEBUG
         log.log(level, message)
-        if len(self.problems) < 100:
+        if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(message)
+
+    def end_file(self, path: str) -> None:
+        """Log how many problems of ``path`` were not logged, once the file has been read."""
+        n = self._logged.pop(path, 0)
+        if n > MAX_LOGGED_PER_FILE:
+            log.warning(
+                "%s: %d more problems not logged (the first %d were; all are counted in ReadStats)",
+                path,
+                n - MAX_LOGGED_PER_FILE,
+                MAX_LOGGED_PER_FILE,
+            )
 
     def merge(self, other: ReadStats) -> None:
         """Add another read's counters into this one."""
         for name in self.__dataclass_fields__:
             if name == "problems":
-                room = 100 - len(self.problems)
+                room = MAX_PROBLEMS - len(self.problems)
                 self.problems.extend(other.problems[: max(room, 0)])
-            else:
+            elif name != "_logged":
                 setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def skipped_bytes_by_reason(self) -> dict[str, int]:
+        """Bytes not decoded, by reason (every reason, zero or not)."""
+        return {reason: getattr(self, name) for reason, name in SKIP_REASONS.items()}
+
+    @property
+    def unaccounted_bytes(self) -> int:
+        """Bytes neither decoded nor skipped under a reason: always 0 unless kafkalog has a bug."""
+        return self.bytes_total - self.bytes_decoded - sum(self.skipped_bytes_by_reason().values())
 
     @property
     def skipped(self) -> bool:
@@ -53,11 +114,14 @@ class ReadStats:
             or self.zero_tails
             or self.corrupt_files
             or self.missing_files
+            or (self.bytes_total and self.unaccounted_bytes)
         )
 
     def summary(self) -> str:
         """One line for logs."""
         parts = [f"{self.records} records in {self.batches} batches from {self.segments} segments"]
+        if self.bytes_total:
+            parts.append(f"decoded {self.bytes_decoded} of {self.bytes_total} bytes")
         if self.malformed_batches:
             parts.append(
                 f"skipped {self.malformed_batches} malformed batches ({self.malformed_bytes} bytes)"
@@ -69,6 +133,19 @@ class ReadStats:
             )
         if self.corrupt_files or self.missing_files:
             parts.append(
-                f"ignored {self.corrupt_files} corrupt, {self.missing_files} missing files"
+                f"ignored {self.corrupt_files} corrupt ({self.corrupt_file_bytes} bytes), "
+                f"{self.missing_files} missing files"
             )
+        wanted = {
+            "filtered by bounds": self.filtered_bytes,
+            "aborted": self.aborted_bytes,
+            "control": self.control_bytes,
+        }
+        left_out = ", ".join(f"{v} {k}" for k, v in wanted.items() if v)
+        if left_out:
+            parts.append(f"bytes not asked for: {left_out}")
+        if self.bytes_total and self.unaccounted_bytes:
+            parts.append(f"{self.unaccounted_bytes} bytes unaccounted for (a kafkalog bug)")
+        if self.unlogged_problems:
+            parts.append(f"{self.unlogged_problems} problems not logged")
         return "; ".join(parts)

@@ -532,13 +532,27 @@ def test_hostile_v2_batch_raises_record_structure_error(
 
 
 def test_size_field_larger_than_file_is_a_truncated_tail(tmp_path: Path) -> None:
-    tail = struct.pack(">qiib", 3, 1 << 30, 0, 2) + b"x" * 100
+    tail = struct.pack(">qiib", 3, 1 << 20, 0, 2) + b"x" * 100
     path = _write(tmp_path, GOOD + tail)
     stats = ReadStats()
     table = _timed(lambda: decode(path, stats))
     assert table.column("offset").to_pylist() == [0, 1, 2]
     assert stats.truncated_tails == 1 and stats.zero_tails == 0
     assert stats.tail_bytes == len(tail)
+
+
+def test_size_field_above_max_batch_bytes_is_damage_not_a_tail(tmp_path: Path) -> None:
+    """A final batch declaring more than maxBatchBytes is not an append in progress."""
+    tail = struct.pack(">qiib", 3, 1 << 30, 0, 2) + b"x" * 100
+    path = _write(tmp_path, GOOD + tail)
+    with pytest.raises(RecordStructureError, match="exceeds maxBatchBytes") as info:
+        _timed(lambda: decode(path))
+    assert info.value.position == len(GOOD)
+    stats = ReadStats()
+    table = _timed(lambda: decode(path, stats, mode="DROPMALFORMED"))
+    assert table.column("offset").to_pylist() == [0, 1, 2]
+    assert stats.truncated_tails == 0 and stats.malformed_batches == 1
+    assert stats.malformed_bytes == len(tail)
 
 
 def test_one_mib_zero_tail_ends_quietly(tmp_path: Path) -> None:
@@ -596,7 +610,7 @@ def test_nested_compressed_legacy_wrapper_is_rejected(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("tail", "says"),
     [
-        (struct.pack(">qiib", 3, 1 << 30, 0, 2) + b"x" * 100, "truncated final batch at byte"),
+        (struct.pack(">qiib", 3, 1 << 20, 0, 2) + b"x" * 100, "incomplete final batch at byte"),
         (bytes(4096), "zero-filled tail from byte"),
     ],
     ids=["truncated", "zeros"],

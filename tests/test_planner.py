@@ -19,7 +19,7 @@ from kafkalog_source.framing.headers import BatchHeader, Tail, walk_headers
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.planner import SegmentProbe, max_split_bytes, plan
 from kafkalog_source.planning.pruning import Pruning
-from kafkalog_source.planning.splits import NO_LIMIT, SegmentRange, Split
+from kafkalog_source.planning.splits import NO_LIMIT, NO_LOWER, SegmentRange, Split
 from kafkalog_source.storage.discovery import SegmentFile, discover
 from kafkalog_source.storage.indexes import (
     read_offset_index,
@@ -154,7 +154,7 @@ def test_large_segments_are_split_on_boundaries():
     assert len(big) == 12  # 3098017 bytes in pieces of about 256 KiB
     assert all(abs((r.end - r.start) - 256 * 1024) < 16 * 1024 for r in big[:-1])
     assert [r.at_file_end for r in big] == [False] * 11 + [True]
-    assert all(r.offset_lo == 0 and r.offset_hi == NO_LIMIT for r in big)
+    assert all(r.offset_lo == NO_LOWER and r.offset_hi == NO_LIMIT for r in big)
 
 
 def test_min_partitions_splits_further():
@@ -461,7 +461,7 @@ def test_ending_timestamp_and_by_partition_forms(where, topic, partition):
     assert all(r.timestamp_end is None for r in rs[:-1])
     # other partitions are not bounded by the per-partition forms
     others = [r for r in all_ranges(splits) if (r.topic, r.partition) != (topic, partition)]
-    assert all(r.timestamp_start is None and r.offset_lo == 0 for r in others)
+    assert all(r.timestamp_start is None and r.offset_lo == NO_LOWER for r in others)
     # a global ending timestamp past every record leaves the partition unbounded
     o = parse_options(path=str(where), endingTimestamp=10**15)
     rs = all_ranges(plan(o, segs))
@@ -525,7 +525,7 @@ def test_pruning_by_topic_partition_and_offsets():
     assert wanted <= covered
     assert len(covered) <= len(wanted) + 2
     # a hint never sets the exact bounds
-    assert all(r.offset_lo == 0 and r.offset_hi == NO_LIMIT for r in rs)
+    assert all(r.offset_lo == NO_LOWER and r.offset_hi == NO_LIMIT for r in rs)
 
 
 def test_pruning_by_min_timestamp_skips_proven_segments():

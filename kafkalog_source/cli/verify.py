@@ -19,7 +19,8 @@ them). For every segment it checks:
   segment: a copy taken while the broker was writing or after a crash looks like this, and the
   broker itself recovers it) and an *error* in any other segment (a rolled segment is never
   written again, so a damaged tail there means a damaged copy). Unreadable framing (a size field
-  below 14 that is not a zero fill, an unknown magic byte) is an error everywhere.
+  below 14 that is not a zero fill, an unknown magic byte, a final batch whose declared size
+  exceeds ``maxBatchBytes``: a damaged length field, not an append) is an error everywhere.
 * **.index** (SEGMENT_SPEC §5.4): the length is a multiple of 8; entries increase in offset and
   position; each position is the start of a batch; each entry's offset is the last offset of the
   batch at that position *or of a later batch before the next entry's position* (one append may
@@ -239,7 +240,9 @@ def verify_segment(
     try:
         size = os.fstat(fd).st_size
         report.size = size
-        headers, walk_end = _walk(fd, path, size, is_last, report, progress, done)
+        headers, walk_end = _walk(
+            fd, path, size, is_last, report, progress, done, options.max_batch_bytes
+        )
     finally:
         os.close(fd)
     report.batches = len(headers)
@@ -265,12 +268,15 @@ def _walk(
     report: SegmentReport,
     progress: Progress,
     done: int,
+    max_batch_bytes: int | None = None,
 ) -> tuple[list[BatchHeader], int]:
-    """Every batch header (framing layer), and the tail; returns the headers and where they end."""
+    """Every batch header (framing layer), and the tail; returns the headers and where they end.
+    A tail that cannot be an append in progress (too big, not a batch, not the last segment)
+    is unreadable framing, an error."""
     headers: list[BatchHeader] = []
     end = 0
     try:
-        for item in walk_headers(fd, path, 0, size, full=True):
+        for item in walk_headers(fd, path, 0, size, True, is_last, max_batch_bytes):
             if isinstance(item, Tail):
                 _tail(path, item, is_last, report)
                 break

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -197,14 +198,78 @@ def _is_zero(fd: int, pos: int, end: int, chunk: int = 1 << 20) -> bool:
     return True
 
 
-def classify_stop(fd: int, path: str, pos: int, end: int, prefix: bytes | None) -> Tail:
-    """Decide how the data at ``pos`` ends. Raises for a bad size field that is not a zero tail."""
+EVIDENCE_BYTES = 8 << 20  # how far a truncated tail is searched for the batch's true end
+
+
+def _true_end(fd: int, pos: int, end: int, prefix: bytes) -> int | None:
+    """Where the batch at ``pos`` really ends, when its size field runs past ``end`` but its
+    CRC matches a shorter length that ends at ``end`` or at the start of another whole batch:
+    evidence of a damaged length field, not of an append in progress. None when not found."""
+    magic = prefix[16]
+    data = os.pread(fd, min(end - pos, EVIDENCE_BYTES), pos)
+    first = 61 if magic == 2 else 26  # smallest legal batch
+    if len(data) < first:
+        return None
+    crc = struct.unpack_from(">I", data, 17 if magic == 2 else 12)[0]
+    skip = 21 if magic == 2 else 16  # the CRC covers the batch from this byte
+    import crc32c  # the planner imports this module: load these only for a truncated tail
+    import numpy as np
+
+    a = np.frombuffer(data, np.uint8)
+    n = len(data)
+    cand = np.arange(first, n - 16, dtype=np.int64)
+    if cand.size:
+        cand = cand[a[cand + 16] <= 2]
+        b = a.astype(np.int64)
+        size = (b[cand + 8] << 24) | (b[cand + 9] << 16) | (b[cand + 10] << 8) | b[cand + 11]
+        cand = cand[(size >= LEGACY_MIN_SIZE) & (cand + 12 + size <= end - pos)][:1000]
+    ends = cand.tolist()
+    if pos + n == end:
+        ends.append(n)
+    running, at = 0, skip
+    for q in ends:
+        if magic == 2:
+            running = crc32c.crc32c(data[at:q], running)
+        else:
+            running = zlib.crc32(data[at:q], running)
+        at = q
+        if running == crc:
+            return pos + q
+    return None
+
+
+def classify_stop(
+    fd: int,
+    path: str,
+    pos: int,
+    end: int,
+    prefix: bytes | None,
+    last_segment: bool = True,
+    max_batch_bytes: int | None = None,
+) -> Tail:
+    """Decide how the data at ``pos`` ends. Raises for a bad size field that is not a zero tail.
+
+    Kafka's reader stops quietly at a batch that runs past the end, because it may be an append
+    in progress; only the last segment of a partition is appended to. So a short or truncated
+    tail also raises when ``last_segment`` is false, when the declared size exceeds
+    ``max_batch_bytes`` (a damaged length field, not a batch being written), and when its magic
+    byte is not 0, 1 or 2 (not the start of a batch at all: a text file named ``.log``, say).
+    A zero-filled tail is preallocation or a crash, and always ends quietly.
+    """
     remaining = end - pos
     if remaining <= 0:
         return Tail("clean", pos, 0)
     if prefix is None or len(prefix) < PREFIX_SIZE:
-        kind = "zeros" if _is_zero(fd, pos, end) else "short"
-        return Tail(kind, pos, remaining)
+        if _is_zero(fd, pos, end):
+            return Tail("zeros", pos, remaining)
+        if not last_segment:
+            raise RecordStructureError(
+                f"{remaining} stray bytes after the last batch, in a segment that is not the "
+                "last of its partition (a rolled segment is never appended to again)",
+                path,
+                pos,
+            )
+        return Tail("short", pos, remaining)
     offset, size, _, magic = _PREFIX.unpack_from(prefix, 0)
     if size < LEGACY_MIN_SIZE:
         if _is_zero(fd, pos, end):
@@ -216,29 +281,64 @@ def classify_stop(fd: int, path: str, pos: int, end: int, prefix: bytes | None) 
             pos,
             offset,
         )
+    runs_past = f"a batch of {LOG_OVERHEAD + size} bytes runs past the end ({remaining} bytes left)"
+    plausible = 0 <= magic <= 2 and not (magic == 2 and LOG_OVERHEAD + size < V2_HEADER_SIZE)
+    true_end = _true_end(fd, pos, end, prefix) if plausible else None
+    problem = None
+    if magic > 2 or magic < 0:
+        problem = f"unknown magic byte {magic}, and {runs_past}: this is not a batch"
+    elif not plausible:
+        problem = f"v2 batch size {LOG_OVERHEAD + size} is smaller than the 61-byte batch header"
+    elif max_batch_bytes is not None and size > max_batch_bytes:
+        problem = (
+            f"batch size {size} exceeds maxBatchBytes={max_batch_bytes}, and {runs_past}: "
+            "a damaged length field, not an append in progress"
+        )
+    elif not last_segment:
+        problem = (
+            f"{runs_past} in a segment that is not the last of its partition (a rolled segment "
+            "is never appended to again, so this is a damaged length field or a cut copy)"
+        )
+    elif true_end is not None:
+        problem = f"{runs_past}: a damaged length field, not an append in progress"
+    if problem is not None:
+        if true_end is not None:
+            problem += f" (the batch's CRC matches its first {true_end - pos} bytes" + (
+                ", and more batches follow)" if true_end < end else ")"
+            )
+        exc = RecordStructureError(problem, path, pos, offset if plausible else None)
+        exc.resume_at = true_end  # where the next batch starts, when the CRC says so
+        raise exc
     return Tail("truncated", pos, remaining)
 
 
 def walk_headers(
-    fd: int, path: str, start: int, end: int, full: bool = False
+    fd: int,
+    path: str,
+    start: int,
+    end: int,
+    full: bool = False,
+    last_segment: bool = True,
+    max_batch_bytes: int | None = None,
 ) -> Iterator[BatchHeader | Tail]:
     """Yield the header of every complete batch in ``[start, end)``, then one :class:`Tail`.
 
     Reads 26 bytes per batch (the prefix plus a legacy message's attributes and timestamp), or 61
     when ``full`` is true (to get v2 timestamps and producer fields). It never reads record data.
-    Magic bytes other than 0, 1 and 2 raise.
+    Magic bytes other than 0, 1 and 2 raise; so does a tail that cannot be an append in
+    progress (see :func:`classify_stop`, which gets ``last_segment`` and ``max_batch_bytes``).
     """
     pos = start
     want = V2_HEADER_SIZE if full else 26
     while True:
         if end - pos < PREFIX_SIZE:
-            yield classify_stop(fd, path, pos, end, None)
+            yield classify_stop(fd, path, pos, end, None, last_segment, max_batch_bytes)
             return
         data = os.pread(fd, min(want, end - pos), pos)
         offset, size, _, magic = _PREFIX.unpack_from(data, 0)
         total = LOG_OVERHEAD + size
         if size < LEGACY_MIN_SIZE or pos + total > end:
-            yield classify_stop(fd, path, pos, end, data)
+            yield classify_stop(fd, path, pos, end, data, last_segment, max_batch_bytes)
             return
         if magic > 2 or magic < 0:
             raise UnsupportedFormatError(f"unknown magic byte {magic}", path, pos, offset)

@@ -63,7 +63,7 @@ from ..options import EARLIEST, LATEST, ReadOptions
 from ..storage.discovery import SegmentFile, discover
 from ..storage.indexes import absolute_offsets, read_offset_index, read_time_index, sibling_path
 from .pruning import Pruning
-from .splits import NO_LIMIT, SegmentRange, Split
+from .splits import NO_LIMIT, NO_LOWER, SegmentRange, Split
 from .transactions import LogTransactions, log_transactions
 
 log = logging.getLogger("kafkalog")
@@ -407,10 +407,11 @@ class _Extent:
     start: int
     end: int
     start_header: BatchHeader | None
-    offset_lo: int = 0
+    offset_lo: int = NO_LOWER
     offset_hi: int = NO_LIMIT
     timestamp_start: int | None = None
     timestamp_end: int | None = None
+    last_segment: bool = True  # the last segment file of its partition directory
     min_timestamp_hint: int | None = None
     order: int = 0
     txn: LogTransactions | None = None  # read_committed: the partition log's transactions
@@ -418,7 +419,7 @@ class _Extent:
 
 @dataclass
 class _PartitionBounds:
-    lo: int = 0
+    lo: int = NO_LOWER  # earliest: the first batch of the log, whatever its offsets
     hi: int = NO_LIMIT
     ts_start: int | None = None
     ts_end: int | None = None
@@ -428,7 +429,7 @@ def _bounds_for(key: tuple[str, int] | None, options: ReadOptions) -> _Partition
     b = _PartitionBounds()
     if isinstance(options.starting_offsets, dict) and key is not None:
         v = options.starting_offsets.get(key, EARLIEST)  # never LATEST: rejected when parsed
-        b.lo = 0 if v == EARLIEST else v
+        b.lo = NO_LOWER if v == EARLIEST else v
     if isinstance(options.ending_offsets, dict) and key is not None:
         v = options.ending_offsets.get(key, LATEST)  # never EARLIEST: rejected when parsed
         b.hi = NO_LIMIT if v == LATEST else v
@@ -557,6 +558,7 @@ def _segment_extent(
     if start_header is None or start_header.position != start:
         start_header = p.header(start)
     ext = _Extent(p, start, end, start_header, b.lo, b.hi, order=0)
+    ext.last_segment = i == len(probes) - 1 or base is None
     if ts_start is not None and i == ts_start[0] and start == ts_start[1].position:
         ext.timestamp_start = b.ts_start
     if ts_end is not None and i == ts_end[0] and end == ts_end[1].end:
@@ -651,6 +653,7 @@ def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
         start=start,
         end=end,
         at_file_end=end == seg.size,
+        last_segment=ext.last_segment,
         topic=seg.topic,
         partition=seg.partition,
         segment_base_offset=seg.base_offset,

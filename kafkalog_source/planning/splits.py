@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 NO_LIMIT = 2**63 - 1
+NO_LOWER = -(2**63)  # no lower offset bound: records with negative offsets are returned too
 
 
 @dataclass(frozen=True)
@@ -12,7 +13,9 @@ class SegmentRange:
     """A byte range ``[start, end)`` of one ``.log`` file that starts and ends on batch boundaries.
 
     ``at_file_end`` is true when ``end`` is the end of the file, so the reader classifies the tail
-    (truncated batch, zero fill) there. Record-level bounds are exact: the reader returns only
+    (truncated batch, zero fill) there; ``last_segment`` is true when the file is the last segment
+    of its partition (or has no known siblings), the only one where a truncated batch may be an
+    append in progress and ends the read quietly. Record-level bounds are exact: the reader returns only
     records with ``offset_lo <= offset < offset_hi``. ``timestamp_start`` implements Spark's
     ``startingTimestamp`` rule (records from the first one whose timestamp is >= it) and
     ``timestamp_end`` the matching end rule (records before the first one whose timestamp is >= it);
@@ -23,10 +26,11 @@ class SegmentRange:
     start: int
     end: int
     at_file_end: bool = True
+    last_segment: bool = True
     topic: str | None = None
     partition: int | None = None
     segment_base_offset: int | None = None
-    offset_lo: int = 0
+    offset_lo: int = NO_LOWER
     offset_hi: int = NO_LIMIT
     # Batch-level pruning hints from pushed filters (never exact: Spark re-applies the filters).
     min_timestamp_hint: int | None = None
