@@ -361,7 +361,7 @@ def test_dump_jsonl_is_typed_and_matches_the_manifest(manifest):
 
 def test_dump_usage_errors():
     out = run_cli("dump", "/nonexistent/00000000000000000000.log", "notes.txt")
-    assert out.returncode == 2
+    assert out.returncode == 1  # a missing file is bad input (exit 1); usage errors exit 2
     assert out.stdout.splitlines() == [
         "Dumping /nonexistent/00000000000000000000.log",
         "Dumping notes.txt",
@@ -499,9 +499,9 @@ def test_verify_flags_corrupt_index_and_timeindex(manifest, tmp_path):
 
 def test_verify_usage_errors():
     missing = run_cli("verify", "/nonexistent/kafka-logs")
-    assert missing.returncode == 2
+    assert missing.returncode == 1  # bad input, not bad usage
     assert missing.stderr.splitlines() == [
-        "kafkalog: error: /nonexistent/kafka-logs: no such file or directory"
+        "kafkalog: error: Path does not exist: /nonexistent/kafka-logs"
     ]
     assert missing.stdout == ""
 
