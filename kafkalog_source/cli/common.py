@@ -70,17 +70,16 @@ def command_options(
     from .main import CommandError
 
     options = parse_option_args(items)
-    parse_options(options)  # unknown names and malformed values, with "did you mean"
     if accepted is not None:
         canonical = {n.lower(): n for n in OPTION_NAMES}
         allowed = {a.lower() for a in accepted}
         for key in options:
-            if key.lower() not in allowed:
-                name = canonical.get(key.lower(), key)
+            if key.lower() in canonical and key.lower() not in allowed:
                 raise CommandError(
-                    f"{command}: option {name!r} has no effect here; {command} takes "
-                    f"{', '.join(accepted)}"
+                    f"{command}: option {canonical[key.lower()]!r} has no effect here; "
+                    f"{command} takes {', '.join(accepted)}"
                 )
+    parse_options(options)  # unknown names and malformed values, with "did you mean"
     return options
 
 
