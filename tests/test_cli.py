@@ -633,3 +633,36 @@ def test_convert_spark_engine(tmp_path):
     result = run_cli("convert", str(logdir), str(out), "--option", "includeHeaders=false")
     assert result.returncode == 0, result.stderr
     assert _parquet_counts(out) == _reader_counts(logdir, includeHeaders=False)
+    # Both engines write the same Parquet schema, `timestamp` as INT64 microseconds adjusted to
+    # UTC (not Spark's legacy INT96), and print the same summary line.
+    arrow_out = tmp_path / "arrow"
+    arrow = run_cli("convert", str(logdir), str(arrow_out), "--engine", "arrow",
+                    "--option", "includeHeaders=false")  # fmt: skip
+    assert arrow.returncode == 0, arrow.stderr
+    import pyarrow.parquet as pq
+
+    schemas = {}
+    for engine, root in (("spark", out), ("arrow", arrow_out)):
+        files = sorted(root.rglob("*.parquet"))
+        assert {f.parent.relative_to(root).as_posix() for f in files} == {
+            "topic=orders/partition=0", "topic=orders/partition=1"
+        }  # fmt: skip
+        schema = pq.ParquetFile(files[0]).schema
+        ts = schema.column(schema.names.index("timestamp"))
+        assert ts.physical_type == "INT64", engine
+        logical = ts.logical_type.to_json()
+        got = {
+            k: v
+            for k, v in json.loads(logical).items()
+            if k in ("Type", "isAdjustedToUTC", "timeUnit")
+        }
+        assert got == {"Type": "Timestamp", "isAdjustedToUTC": True,
+                       "timeUnit": "microseconds"}, (engine, logical)  # fmt: skip
+        schemas[engine] = [
+            (c.path, c.physical_type, c.logical_type.to_json(), c.max_definition_level)
+            for c in (schema.column(i) for i in range(len(schema)))
+        ]
+    assert schemas["spark"] == schemas["arrow"]
+    line = "kafkalog: wrote {} (60 rows in 2 partitions)"
+    assert result.stderr.splitlines()[-1] == line.format(out)
+    assert arrow.stderr.splitlines()[-1] == line.format(arrow_out)

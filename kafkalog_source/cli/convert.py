@@ -105,22 +105,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary_line(shown: str, out: str) -> str:
-    """``kafkalog: wrote OUT (R rows in F files, P partitions)``, counted from the Parquet footers
-    under ``out``, so both engines print the same line for the same data."""
+    """``kafkalog: wrote OUT (R rows in P partitions)``, counted from the Parquet footers under
+    ``out``, so both engines print the same line for the same data (how many files each writes
+    per partition differs)."""
     import pyarrow.parquet as pq
 
-    rows = files = 0
+    rows = 0
     partitions: set[str] = set()
     for directory, _, names in os.walk(out):
         for name in names:
             if name.endswith(".parquet"):
                 rows += pq.ParquetFile(os.path.join(directory, name)).metadata.num_rows
-                files += 1
                 partitions.add(os.path.relpath(directory, out))
-    return (
-        f"kafkalog: wrote {shown} ({rows} rows in {files} file{'' if files == 1 else 's'}, "
-        f"{len(partitions)} partition{'' if len(partitions) == 1 else 's'})"
-    )
+    n = len(partitions)
+    return f"kafkalog: wrote {shown} ({rows} rows in {n} partition{'' if n == 1 else 's'})"
 
 
 def convert_arrow(path: str, out: str, options: dict[str, str], mode: str, show: bool) -> int:
