@@ -105,7 +105,8 @@ def register(subparsers: Any) -> None:
             "Check every segment under PATH: CRCs and record structure (with the data "
             "source's decoder), offset order, .index/.timeindex/.txnindex against the log, "
             "truncated or zero-filled tails. Prints problems, one summary line per segment and "
-            "a total. Exit 0 when clean, 1 when anything is wrong, 2 for usage or I/O errors."
+            "a total. Exit 0 when clean, 1 when anything is wrong (or PATH is missing or holds no "
+            "segment file), 2 for usage errors."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="segment file or directory")
