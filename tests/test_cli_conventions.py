@@ -467,3 +467,14 @@ def test_wheel_ships_conf_and_its_query_is_quiet(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-2:] == ["30", "(1 row)"]
     _assert_quiet(out.stderr)
+
+
+def test_dump_applies_max_batch_bytes_and_refuses_other_options():
+    log = _samples() / "orders-0" / "00000000000000000000.log"
+    out = run_cli("dump", "--deep-iteration", "-o", "maxBatchBytes=1k", str(log))
+    assert "byte 784: batch baseOffset 10: batch size 1784 exceeds maxBatchBytes=1024" in out.stderr
+    refused = run_cli("dump", "-o", "isolationLevel=read_committed", str(log))
+    assert refused.returncode == 2
+    assert "dump: option 'isolationLevel' has no effect here; dump takes maxBatchBytes" in (
+        refused.stderr
+    )
