@@ -31,7 +31,6 @@ COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert")
 EXIT_OK = 0
 EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)
 EXIT_USAGE = 2  # bad usage: arguments, unknown options, malformed option values, SQL errors
-EXIT_ERROR = EXIT_USAGE  # the old name
 
 EXIT_CODES_HELP = """\
 exit codes (every command):
