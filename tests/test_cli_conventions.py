@@ -156,6 +156,16 @@ def test_spark_refuses_nothing_to_read(spark, nothing):
 
 
 @pytest.mark.spark
+def test_local_session_sees_the_discovered_source(spark):
+    """local_session registers the source only when Spark does not know it (registering over
+    the auto-discovered one logs a WARN): the JVM lookup it relies on must work."""
+    from kafkalog_source.spark.session import _source_known
+
+    assert _source_known(spark, "kafkalog")
+    assert not _source_known(spark, "no-such-source")
+
+
+@pytest.mark.spark
 @pytest.mark.slow
 def test_query_allow_empty_and_a_quiet_spark(nothing):
     """One Spark start: the opt-out through query, and stderr free of Spark's logging."""
