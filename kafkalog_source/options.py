@@ -66,6 +66,7 @@ class ReadOptions:
     modified_after: float | None = None
     ignore_missing_files: bool = False
     ignore_corrupt_files: bool = False
+    allow_empty: bool = False  # a path with no segment file reads as empty instead of failing
     # raw option names as given, for error messages
     given: tuple[str, ...] = field(default=(), compare=False)
 
@@ -242,6 +243,7 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     "modifiedAfter": ("modified_after", _timestamp_ms),
     "ignoreMissingFiles": ("ignore_missing_files", _bool),
     "ignoreCorruptFiles": ("ignore_corrupt_files", _bool),
+    "allowEmpty": ("allow_empty", _bool),
 }
 _BY_LOWER = {k.lower(): k for k in _PARSERS}
 

@@ -361,7 +361,7 @@ def test_dump_jsonl_is_typed_and_matches_the_manifest(manifest):
 
 def test_dump_usage_errors():
     out = run_cli("dump", "/nonexistent/00000000000000000000.log", "notes.txt")
-    assert out.returncode == 2
+    assert out.returncode == 1  # a missing file is bad input (exit 1); usage errors exit 2
     assert out.stdout.splitlines() == [
         "Dumping /nonexistent/00000000000000000000.log",
         "Dumping notes.txt",
@@ -499,9 +499,9 @@ def test_verify_flags_corrupt_index_and_timeindex(manifest, tmp_path):
 
 def test_verify_usage_errors():
     missing = run_cli("verify", "/nonexistent/kafka-logs")
-    assert missing.returncode == 2
+    assert missing.returncode == 1  # bad input, not bad usage
     assert missing.stderr.splitlines() == [
-        "kafkalog: error: /nonexistent/kafka-logs: no such file or directory"
+        "kafkalog: error: Path does not exist: /nonexistent/kafka-logs"
     ]
     assert missing.stdout == ""
 
@@ -633,3 +633,36 @@ def test_convert_spark_engine(tmp_path):
     result = run_cli("convert", str(logdir), str(out), "--option", "includeHeaders=false")
     assert result.returncode == 0, result.stderr
     assert _parquet_counts(out) == _reader_counts(logdir, includeHeaders=False)
+    # Both engines write the same Parquet schema, `timestamp` as INT64 microseconds adjusted to
+    # UTC (not Spark's legacy INT96), and print the same summary line.
+    arrow_out = tmp_path / "arrow"
+    arrow = run_cli("convert", str(logdir), str(arrow_out), "--engine", "arrow",
+                    "--option", "includeHeaders=false")  # fmt: skip
+    assert arrow.returncode == 0, arrow.stderr
+    import pyarrow.parquet as pq
+
+    schemas = {}
+    for engine, root in (("spark", out), ("arrow", arrow_out)):
+        files = sorted(root.rglob("*.parquet"))
+        assert {f.parent.relative_to(root).as_posix() for f in files} == {
+            "topic=orders/partition=0", "topic=orders/partition=1"
+        }  # fmt: skip
+        schema = pq.ParquetFile(files[0]).schema
+        ts = schema.column(schema.names.index("timestamp"))
+        assert ts.physical_type == "INT64", engine
+        logical = ts.logical_type.to_json()
+        got = {
+            k: v
+            for k, v in json.loads(logical).items()
+            if k in ("Type", "isAdjustedToUTC", "timeUnit")
+        }
+        assert got == {"Type": "Timestamp", "isAdjustedToUTC": True,
+                       "timeUnit": "microseconds"}, (engine, logical)  # fmt: skip
+        schemas[engine] = [
+            (c.path, c.physical_type, c.logical_type.to_json(), c.max_definition_level)
+            for c in (schema.column(i) for i in range(len(schema)))
+        ]
+    assert schemas["spark"] == schemas["arrow"]
+    line = "kafkalog: wrote {} (60 rows in 2 partitions)"
+    assert result.stderr.splitlines()[-1] == line.format(out)
+    assert arrow.stderr.splitlines()[-1] == line.format(arrow_out)

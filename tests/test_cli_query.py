@@ -102,7 +102,7 @@ def test_query_shows_text_hex_and_times_and_fails_in_one_line_on_bad_data(tmp_pa
     data[position + 100] ^= 0xFF
     target.write_bytes(bytes(data))
     bad = run_cli("query", str(logdir), "SELECT count(*) FROM kafkalog")
-    assert bad.returncode == 2
+    assert bad.returncode == 1  # bad data
     errors = _error_lines(bad.stderr)
     assert len(errors) == 1, bad.stderr
     assert str(target) in errors[0]
@@ -123,15 +123,15 @@ def test_malformed_option_and_missing_path():
     assert out.returncode == 2
     assert "--option expects KEY=VALUE" in out.stderr
     missing = run_cli("query", "/nonexistent/kafka-logs", "SELECT 1", timeout=120)
-    assert missing.returncode == 2
+    assert missing.returncode == 1
     assert _error_lines(missing.stderr) == [
-        "kafkalog: error: /nonexistent/kafka-logs: no such file or directory"
+        "kafkalog: error: Path does not exist: /nonexistent/kafka-logs"
     ]
 
 
 def test_verbose_prints_the_traceback():
     out = run_cli("-v", "query", "/nonexistent/kafka-logs", "SELECT 1", timeout=120)
-    assert out.returncode == 2
+    assert out.returncode == 1
     assert "Traceback" in out.stderr
     assert _error_lines(out.stderr)
 

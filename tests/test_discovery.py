@@ -219,7 +219,11 @@ def test_directory_with_loose_segments(tmp_path):
 
 def test_empty_directory(tmp_path):
     (tmp_path / "empty").mkdir()
-    assert discover(parse_options(path=str(tmp_path / "empty"))) == []
+    with pytest.raises(
+        PathError, match=r"no segment files \(.log\) found under .*empty: it is empty"
+    ):
+        discover(parse_options(path=str(tmp_path / "empty")))
+    assert discover(parse_options(path=str(tmp_path / "empty"), allowEmpty="true")) == []
 
 
 # -- filters ----------------------------------------------------------------------------------
@@ -228,7 +232,10 @@ def test_empty_directory(tmp_path):
 def test_path_glob_filter(messy_log_dir):
     got = found(messy_log_dir, path=str(messy_log_dir), pathGlobFilter="*5.log")
     assert [g[0] for g in got] == [os.path.join("t-0", seg_name(5))]
-    assert found(messy_log_dir, path=str(messy_log_dir), pathGlobFilter="*.index") == []
+    with pytest.raises(PathError, match="segment files left out by pathGlobFilter"):
+        found(messy_log_dir, path=str(messy_log_dir), pathGlobFilter="*.index")
+    got = found(messy_log_dir, path=str(messy_log_dir), pathGlobFilter="*.index", allowEmpty=True)
+    assert got == []
 
 
 def test_modified_before_and_after(tmp_path):

@@ -357,7 +357,13 @@ def test_options_that_keep_every_row(spark, name):
 
 @pytest.mark.spark
 def test_modified_after_everything_reads_nothing(spark):
+    # nothing left to read is an error naming the path and the filters, unless allowEmpty=true
     df = kafkalog(spark, str(_samples() / "orders-0"), modifiedAfter="2999-01-01T00:00:00")
+    with pytest.raises(Exception, match="1 segment file left out by pathGlobFilter, modifiedB"):
+        df.count()
+    df = kafkalog(
+        spark, str(_samples() / "orders-0"), modifiedAfter="2999-01-01T00:00:00", allowEmpty="true"
+    )
     assert df.count() == 0
 
 

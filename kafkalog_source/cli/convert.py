@@ -26,13 +26,16 @@ import shutil
 import sys
 from typing import Any
 
-from .common import add_option_argument, add_verbose_argument, parse_option_args
+from .common import add_common_arguments, command_options
 from .progress import Progress, wanted
 
 ENGINES = ("spark", "arrow")
 FORMATS = ("parquet",)
 PARTITION_COLUMNS = ("topic", "partition")
 CHUNK_BYTES = 64 << 20  # Arrow data gathered before each write (arrow engine)
+# The Spark engine writes Parquet as the arrow engine does: `timestamp` as INT64 microseconds,
+# adjusted to UTC (Spark's default is the legacy INT96).
+SPARK_WRITE_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 
 
 def register(subparsers: Any) -> None:
@@ -55,7 +58,6 @@ def register(subparsers: Any) -> None:
         default="spark",
         help="spark: a local Spark job (default); arrow: no Spark, streaming on one machine",
     )
-    add_option_argument(p, "isolationLevel=read_committed")
     p.add_argument(
         "--mode",
         choices=("error", "overwrite"),
@@ -63,21 +65,22 @@ def register(subparsers: Any) -> None:
         help="error: refuse a non-empty OUT (default); overwrite: replace OUT",
     )
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-    add_verbose_argument(p)
+    add_common_arguments(
+        p, "no progress display and no summary line", "isolationLevel=read_committed"
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Check OUT, then convert with the chosen engine."""
-    from ..errors import PathError
     from ..options import parse_options
+    from ..storage.discovery import discover
     from .main import CommandError
 
-    options = parse_option_args(args.option)
-    parse_options(options, paths=args.path)  # bad options fail here, before any work
-    if not os.path.exists(args.path):
-        raise PathError(f"{args.path}: no such file or directory")
+    options = command_options(args.option, "convert")
+    # Bad options, a missing path or nothing to read fail here, before any work (the reader
+    # applies the same rule).
+    discover(parse_options(options, paths=args.path))
     out = os.path.abspath(args.out)
     src = os.path.abspath(args.path)
     if out == src or src.startswith(out.rstrip(os.sep) + os.sep):
@@ -91,15 +94,31 @@ def run(args: argparse.Namespace) -> int:
             )
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     if args.engine == "arrow":
-        rows = convert_arrow(args.path, out, options, args.mode, wanted(args.quiet))
+        convert_arrow(args.path, out, options, args.mode, wanted(args.quiet))
     else:
-        rows = convert_spark(
+        convert_spark(
             args.path, out, options, args.mode, args.master, args.verbose, wanted(args.quiet)
         )
     if not args.quiet:
-        shown = f"{rows} rows" if rows is not None else "done"
-        print(f"kafkalog: wrote {args.out} ({shown})", file=sys.stderr)
+        print(summary_line(args.out, out), file=sys.stderr)
     return 0
+
+
+def summary_line(shown: str, out: str) -> str:
+    """``kafkalog: wrote OUT (R rows in P partitions)``, counted from the Parquet footers under
+    ``out``, so both engines print the same line for the same data (how many files each writes
+    per partition differs)."""
+    import pyarrow.parquet as pq
+
+    rows = 0
+    partitions: set[str] = set()
+    for directory, _, names in os.walk(out):
+        for name in names:
+            if name.endswith(".parquet"):
+                rows += pq.ParquetFile(os.path.join(directory, name)).metadata.num_rows
+                partitions.add(os.path.relpath(directory, out))
+    n = len(partitions)
+    return f"kafkalog: wrote {shown} ({rows} rows in {n} partition{'' if n == 1 else 's'})"
 
 
 def convert_arrow(path: str, out: str, options: dict[str, str], mode: str, show: bool) -> int:
@@ -181,7 +200,9 @@ def convert_spark(
     from .query import _quiet_python_loggers
 
     _quiet_python_loggers(verbose=verbose)
-    extra = {"spark.ui.showConsoleProgress": "true"} if show else None
+    extra = dict(SPARK_WRITE_CONF)
+    if show:
+        extra["spark.ui.showConsoleProgress"] = "true"
     spark = local_session("kafkalog-convert", master=master, extra_conf=extra)
     try:
         if not verbose:

@@ -35,8 +35,8 @@ Deviations from kafka-dump-log (deliberate):
   ``Mismatches`` summary (Kafka dies with NoSuchElementException); a time index entry is matched
   against the log's batches from the start of the file, not from the offset index's position.
 * Missing files and files Kafka cannot name (no numeric base offset) get one stderr line each and
-  the dump goes on with the next file; the exit code is 2 if a file could not be opened, else 1
-  if a file could not be dumped to its end, else 0. Kafka's stderr maps are printed per file in
+  the dump goes on with the next file; the exit code is 1 if a file could not be opened or
+  dumped to its end, else 0. Kafka's stderr maps are printed per file in
   command-line order (Kafka: hash-map order).
 * ``--max-bytes`` is not limited to 2 GiB, and files larger than 2 GiB are read whole.
 
@@ -88,7 +88,7 @@ from typing import Any, TextIO
 from ..errors import CorruptDataError
 from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail, walk_headers
 from . import segments as seg
-from .common import add_verbose_argument, non_negative
+from .common import add_common_arguments, command_options, non_negative
 from .progress import Progress, wanted
 
 INT_MAX = 2**31 - 1
@@ -96,7 +96,8 @@ DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 RECORD_INDENT = "|"
 PROGRESS_MIN_BYTES = 64 << 20
 EXIT_INCOMPLETE = 1
-EXIT_IO = 2
+EXIT_IO = 1  # a file that cannot be opened is bad input too (the CLI's one exit code convention)
+DUMP_OPTIONS = ("maxBatchBytes",)  # the reader options dump uses (its reader, for records)
 
 _RECORD_COLUMNS = (
     "key",
@@ -172,14 +173,15 @@ def register(subparsers: Any) -> None:
         help="text: the Java kafka-dump-log (default); scala: the 2024 Scala tool; "
         "jsonl: one JSON object per batch/record/entry",
     )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-    add_verbose_argument(p)
+    add_common_arguments(p, "no progress display", "maxBatchBytes=256m (the only one dump uses)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Dump every file; return 0, 1 (a file could not be dumped to its end) or 2 (I/O)."""
+    """Dump every file; return 0, or 1 when a file could not be opened or dumped to its end."""
     from .main import CommandError
+
+    args.reader_options = command_options(args.option, "dump", DUMP_OPTIONS)
 
     files = list(args.files)
     for item in args.files_opt:
@@ -289,6 +291,7 @@ class Dumper:
         self.max_bytes = int(args.max_bytes)
         self.max_message_size = int(args.max_message_size)
         self.verify_only = bool(args.verify_index_only)
+        self.reader_options: dict[str, str] = dict(getattr(args, "reader_options", {}))
         self.exit_code = 0
         # stderr summaries: (absolute path, entries) in command-line order
         self.index_mismatches: list[tuple[str, dict[int, int] | list[tuple[int, int]]]] = []
@@ -400,7 +403,7 @@ class Dumper:
             from ..stats import ReadStats
 
             stats = ReadStats()
-            options = seg.reader_options(False)
+            options = seg.reader_options(False, **self.reader_options)
         pairs: Any = [] if self.scala else {}
         state = {"last": -1}
         tail: Tail | None = None
@@ -771,7 +774,7 @@ class Dumper:
     def _max_record_timestamp(self, log_path: str, h: BatchHeader) -> int:
         """The largest record timestamp of one batch, from the reader (-1 for none)."""
         best = -1
-        options = seg.reader_options(False)
+        options = seg.reader_options(False, **self.reader_options)
         batches = seg.read_rows(log_path, h.position, h.end, ("timestamp",), options)
         for rb in batches:
             for ts in seg.timestamps_ms(rb.column(0)):

@@ -10,8 +10,10 @@ command module provides two functions:
 Keep the top-level imports of command modules light: every command's module is imported to build
 the parser, so import Spark (or anything heavy) inside ``run``.
 
-Errors are reported by :func:`main` as one line on stderr with exit code 2; ``--verbose`` adds
-the traceback.
+Errors are reported by :func:`main` as one line on stderr; ``--verbose`` adds the traceback.
+Every subcommand follows one exit code convention (:data:`EXIT_CODES_HELP`): 0 success, 1 bad
+data (the input is damaged, missing or holds nothing to read), 2 bad usage. Every subcommand
+takes the common flags of :mod:`.common` (``-v``, ``-q``, ``-o``).
 """
 
 from __future__ import annotations
@@ -27,26 +29,59 @@ from collections.abc import Sequence
 COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert")
 
 EXIT_OK = 0
-EXIT_ERROR = 2
+EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)
+EXIT_USAGE = 2  # bad usage: arguments, unknown options, malformed option values, SQL errors
+
+EXIT_CODES_HELP = """\
+exit codes (every command):
+  0  success
+  1  bad data: a damaged segment (a kafkalog error such as CorruptDataError,
+     ChecksumError or DataLossError), a path that does not exist or holds no
+     segment file (see the option allowEmpty), problems found by verify, a file
+     dump could not read to its end; also any unexpected failure
+  2  bad usage: wrong arguments, an unknown option or a malformed option value,
+     conflicting arguments (e.g. a non-empty OUT), a SQL error in query
+"""
 
 
 class CommandError(Exception):
-    """A usage or input problem a command reports as one line (exit code 2)."""
+    """A usage problem a command reports as one line (exit code 2)."""
+
+
+def version() -> str:
+    """The installed distribution's version, else the package's ``__version__``."""
+    try:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as dist_version
+
+        return dist_version("kafkalog")
+    except PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every registered subcommand."""
     parser = argparse.ArgumentParser(
-        prog="kafkalog", description="Read Apache Kafka log segment files (.log)."
+        prog="kafkalog",
+        description="Read Apache Kafka log segment files (.log).",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"kafkalog {version()}")
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print the full traceback on errors"
     )
+    parser.add_argument("-q", "--quiet", action="store_true", help="less output (see COMMAND -h)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in COMMANDS:
         module = importlib.import_module(f"{__package__}.{name}")
         module.register(subparsers)
+    for sub in subparsers.choices.values():
+        sub.epilog = EXIT_CODES_HELP
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 
@@ -63,7 +98,27 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "verbose", False):
             traceback.print_exc()
         print(f"kafkalog: error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_ERROR
+        return exit_code(exc)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for a failure: 2 for bad usage, 1 for bad data and anything else."""
+    from ..errors import KafkaLogError, OptionError
+
+    if isinstance(exc, (CommandError, OptionError)):
+        return EXIT_USAGE
+    if isinstance(exc, KafkaLogError):
+        return EXIT_DATA
+    # A kafkalog error raised in a Spark Python worker arrives wrapped in Spark's exceptions.
+    ours = _our_errors(str(exc))
+    if ours:
+        return EXIT_USAGE if ours[-1].group("cls") == "OptionError" else EXIT_DATA
+    if "pyspark" in sys.modules:
+        from pyspark.errors import AnalysisException
+
+        if isinstance(exc, AnalysisException):  # the SQL does not parse or resolve
+            return EXIT_USAGE
+    return EXIT_DATA
 
 
 # "kafkalog_source.errors.CorruptDataError: /x.log: byte 61: ..." in a Python worker traceback.
@@ -71,6 +126,11 @@ _WORKER_ERROR = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?(?P<cls>[A-Z]\w*(?:Error|Exception)): (?P<msg>.+)$", re.M
 )
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
+
+
+def _our_errors(text: str) -> list[re.Match[str]]:
+    """The ``kafkalog_source.errors.XError: message`` lines in a wrapped worker traceback."""
+    return [m for m in _WORKER_ERROR.finditer(text) if "kafkalog_source" in m.group(0)]
 
 
 def one_line(exc: BaseException) -> str:
@@ -82,7 +142,7 @@ def one_line(exc: BaseException) -> str:
     text = str(exc)
     # Errors raised in Python workers arrive wrapped in Spark exceptions with the worker's
     # traceback inside; the last "SomethingError: message" line is the real cause.
-    ours = [m for m in _WORKER_ERROR.finditer(text) if "kafkalog_source" in m.group(0)]
+    ours = _our_errors(text)
     if not ours:
         ours = [
             m

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import re
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from .common import add_option_argument, non_negative, parse_option_args
+from .common import add_common_arguments, command_options, non_negative
 
 VIEW = "kafkalog"
 DEFAULT_MAX_ROWS = 1000
@@ -37,7 +36,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("path", metavar="PATH", help="segment file or directory")
     p.add_argument("sql", metavar="SQL", help=f'a query, e.g. "SELECT count(*) FROM {VIEW}"')
-    add_option_argument(p, "isolationLevel=read_committed")
+    add_common_arguments(
+        p, "no progress display (Spark's, on a terminal)", "isolationLevel=read_committed"
+    )
     p.add_argument(
         "--max-rows",
         type=non_negative,
@@ -58,22 +59,20 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the query and print the result table to stdout."""
-    from ..errors import PathError
     from ..options import parse_options
+    from ..storage.discovery import discover
+    from .progress import wanted
 
-    options = parse_option_args(args.option)
-    parse_options(options, paths=args.path)  # fail fast, before starting Spark
-    if (
-        "://" not in args.path
-        and not any(c in args.path for c in "*?[")
-        and not os.path.exists(args.path)
-    ):
-        raise PathError(f"{args.path}: no such file or directory")
+    options = command_options(args.option, "query")
+    # Fail fast, before starting Spark: bad options, a missing path, nothing to read (the
+    # data source applies the same rule when it plans the read).
+    discover(parse_options(options, paths=args.path))
 
     _quiet_python_loggers(verbose=args.verbose)
     from ..spark.session import local_session
 
-    spark = local_session("kafkalog-query", master=args.master)
+    extra = {"spark.ui.showConsoleProgress": "true"} if wanted(args.quiet) else None
+    spark = local_session("kafkalog-query", master=args.master, extra_conf=extra)
     try:
         if not args.verbose:
             spark.sparkContext.setLogLevel("OFF")

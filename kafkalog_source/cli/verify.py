@@ -14,6 +14,12 @@ them). For every segment it checks:
   above the previous one), and record offsets must increase. Gaps are fine (compaction, aborted
   data, markers); overlaps and steps back are errors. A segment's first offset must not be below
   the base offset in its file name, and its last offset must be below the next segment's.
+* **Offset gaps between files.** Each segment's base offset (its 20-digit name) must be the
+  previous segment's next offset (its last batch's last offset + 1, or its own base offset when it
+  holds no batch). A gap means offsets in no file: a segment file missing from the copy, or, on a
+  compacted topic, records the cleaner removed. It is a warning (an error with ``--strict``), and
+  an error with ``-o failOnDataLoss=true``, which also makes a gap between two consecutive batches
+  of a segment an error (as the reader's ``failOnDataLoss`` does: v2 batches).
 * **Tails.** A truncated final batch, fewer than 17 stray bytes, or a zero-filled tail
   (preallocation, or a crash) is a *warning* in the last segment of a partition (the active
   segment: a copy taken while the broker was writing or after a crash looks like this, and the
@@ -37,7 +43,15 @@ them). For every segment it checks:
 Missing index files are not problems (Kafka rebuilds them). Output: the problems of each segment
 (``<file>: error: ...`` / ``<file>: warning: ...``), then one summary line per segment and a
 total line; ``--quiet`` prints only the problems. Exit code 0 when there is no error (warnings
-allowed, unless ``--strict``), 1 when anything is wrong, 2 for usage and I/O errors.
+allowed, unless ``--strict``), 1 when anything is wrong (a missing path, or a path with no
+segment file, included), 2 for usage errors.
+
+Reader options (``-o``): only those that change what verify does are accepted
+(:data:`VERIFY_OPTIONS`): ``maxBatchBytes`` (the decoder's cap), ``failOnDataLoss`` (gaps become
+errors), the file selection (``recursiveFileLookup``, ``pathGlobFilter``, ``modifiedBefore``,
+``modifiedAfter``), ``ignoreMissingFiles`` (a missing path becomes a warning) and
+``allowEmpty``. Every other option is a usage error: verify always checks every batch of every
+selected file, whole, with checksums.
 """
 
 from __future__ import annotations
@@ -54,10 +68,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptDataError, PathError
+from ..errors import CorruptDataError
 from ..framing.headers import BatchHeader, Tail, walk_headers
 from . import segments as seg
-from .common import add_option_argument, add_verbose_argument, parse_option_args
+from .common import add_common_arguments, command_options
 from .progress import Progress, wanted
 
 EXIT_OK = 0
@@ -65,6 +79,17 @@ EXIT_PROBLEMS = 1
 _LISTED = 20  # problems of one kind listed per file; the rest are counted
 _SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
 _FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
+VERIFY_OPTIONS = (
+    "maxBatchBytes",
+    "failOnDataLoss",
+    "recursiveFileLookup",
+    "pathGlobFilter",
+    "modifiedBefore",
+    "modifiedAfter",
+    "ignoreMissingFiles",
+    "allowEmpty",
+)
+_MISSING_NOTE = "ignoring missing path "  # discovery's note for a path ignoreMissingFiles skips
 _INDEX_ENTRY = np.dtype([("rel", ">i4"), ("pos", ">i4")])
 _TIME_ENTRY = np.dtype([("ts", ">i8"), ("rel", ">i4")])
 _TXN_ENTRY = np.dtype(
@@ -81,14 +106,17 @@ def register(subparsers: Any) -> None:
             "Check every segment under PATH: CRCs and record structure (with the data "
             "source's decoder), offset order, .index/.timeindex/.txnindex against the log, "
             "truncated or zero-filled tails. Prints problems, one summary line per segment and "
-            "a total. Exit 0 when clean, 1 when anything is wrong, 2 for usage or I/O errors."
+            "a total. Exit 0 when clean, 1 when anything is wrong (or PATH is missing or holds no "
+            "segment file), 2 for usage errors."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="segment file or directory")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only the problems")
     p.add_argument("--strict", action="store_true", help="treat warnings as problems too (exit 1)")
-    add_option_argument(p, "maxBatchBytes=256m")
-    add_verbose_argument(p)
+    add_common_arguments(
+        p,
+        "print only the problems",
+        f"failOnDataLoss=true; verify takes {', '.join(VERIFY_OPTIONS)}",
+    )
     p.set_defaults(run=run)
 
 
@@ -102,6 +130,7 @@ class SegmentReport:
     records: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    next_offset: int | None = None  # the offset after the last batch (the base when none)
 
     def error(self, where: str, message: str) -> None:
         """Record an error about file ``where``."""
@@ -123,21 +152,29 @@ class _Partition:
 def run(args: argparse.Namespace) -> int:
     """Verify every segment under the paths; print problems and summaries."""
     from ..options import parse_options
+    from ..stats import ReadStats
     from ..storage.discovery import discover
     from .main import CommandError
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
-    extra = parse_option_args(args.option)
-    for key in extra:
+    for item in args.option:
+        key = item.partition("=")[0].strip()
         if key.lower() in _FIXED_OPTIONS:
             raise CommandError(f"verify: option {key!r} is fixed by the command")
-    options = seg.reader_options(True, "DROPMALFORMED", **extra)
-    for path in args.paths:
-        if not os.path.exists(path):
-            raise PathError(f"{path}: no such file or directory")
-    found = discover(parse_options(extra, paths=list(args.paths)))
-    if not found:
-        raise CommandError(f"no segment files (.log) found under {', '.join(args.paths)}")
+    extra = command_options(args.option, "verify", VERIFY_OPTIONS)
+    selection = parse_options(extra, paths=list(args.paths))
+    cap = {k: v for k, v in extra.items() if k.lower() == "maxbatchbytes"}
+    options = seg.reader_options(True, "DROPMALFORMED", **cap)
+    found_stats = ReadStats()
+    # A missing path, or a path with no segment file, fails here (exit 1) unless
+    # ignoreMissingFiles / allowEmpty; the missing paths skipped become warnings.
+    found = discover(selection, found_stats)
+    skipped = [
+        f"{p[len(_MISSING_NOTE) :].rsplit(' (', 1)[0]}: warning: path does not exist "
+        "(skipped: ignoreMissingFiles)"
+        for p in found_stats.problems
+        if p.startswith(_MISSING_NOTE)
+    ]
     groups: dict[str, list[Any]] = {}
     for s in found:
         groups.setdefault(os.path.dirname(os.path.abspath(s.path)), []).append(s)
@@ -145,11 +182,16 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("verify", total_bytes, wanted(args.quiet))
     out = sys.stdout
     totals = SegmentReport("total")
+    totals.warnings += skipped
+    for line in skipped:
+        out.write(line + "\n")
     done = 0
     try:
         for directory, segs in groups.items():
             later = _segment_bases(directory)
             state = _Partition()
+            previous: SegmentReport | None = None
+            previous_base: int | None = None
             for i, s in enumerate(segs):
                 if s.base_offset is not None:
                     nxt = [b for b in later if b > s.base_offset]
@@ -158,8 +200,23 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     next_base, is_last = None, i == len(segs) - 1
                 report = verify_segment(
-                    s.path, s.base_offset, next_base, is_last, state, options, progress, done
+                    s.path,
+                    s.base_offset,
+                    next_base,
+                    is_last,
+                    state,
+                    options,
+                    progress,
+                    done,
+                    selection.fail_on_data_loss,
                 )
+                if previous is not None and previous_base is not None and s.base_offset is not None:
+                    before = [b for b in later if b < s.base_offset]
+                    if before and before[-1] == previous_base:  # its neighbour in the directory
+                        _check_gap_between_files(
+                            previous, s.base_offset, report, selection.fail_on_data_loss
+                        )
+                previous, previous_base = report, s.base_offset
                 done += s.size
                 progress.close()
                 lines = report.errors + report.warnings
@@ -187,6 +244,25 @@ def run(args: argparse.Namespace) -> int:
     out.flush()
     bad = totals.errors or (args.strict and totals.warnings)
     return EXIT_PROBLEMS if bad else EXIT_OK
+
+
+def _check_gap_between_files(
+    previous: SegmentReport, base: int, report: SegmentReport, fail_on_data_loss: bool
+) -> None:
+    """The segment's name (base offset) must be the previous segment's next offset."""
+    after = previous.next_offset
+    if after is None or base <= after:
+        return  # an overlap is reported by the batch offset checks
+    message = (
+        f"offsets {after}..{base - 1} are in no segment file: the previous segment, "
+        f"{os.path.basename(previous.path)}, ends before offset {after}, and this file's name "
+        f"says it starts at {base} (a segment file missing from the copy, or records removed by "
+        "compaction)"
+    )
+    if fail_on_data_loss:
+        report.error(report.path, message + "; failOnDataLoss")
+    else:
+        report.warning(report.path, message)
 
 
 def _count(n: int, noun: str, plural: str | None = None) -> str:
@@ -229,6 +305,7 @@ def verify_segment(
     options: Any,
     progress: Progress,
     done: int,
+    fail_on_data_loss: bool = False,
 ) -> SegmentReport:
     """Check one segment and its index files; ``state`` carries the partition's last offsets."""
     report = SegmentReport(path)
@@ -246,7 +323,10 @@ def verify_segment(
     finally:
         os.close(fd)
     report.batches = len(headers)
+    report.next_offset = headers[-1].last_offset + 1 if headers else base
     flagged = _check_batch_offsets(path, headers, base, next_base, state, report)
+    if fail_on_data_loss:
+        _check_batch_gaps(path, headers, flagged, report)
     rows = _read(path, headers, state, options, report, progress, done)
     report.records = rows.count
     _check_record_offsets(path, rows, headers, base, flagged, state, report)
@@ -363,6 +443,25 @@ def _check_batch_offsets(
             f"segment, whose base offset is {next_base}",
         )
     return flagged
+
+
+def _check_batch_gaps(
+    path: str, headers: list[BatchHeader], flagged: set[int], report: SegmentReport
+) -> None:
+    """failOnDataLoss: no offsets left out between two consecutive batches of the segment (as the
+    reader checks: a v2 batch's base offset against the previous batch's last offset)."""
+    messages = []
+    for prev, h in pairwise(headers):
+        if h.magic >= 2 and h.position not in flagged and h.base_offset > prev.last_offset + 1:
+            messages.append(
+                f"byte {h.position}: offsets {prev.last_offset + 1}..{h.base_offset - 1} are "
+                f"missing between batches (the previous batch ends at {prev.last_offset}); "
+                "failOnDataLoss"
+            )
+    for message in messages[:_LISTED]:
+        report.error(path, message)
+    if len(messages) > _LISTED:
+        report.error(path, f"{len(messages) - _LISTED} more gaps between batches")
 
 
 @dataclass

@@ -1,10 +1,12 @@
 """A local SparkSession set up for kafkalog: quiet, UTC, the venv's Python, the source registered.
 
-Settings come from ``conf/spark-defaults.conf`` (settings for any deployment), then
-``conf/spark-local.conf`` (loopback driver, small shuffles: local runs only) and
-``conf/log4j2.properties``, at the repository root (or the directory named by
-``KAFKALOG_CONF_DIR``). When kafkalog is installed without them,
-a built-in copy of the essential settings is used and Spark keeps its own logging defaults.
+Settings come from ``spark-defaults.conf`` (settings for any deployment), then
+``spark-local.conf`` (loopback driver, small shuffles: local runs only) and
+``log4j2.properties`` (errors only), in the package's own ``kafkalog_source/spark/conf/``
+(package data, so a wheel install has them too; the repository's top-level ``conf/`` holds
+identical copies for spark-submit), or in the directory named by ``KAFKALOG_CONF_DIR``. Should
+neither have them, a built-in copy of the essential settings is used and Spark keeps its own
+logging defaults.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ SPARK_DEFAULTS = "spark-defaults.conf"
 SPARK_LOCAL = "spark-local.conf"
 LOG4J2 = "log4j2.properties"
 
-# Used when conf/spark-defaults.conf is not available (e.g. a wheel install).
+PACKAGE_CONF = Path(__file__).resolve().parent / "conf"
+
+# Used when no spark-defaults.conf is found (the package data is missing).
 FALLBACK_CONF: dict[str, str] = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -37,7 +41,7 @@ def conf_dir() -> Path | None:
     candidates = []
     if os.environ.get("KAFKALOG_CONF_DIR"):
         candidates.append(Path(os.environ["KAFKALOG_CONF_DIR"]))
-    candidates.append(Path(__file__).resolve().parents[2] / "conf")
+    candidates.append(PACKAGE_CONF)
     for c in candidates:
         if (c / SPARK_DEFAULTS).is_file():
             return c
@@ -101,7 +105,19 @@ def local_session(
     for key, value in session_conf(extra_conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    # Also auto-discovered via the pyspark_kafkalog module when installed; registering twice is
-    # harmless and makes a repo checkout work without installing.
-    spark.dataSource.register(KafkaLogDataSource)
+    # Spark auto-discovers the source through the pyspark_kafkalog module when it is importable
+    # (installed, or a checkout on PYTHONPATH). Registering it again would make Spark log a WARN
+    # that it "replaced a statically registered data source", so register only when Spark does
+    # not know the name (e.g. setuptools' default editable install hides the module).
+    if not _source_known(spark, KafkaLogDataSource.name()):
+        spark.dataSource.register(KafkaLogDataSource)
     return spark
+
+
+def _source_known(spark: SparkSession, name: str) -> bool:
+    """Whether the session already has a data source ``name`` (statically or at run time)."""
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()  # type: ignore[attr-defined]
+        return bool(manager.dataSourceExists(name))
+    except Exception:  # Spark Connect, or a Spark without the method: register to be sure
+        return False

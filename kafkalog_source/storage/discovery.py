@@ -115,13 +115,20 @@ class _Collector:
         self.stats = stats
         self.found: dict[str, SegmentFile] = {}
         self.swaps = 0
+        self.filtered = 0  # segment files left out by pathGlobFilter / modifiedBefore / After
+        self.others = 0  # entries looked at that are not segment files
+        self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
 
     def missing(self, path: str, shown: str) -> None:
         if not self.options.ignore_missing_files:
             raise PathError(f"Path does not exist: {shown}")
-        log.warning("ignoring missing path %s (ignoreMissingFiles)", shown)
+        self.ignored.append(shown)
+        message = f"ignoring missing path {shown} (ignoreMissingFiles)"
         if self.stats is not None:
             self.stats.missing_files += 1
+            self.stats.note(message)
+        else:
+            log.warning(message)
 
     def add(
         self,
@@ -134,6 +141,7 @@ class _Collector:
         o = self.options
         name = os.path.basename(path)
         if o.path_glob_filter is not None and not fnmatch.fnmatchcase(name, o.path_glob_filter):
+            self.filtered += 1
             return
         if st is None:
             try:
@@ -144,9 +152,10 @@ class _Collector:
         if not stat_module.S_ISREG(st.st_mode):
             return
         mtime = st.st_mtime_ns / 1e6
-        if o.modified_before is not None and not mtime < o.modified_before:
-            return
-        if o.modified_after is not None and not mtime > o.modified_after:
+        if (o.modified_before is not None and not mtime < o.modified_before) or (
+            o.modified_after is not None and not mtime > o.modified_after
+        ):
+            self.filtered += 1
             return
         key = os.path.realpath(path)
         if key in self.found:
@@ -196,9 +205,12 @@ class _Collector:
                 topic, part = tp if tp is not None else (None, None)
                 self.add(entry.path, topic, part, base, st)
             elif name.endswith(".swap") and ".log" in name:
+                self.others += 1
                 self.note_swap(entry.path)
-            elif name.endswith(TRANSIENT_SUFFIXES):
-                log.debug("skipping transient file %s", entry.path)
+            else:
+                self.others += 1
+                if name.endswith(TRANSIENT_SUFFIXES):
+                    log.debug("skipping transient file %s", entry.path)
         return sorted(subdirs)
 
     def scan_directory(self, directory: str) -> None:
@@ -215,6 +227,8 @@ class _Collector:
             tp = parse_partition_dir(sub_name)
             if tp is not None:
                 self.scan_files(sub, tp)
+            else:
+                self.others += 1
 
     def scan_recursive(self, directory: str) -> None:
         """Every segment file below ``directory``, at any depth (recursiveFileLookup)."""
@@ -279,12 +293,41 @@ def _sort_key(s: SegmentFile) -> tuple:
     )
 
 
+def _nothing_to_read(options: ReadOptions, collector: _Collector) -> str:
+    """The message for a read that found no segment file (see :func:`discover`)."""
+    shown = ", ".join(options.paths)
+    why = []
+    if collector.filtered:
+        n = collector.filtered
+        why.append(
+            f"{n} segment file{'' if n == 1 else 's'} left out by pathGlobFilter, modifiedBefore "
+            "or modifiedAfter"
+        )
+    if collector.ignored:
+        why.append(f"{', '.join(collector.ignored)} does not exist (skipped: ignoreMissingFiles)")
+    if collector.others and not collector.filtered:
+        n = collector.others
+        why.append(
+            f"it holds {n} other entr{'y' if n == 1 else 'ies'}, none a <20-digit offset>.log file"
+        )
+    if not why:
+        why.append("it is empty")
+    return (
+        f"no segment files (.log) found under {shown}: {'; '.join(why)}. Check the path, or set "
+        "the option allowEmpty=true to read it as empty"
+    )
+
+
 def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[SegmentFile]:
     """List the segment files the options name, sorted by (topic, partition, base offset, path).
 
     Raises :class:`PathError` for a path that does not exist (unless ``ignoreMissingFiles``, which
     skips it and counts it in ``stats.missing_files``), and :class:`OptionError` for an unsupported
-    URI scheme. An existing directory without segments gives an empty list.
+    URI scheme. When nothing is found at all (an empty directory, one without segment files,
+    filters that leave nothing, or only missing paths skipped), it raises :class:`PathError`
+    naming the paths, as Spark's file sources fail on a path with nothing to read, unless
+    ``allowEmpty`` is set, which returns the empty list. An empty segment file is a segment (an
+    empty topic), not nothing.
     """
     if not options.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
@@ -304,6 +347,8 @@ def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[Segme
             else:
                 collector.add_explicit_file(path, st)
     out = sorted(collector.found.values(), key=_sort_key)
+    if not out and not options.allow_empty:
+        raise PathError(_nothing_to_read(options, collector))
     log.debug(
         "discovered %d segment files (%d bytes) under %d paths; skipped %d .swap files",
         len(out),
