@@ -839,7 +839,7 @@ def test_task_summary_is_a_warning_only_when_something_was_skipped(caplog):
 def test_conf_files_are_found_and_parsed():
     from kafkalog_source.spark import session
 
-    assert session.conf_dir() == ROOT / "conf"
+    assert session.conf_dir() == ROOT / "kafkalog_source" / "spark" / "conf"  # shipped in the wheel
     conf = session.session_conf({"spark.sql.shuffle.partitions": "3"})
     assert conf["spark.sql.python.filterPushdown.enabled"] == "true"
     assert conf["spark.sql.session.timeZone"] == "UTC"
