@@ -193,3 +193,51 @@ def test_no_writable_cache_compiles_in_memory() -> None:
         for q in [top, *top.rglob("*")]:
             q.chmod(q.stat().st_mode | stat.S_IWUSR)
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_numba_boundscheck_reaches_the_kernels(tmp_path: Path) -> None:
+    """NUMBA_BOUNDSCHECK=1 (CI's second fuzz run) turns on bounds checks in kernels compiled with
+    boundscheck=False, and in the raw-memory intrinsics (8-byte loads, memcpy) too."""
+    script = """
+import numba, numpy as np
+from kafkalog_source.kernel.bytes import _memcpy, be32, copy_bytes, load_u64
+
+@numba.njit
+def load(src, p):
+    return load_u64(src, p)
+
+@numba.njit
+def copy(dst, d, src, s, n):
+    copy_bytes(dst, d, src, s, n)
+
+@numba.njit
+def memcpy(dst, d, src, s, n):
+    _memcpy(dst, d, src, s, n)
+
+buf = np.zeros(16, np.uint8)
+calls = {
+    "be32": lambda: be32(buf, 14),
+    "load_u64": lambda: load(buf, 9),
+    "load_u64_negative": lambda: load(buf, -1),
+    "copy_bytes": lambda: copy(buf, 0, np.zeros(4, np.uint8), 0, 5),
+    "memcpy_dst": lambda: memcpy(buf, 12, buf, 0, 5),
+}
+for name, call in calls.items():
+    try:
+        call()
+        print(name, "no-error")
+    except IndexError:
+        print(name, "IndexError")
+assert load(buf, 8) == 0  # the last 8 bytes are in bounds
+memcpy(buf, 0, buf, 8, 0)  # an empty copy at the end is fine
+copy(buf, 0, buf, 8, 8)
+"""
+    env = _clean_env(NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "nc"))
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = dict(line.split() for line in done.stdout.splitlines())
+    assert got == dict.fromkeys(
+        ["be32", "load_u64", "load_u64_negative", "copy_bytes", "memcpy_dst"], "IndexError"
+    )
