@@ -48,6 +48,7 @@ class ReadOptions:
     records_per_batch: int = 65536
     mode: str = "FAILFAST"
     isolation_level: str = "read_uncommitted"
+    compiled_codecs: bool = True  # false: every lz4/snappy payload through liblz4/cramjam
     # ranges (Spark Kafka source names)
     starting_offsets: str | PartitionMap = "earliest"
     ending_offsets: str | PartitionMap = "latest"
@@ -216,6 +217,7 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     "maxBatchBytes": ("max_batch_bytes", _max_batch_bytes),
     "recordsPerBatch": ("records_per_batch", lambda n, v: _int(n, v, 1)),
     "mode": ("mode", lambda n, v: _choice(n, v, MODES, True)),
+    "compiledCodecs": ("compiled_codecs", _bool),
     "isolationLevel": ("isolation_level", lambda n, v: _choice(n, v, ISOLATION_LEVELS, False)),
     "kafka.isolation.level": (
         "isolation_level",

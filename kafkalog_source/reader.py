@@ -123,6 +123,9 @@ GROUP_BYTES = 256 << 10
 ARENA_BYTES = 1 << 20
 MAX_ARENA = 64 << 20
 FAST_CODECS = True  # compiled lz4/snappy decoders (tests turn this off to compare)
+# Executors' off switch for the compiled lz4/snappy decoders, like the option compiledCodecs=false
+# (read where the data is decoded, so spark.executorEnv reaches it).
+LIBRARY_CODECS_ENV = "KAFKALOG_LIBRARY_CODECS"
 FAST_WRAPPERS = True  # legacy wrappers walked many per kernel call (tests turn this off too)
 MAX_BATCH_RECORDS = 1 << 16  # rows reserved past recordsPerBatch for the batch that crosses it
 _UNLIMITED = 1 << 62
@@ -232,6 +235,7 @@ class RangeReader:
         self.sink.size_for(span)
         self._grow_arena(min(ARENA_BYTES, max(64 << 10, 8 * span)))
         self.verify = options.verify_checksums
+        self.compiled_codecs = options.compiled_codecs and os.environ.get(LIBRARY_CODECS_ENV) != "1"
         self.include_control = options.include_control_records or projection.wants("control")
         self.read_committed = options.isolation_level == "read_committed"
         # Batch-header tables of the rows in the sink. Rows refer to their batch by a number that
@@ -812,7 +816,7 @@ class RangeReader:
             self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
             return
-        if FAST_CODECS and _fast_codecs_only(sub[idx, H_ATTRS]):
+        if FAST_CODECS and self.compiled_codecs and _fast_codecs_only(sub[idx, H_ATTRS]):
             yield from self._inflate_run(buf, table, sub, i, idx)
             return
         meta0 = self._meta_base + i

@@ -413,3 +413,32 @@ def test_large_values_read_back_exactly(tmp_path: Path) -> None:
     assert [r["value"] for r in got] == [v for _, v, _ in records]
     assert [r["key"] for r in got] == [k for k, _, _ in records]
     assert [r["headers"][0]["value"] for r in got] == [h[0][1] for _, _, h in records]
+
+
+# ------------------------------------------------------------------ the off switch
+@pytest.mark.parametrize("name", ["magic2-lz4-0", "magic2-snappy-0", "snappy-mixed-0"])
+def test_compiled_codecs_off_switch(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compiledCodecs=false, or KAFKALOG_LIBRARY_CODECS=1 in the environment (executors), sends
+    every lz4/snappy payload through liblz4/cramjam: the compiled decoders are never called, and
+    the rows are the same as with them."""
+    calls = []
+    real = reader_module.inflate_batches
+
+    def spy(*args: object) -> object:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(reader_module, "inflate_batches", spy)
+    monkeypatch.delenv("KAFKALOG_LIBRARY_CODECS", raising=False)
+    source = SAMPLES / name
+    options = {"includeMetadata": True, "includeControlRecords": True}
+    compiled = kl.read_table(str(source), **options)
+    assert calls  # the spy sees the compiled path when it is on
+    calls.clear()
+    off = kl.read_table(str(source), compiledCodecs=False, **options)
+    assert not calls
+    assert off.equals(compiled)
+    monkeypatch.setenv("KAFKALOG_LIBRARY_CODECS", "1")
+    env_off = kl.read_table(str(source), **options)
+    assert not calls
+    assert env_off.equals(compiled)

@@ -27,6 +27,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_segments"
         ({"maxBatchBytes": "lots"}, "option 'maxBatchBytes': expected an integer"),
         ({"mode": "lenient"}, "option 'mode': expected one of FAILFAST, DROPMALFORMED, PERMISSIVE"),
         ({"isolationLevel": "serializable"}, "option 'isolationLevel': expected one of"),
+        ({"compiledCodecs": "off"}, "option 'compiledCodecs': expected true or false"),
         ({"startingOffsets": "latest"}, "'latest' is not allowed for batch reads"),
         ({"endingOffsets": "earliest"}, "'earliest' is not allowed for batch reads"),
         # Spark's Kafka source rejects these for batch queries too: -1 = latest, -2 = earliest
@@ -83,6 +84,12 @@ def test_values_are_typed() -> None:
     assert o.mode == "DROPMALFORMED"
     assert o.given == ("verifyChecksums", "maxBatchBytes", "startingOffsets", "endingOffsets",
                        "modifiedAfter", "mode")  # fmt: skip
+
+
+def test_compiled_codecs_option() -> None:
+    assert parse_options({}).compiled_codecs is True
+    assert parse_options({"compiledcodecs": "FALSE"}).compiled_codecs is False
+    assert parse_options(compiledCodecs=False).compiled_codecs is False
 
 
 def test_paths_from_spark_and_python() -> None:

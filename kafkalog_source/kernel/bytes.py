@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
+from numba.core import cgutils, config
 from numba.extending import intrinsic
 
 from .jit import inline_kernel, kernel
@@ -105,13 +105,27 @@ def varlong(src, p):  # type: ignore[no-untyped-def]
     return np.int64(0), q + TOO_LONG
 
 
+def _check_span(context, builder, arr, off, n):  # type: ignore[no-untyped-def]
+    """Under ``NUMBA_BOUNDSCHECK=1`` only: IndexError unless ``arr[off:off + n]`` (n > 0) lies
+    inside the array, as numba checks its own indexing (these intrinsics bypass it)."""
+    if not config.BOUNDSCHECK:
+        return
+    size = cgutils.unpack_tuple(builder, arr.shape, 1)[0]
+    one = ir.Constant(n.type, 1)
+    with builder.if_then(builder.icmp_signed(">", n, ir.Constant(n.type, 0))):
+        cgutils.do_boundscheck(context, builder, off, size)
+        cgutils.do_boundscheck(context, builder, builder.sub(builder.add(off, n), one), size)
+
+
 def _memcpy_codegen(count):  # type: ignore[no-untyped-def]
     def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
         dst_arr = context.make_array(sig.args[0])(context, builder, args[0])
         src_arr = context.make_array(sig.args[2])(context, builder, args[2])
+        n = args[4] if count is None else context.get_constant(types.int64, count)
+        _check_span(context, builder, dst_arr, args[1], n)
+        _check_span(context, builder, src_arr, args[3], n)
         d = builder.gep(dst_arr.data, [args[1]])
         s = builder.gep(src_arr.data, [args[3]])
-        n = args[4] if count is None else context.get_constant(types.int64, count)
         cgutils.raw_memcpy(builder, d, s, n, 1)
         return context.get_dummy_value()
 
@@ -147,6 +161,7 @@ def load_u64(typingctx, src, off):  # type: ignore[no-untyped-def]
 
     def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
         arr = context.make_array(sig.args[0])(context, builder, args[0])
+        _check_span(context, builder, arr, args[1], context.get_constant(types.int64, 8))
         ptr = builder.bitcast(builder.gep(arr.data, [args[1]]), ir.IntType(64).as_pointer())
         return builder.load(ptr, align=1)
 

@@ -8,13 +8,12 @@ per record and must be compiled.
 * :func:`crc32_ieee` is what the legacy kernel calls. On x86-64 with PCLMULQDQ it folds spans of
   64 bytes or more with carry-less multiplication, four 16-byte lanes at a time (Intel's
   "Fast CRC Computation Using PCLMULQDQ", the constants zlib-ng uses), and finishes the last
-  16-byte remainder and the tail with the tables. Elsewhere it is :func:`crc32`.
+  16-byte remainder and the tail with the tables. Elsewhere (another CPU, a portable build with
+  ``NUMBA_CPU_NAME=generic``, or ``KAFKALOG_SOFTWARE_CRC32=1``: :mod:`.jit` decides) it is
+  :func:`crc32`.
 """
 
 from __future__ import annotations
-
-import os
-import platform
 
 import numpy as np
 from llvmlite import ir
@@ -23,7 +22,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .bytes import load_u64
-from .jit import inline_kernel, kernel
+from .jit import PCLMUL, inline_kernel, kernel
 
 
 def slice_tables(poly: int = 0xEDB88320) -> np.ndarray:
@@ -45,21 +44,7 @@ def slice_tables(poly: int = 0xEDB88320) -> np.ndarray:
 CRC32_TABLES = slice_tables()
 
 
-def _have_pclmul() -> bool:
-    """Whether this host is x86-64 with carry-less multiplication (and it is not disabled)."""
-    if os.environ.get("KAFKALOG_SOFTWARE_CRC32") == "1":
-        return False
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
-    try:
-        import llvmlite.binding as llvm
-
-        return bool(llvm.get_host_cpu_features().get("pclmul", False))
-    except Exception:  # pragma: no cover - llvmlite without host feature queries
-        return False
-
-
-HAVE_PCLMUL = _have_pclmul()
+HAVE_PCLMUL = PCLMUL  # chosen in .jit (host or NUMBA_CPU_NAME/FEATURES, KAFKALOG_SOFTWARE_CRC32)
 
 # Folding constants for the reflected CRC-32 polynomial: x^(n) mod P, bit-reflected and shifted
 # by one, for folds over 64 bytes (4 lanes) and over 16 bytes.

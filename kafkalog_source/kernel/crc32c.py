@@ -9,15 +9,14 @@ long spans run three independent streams over consecutive ``SHORT``-byte blocks 
 CRC is affine in its state, ``crc(c, A + B) = shift(crc(c, A), len(B)) ^ crc(0, B)``, and the shift
 over ``SHORT`` zero bytes is four lookups in tables built once at import.
 
-``HAVE_HW_CRC32C`` tells whether this host has the instruction. When it does not (or when
-``KAFKALOG_SOFTWARE_CRC32C=1`` asks for it), :func:`crc32c_span` is the slicing-by-8 table loop
-of :mod:`.crc32` with the Castagnoli polynomial instead, and ``CRC32C_TABLES`` are its tables.
+``HAVE_HW_CRC32C`` tells whether the kernels use the instruction (:mod:`.jit` decides: the CPU
+numba compiles for must have it, so not with ``NUMBA_CPU_NAME=generic``, and
+``KAFKALOG_SOFTWARE_CRC32C=1`` turns it off). When they do not, :func:`crc32c_span` is the
+slicing-by-8 table loop of :mod:`.crc32` with the Castagnoli polynomial instead, and
+``CRC32C_TABLES`` are its tables.
 """
 
 from __future__ import annotations
-
-import os
-import platform
 
 import crc32c as _crc32c_pkg
 import numpy as np
@@ -28,28 +27,12 @@ from numba.extending import intrinsic
 
 from .bytes import load_u64
 from .crc32 import crc32, slice_tables
-from .jit import inline_kernel, kernel
+from .jit import CRC32C_INSTRUCTION, inline_kernel, kernel
 
 SHORT = 256  # bytes per stream in one three-way block
 
 
-def _host_instruction() -> str | None:
-    """The CRC-32C instruction family of this host: "x86", "arm", or None."""
-    try:
-        import llvmlite.binding as llvm
-
-        features = llvm.get_host_cpu_features()
-    except Exception:  # pragma: no cover - llvmlite without host feature queries
-        return None
-    machine = platform.machine().lower()
-    if machine in ("x86_64", "amd64") and features.get("sse4.2", False):
-        return "x86"
-    if machine in ("aarch64", "arm64") and features.get("crc", False):
-        return "arm"
-    return None
-
-
-_ISA = None if os.environ.get("KAFKALOG_SOFTWARE_CRC32C") == "1" else _host_instruction()
+_ISA = CRC32C_INSTRUCTION
 HAVE_HW_CRC32C = _ISA is not None
 
 
