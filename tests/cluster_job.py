@@ -132,7 +132,7 @@ def main(spec_path: str) -> None:
         "reads": {},
         "timings": timings,
     }
-    who_udf = F.udf(who, StringType()).asNondeterministic()
+    who_udf = F.udf(who, StringType(), useArrow=False).asNondeterministic()
     columns = [
         "topic",
         "partition",

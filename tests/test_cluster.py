@@ -299,3 +299,23 @@ def test_exactly_once_and_read_committed_on_a_multi_process_cluster(tmp_path):
             )
         ), d.name
     assert len(committed) == len({(r[0], r[1], r[2]) for r in committed})
+
+
+@pytest.mark.spark
+def test_python_udf_over_a_kafkalog_read_does_not_fail(spark):
+    """conf/ keeps pipelined Python output off: with it on, Spark 4.3.0 fails most queries that
+    apply a Python UDF to the rows of a Python data source (ClosedChannelException when a task
+    takes a pooled Python worker), at local[N] and, retried, on clusters."""
+    from pyspark.sql import functions as F
+
+    if not SAMPLES.is_dir():
+        pytest.skip("sample_segments/ not present")
+    assert spark.conf.get("spark.python.udf.pipelined.enabled", "false") == "false"
+    dirs = ("transactions-0", "multi-segment-0", "orders-0")
+    paths = [str(SAMPLES / d) for d in dirs]
+    expected = sorted(2 * r[2] for d in dirs for r in manifest_rows(d))
+    double = F.udf(lambda o: 2 * o, "long", useArrow=False)
+    for _ in range(4):  # each query failed with a probability of about 3/4 with it on
+        df = spark.read.format("kafkalog").options(maxPartitionBytes="1k", openCostInBytes="0")
+        got = df.load(paths).select(double("offset")).collect()
+        assert sorted(r[0] for r in got) == expected
