@@ -666,3 +666,22 @@ def test_convert_spark_engine(tmp_path):
     line = "kafkalog: wrote {} (60 rows in 2 partitions)"
     assert result.stderr.splitlines()[-1] == line.format(out)
     assert arrow.stderr.splitlines()[-1] == line.format(arrow_out)
+
+
+def test_dump_exits_1_when_records_of_a_damaged_batch_are_not_shown(
+    tmp_path: Path, manifest: dict[str, Any]
+) -> None:
+    """A batch whose records cannot be shown is bad data: a warning and exit 1, as verify's."""
+    name = "magic2-gzip-0/00000000000000000000.log"
+    second = manifest[name]["batches"][1]
+    data = bytearray((SAMPLES / name).read_bytes())
+    data[second["position"] + 61 : second["position"] + 71] = bytes(10)  # gzip header gone
+    path = tmp_path / "t-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(bytes(data))
+    out = run_cli("dump", "--deep-iteration", str(path))
+    assert out.returncode == 1, out.stderr
+    assert "records not shown" in out.stderr
+    assert f"baseOffset: {second['baseOffset']} " in out.stdout  # the batch line is still printed
+    clean = run_cli("dump", "--deep-iteration", str(SAMPLES / name))
+    assert clean.returncode == 0 and clean.stderr == ""

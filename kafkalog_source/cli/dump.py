@@ -36,7 +36,7 @@ Deviations from kafka-dump-log (deliberate):
   against the log's batches from the start of the file, not from the offset index's position.
 * Missing files and files Kafka cannot name (no numeric base offset) get one stderr line each and
   the dump goes on with the next file; the exit code is 1 if a file could not be opened or
-  dumped to its end, else 0. Kafka's stderr maps are printed per file in
+  dumped to its end, or a batch's records could not be shown, else 0. Kafka's stderr maps are printed per file in
   command-line order (Kafka: hash-map order).
 * ``--max-bytes`` is not limited to 2 GiB, and files larger than 2 GiB are read whole.
 
@@ -178,7 +178,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Dump every file; return 0, or 1 when a file could not be opened or dumped to its end."""
+    """Dump every file; return 0, or 1 for bad data (a file not dumped whole, records not shown)."""
     from .main import CommandError
 
     args.reader_options = command_options(args.option, "dump", DUMP_OPTIONS)
@@ -475,6 +475,7 @@ class Dumper:
             for problem in stats.problems:
                 if problem.startswith(("DROPMALFORMED", "ignoreCorruptFiles")):
                     self.warn(f"warning: records not shown: {problem.split(': ', 1)[1]}")
+                    self.exit_code = max(self.exit_code, EXIT_INCOMPLETE)  # bad data: exit 1
         if pairs:
             self.non_consecutive.append((os.path.abspath(path), pairs))
 
