@@ -50,7 +50,13 @@ def iter_batches(
 ) -> Iterator[pa.RecordBatch]:
     """Stream record batches from a segment file, a partition directory or a log directory."""
     opts = parse_options(options, paths=path)
-    projection = output_projection(opts)
+    yield from _batches(opts, output_projection(opts), stats)
+
+
+def _batches(
+    opts: ReadOptions, projection: Projection, stats: ReadStats | None
+) -> Iterator[pa.RecordBatch]:
+    """Every planned range of ``opts`` decoded in order; the stats summary logged if it skipped."""
     st = stats if stats is not None else ReadStats()
     for rng in _whole_file_ranges(opts):
         yield from read_range(rng, opts, projection, st)
@@ -60,7 +66,7 @@ def iter_batches(
 
 def read_table(path: Any, stats: ReadStats | None = None, **options: Any) -> pa.Table:
     """Read everything under ``path`` into one Arrow table."""
-    opts = parse_options(options, paths=path)
+    opts = parse_options(options, paths=path)  # once: errors here, before any planning
     projection = output_projection(opts)
-    batches = list(iter_batches(path, stats=stats, **options))
+    batches = list(_batches(opts, projection, stats))
     return pa.Table.from_batches(batches, schema=projection.schema)

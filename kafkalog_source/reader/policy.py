@@ -16,18 +16,6 @@ from ..framing.scan import (
     H_WIDTH,
     H_WPOS,
 )
-from ..kernel.status import (
-    CAP_HEADER_KEYS,
-    CAP_HEADER_VALUES,
-    CAP_HEADERS,
-    CAP_VALUES,
-    N_HDR,
-    N_HKEY,
-    N_HVAL,
-    N_NULL_TS,
-    N_VAL,
-    NULL_TS,
-)
 
 
 class _Skip(Exception):
@@ -73,47 +61,11 @@ class CorruptPolicy:
         self, row: np.ndarray, reason: str, raw: bytes | None, meta_index: int | None
     ) -> None:
         """PERMISSIVE: one row for a corrupt batch; raw bytes in value, the reason in a header."""
-        s = self.sink
-        raw = raw or b""
-        reason_b = reason.encode()
-        key = b"kafkalog.error"
-        st = s.state
-        s.reserve(1)
-        for which, slot, extra in (
-            (CAP_VALUES, N_VAL, len(raw)),
-            (CAP_HEADERS, N_HDR, 2),
-            (CAP_HEADER_KEYS, N_HKEY, len(key)),
-            (CAP_HEADER_VALUES, N_HVAL, len(reason_b)),
-        ):
-            s.grow(which, int(st[slot]) + extra + 1)
-        n = s.rows
-        s.offsets[n] = row[H_BASE_OFFSET]
-        s.timestamps[n] = NULL_TS
-        s.state[N_NULL_TS] += 1
-        s.ts_types[n] = -1
         if meta_index is None:
-            idx = self._row_index(row)
-            meta_index = self._meta_base + idx
-        s.metas[n] = meta_index
-        if s.want & 1:
-            s.key_valid[n] = 0
-            s.key_off[n + 1] = st[1]
-        if s.want & 2:
-            nv = int(st[2])
-            s.val_data[nv : nv + len(raw)] = np.frombuffer(raw, np.uint8)
-            st[2] = nv + len(raw)
-            s.val_valid[n] = 1
-            s.val_off[n + 1] = st[2]
-        if s.want & 4:
-            nh, nhk, nhv = int(st[3]), int(st[4]), int(st[5])
-            s.hk_data[nhk : nhk + len(key)] = np.frombuffer(key, np.uint8)
-            s.hv_data[nhv : nhv + len(reason_b)] = np.frombuffer(reason_b, np.uint8)
-            s.hv_valid[nh] = 1
-            st[3], st[4], st[5] = nh + 1, nhk + len(key), nhv + len(reason_b)
-            s.hk_off[nh + 1] = st[4]
-            s.hv_off[nh + 1] = st[5]
-            s.hdr_off[n + 1] = st[3]
-        st[0] = n + 1
+            meta_index = self._meta_base + self._row_index(row)
+        self.sink.append_row(
+            int(row[H_BASE_OFFSET]), meta_index, raw or b"", [(b"kafkalog.error", reason.encode())]
+        )
 
     def _row_index(self, row: np.ndarray) -> int:
         """Index of ``row`` (a batch header) in the current batch table, registering it if new."""

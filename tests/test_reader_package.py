@@ -1,0 +1,61 @@
+"""The reader package's seams (issue 11): options parsed once, the sink's synthetic row, the
+package's settable names, structured read events, and the one segment-name rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import kp_v2_batch
+
+import kafkalog_source.reader as reader
+from kafkalog_source.arrow.schema import projection_for
+from kafkalog_source.arrow.sink import ColumnSink
+
+
+def _bad_crc_segment(tmp_path: Path, n: int = 3) -> Path:
+    good = [kp_v2_batch([(1700000000000, b"k", b"v", [])], base_offset=i) for i in range(n)]
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(b"".join(b[:17] + bytes(4) + b[21:] for b in good))  # zeroed CRCs
+    return seg
+
+
+def test_read_table_parses_its_options_once(tmp_path: Path, monkeypatch) -> None:
+    seg = _bad_crc_segment(tmp_path)
+    calls = []
+    real = reader.api.parse_options
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader.api, "parse_options", counting)
+    table = reader.read_table(str(seg), mode="PERMISSIVE")
+    assert table.num_rows == 3 and len(calls) == 1
+
+
+def test_setting_a_tunable_on_the_package_reaches_the_module_that_reads_it(monkeypatch) -> None:
+    monkeypatch.setattr(reader, "FAST_CODECS", False)
+    monkeypatch.setattr(reader, "WINDOW_BYTES", 4096)
+    assert reader.v2.FAST_CODECS is False and reader.range_reader.WINDOW_BYTES == 4096
+    monkeypatch.undo()
+    assert reader.v2.FAST_CODECS is True and reader.range_reader.WINDOW_BYTES == 2 << 20
+
+
+@pytest.mark.parametrize("columns", [["offset", "value", "headers"], ["offset"], ["key"]])
+def test_sink_append_row(columns: list[str]) -> None:
+    sink = ColumnSink(projection_for(columns), records=1, data=1)
+    sink.append_row(7, 0, b"raw" * 100, [(b"kafkalog.error", b"why")])
+    sink.append_row(8, 1, b"", [(b"a", b""), (b"bb", b"c")])
+    cols = sink.take_columns()
+    assert cols["offset"].tolist() == [7, 8] and cols["null_ts"] == 2
+    assert cols["ts_type"].tolist() == [-1, -1] and cols["meta"].tolist() == [0, 1]
+    if "key" in cols:
+        assert cols["key"].to_pylist() == [None, None]
+    if "value" in cols:
+        assert cols["value"].to_pylist() == [b"raw" * 100, b""]
+    if "headers" in cols:
+        assert cols["headers"].to_pylist() == [
+            [{"key": "kafkalog.error", "value": b"why"}],
+            [{"key": "a", "value": b""}, {"key": "bb", "value": b"c"}],
+        ]
