@@ -9,8 +9,10 @@ import pytest
 from conftest import kp_v2_batch
 
 import kafkalog_source.reader as reader
+import kafkalog_source.stats as stats_module
 from kafkalog_source.arrow.schema import projection_for
 from kafkalog_source.arrow.sink import ColumnSink
+from kafkalog_source.stats import ReadEvent, ReadStats
 
 
 def _bad_crc_segment(tmp_path: Path, n: int = 3) -> Path:
@@ -59,3 +61,45 @@ def test_sink_append_row(columns: list[str]) -> None:
             [{"key": "kafkalog.error", "value": b"why"}],
             [{"key": "a", "value": b""}, {"key": "bb", "value": b"c"}],
         ]
+
+
+def test_skips_are_recorded_as_events(tmp_path: Path) -> None:
+    """Each malformed batch is one event with its position, base offset and size; the tail too."""
+    seg = _bad_crc_segment(tmp_path)
+    batch = kp_v2_batch([(1700000000000, b"k", b"v", [])], base_offset=0)
+    seg.write_bytes(seg.read_bytes() + batch[:30])  # a truncated final batch
+    stats = ReadStats()
+    reader.read_table(str(seg), stats=stats, mode="DROPMALFORMED")
+    malformed = stats.events_of("malformed")
+    assert [(e.position, e.base_offset, e.bytes) for e in malformed] == [
+        (i * len(batch), i, len(batch)) for i in range(3)
+    ]
+    assert all(e.path == str(seg) and "crc" in e.reason for e in malformed)
+    assert (
+        malformed[0].message
+        == f"DROPMALFORMED: skipped malformed batch: {malformed[0].path}: {malformed[0].detail}"
+    )
+    (tail,) = stats.events_of("truncated tail")
+    assert (tail.position, tail.bytes) == (3 * len(batch), 30)
+    assert stats.problems == [e.message for e in stats.events]
+
+
+def test_ignore_corrupt_files_is_an_event(tmp_path: Path) -> None:
+    seg = _bad_crc_segment(tmp_path)
+    stats = ReadStats()
+    reader.read_table(str(seg), stats=stats, ignoreCorruptFiles="true")
+    (event,) = stats.events
+    assert event.kind == "corrupt file" and event.position == 0 and event.base_offset == 0
+    assert event.bytes == seg.stat().st_size == stats.corrupt_file_bytes
+
+
+def test_events_are_kept_past_the_problem_messages(tmp_path: Path, monkeypatch) -> None:
+    """problems keeps 100 messages; the events (what verify lists) go on up to MAX_EVENTS."""
+    monkeypatch.setattr(stats_module, "MAX_EVENTS", 150)
+    stats = ReadStats()
+    for i in range(200):
+        stats.record(ReadEvent("malformed", "r", "f", i, message=f"m{i}"), capped=False)
+    assert len(stats.problems) == 100 and len(stats.events) == 150 and stats.events_dropped == 50
+    other = ReadStats()
+    other.merge(stats)
+    assert len(other.events) == 150 and other.events_dropped == 50

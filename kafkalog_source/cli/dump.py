@@ -472,9 +472,9 @@ class Dumper:
                     f"{os.path.basename(path)}"
                 )
         if stats is not None:
-            for problem in stats.problems:
-                if problem.startswith(("DROPMALFORMED", "ignoreCorruptFiles")):
-                    self.warn(f"warning: records not shown: {problem.split(': ', 1)[1]}")
+            for event in stats.events_of("malformed", "corrupt file"):
+                # the message less its "DROPMALFORMED: " / "ignoreCorruptFiles: " prefix
+                self.warn(f"warning: records not shown: {event.message.split(': ', 1)[1]}")
         if pairs:
             self.non_consecutive.append((os.path.abspath(path), pairs))
 

@@ -77,6 +77,7 @@ from .progress import Progress, wanted
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 _LISTED = 20  # problems of one kind listed per file; the rest are counted
+_LISTED_MALFORMED = 100  # malformed batches listed per file (the reader's events)
 _SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
 _FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
 VERIFY_OPTIONS = (
@@ -89,7 +90,6 @@ VERIFY_OPTIONS = (
     "ignoreMissingFiles",
     "allowEmpty",
 )
-_MISSING_NOTE = "ignoring missing path "  # discovery's note for a path ignoreMissingFiles skips
 _INDEX_ENTRY = np.dtype([("rel", ">i4"), ("pos", ">i4")])
 _TIME_ENTRY = np.dtype([("ts", ">i8"), ("rel", ">i4")])
 _TXN_ENTRY = np.dtype(
@@ -170,10 +170,8 @@ def run(args: argparse.Namespace) -> int:
     # ignoreMissingFiles / allowEmpty; the missing paths skipped become warnings.
     found = discover(selection, found_stats)
     skipped = [
-        f"{p[len(_MISSING_NOTE) :].rsplit(' (', 1)[0]}: warning: path does not exist "
-        "(skipped: ignoreMissingFiles)"
-        for p in found_stats.problems
-        if p.startswith(_MISSING_NOTE)
+        f"{e.path}: warning: path does not exist (skipped: ignoreMissingFiles)"
+        for e in found_stats.events_of("missing path")
     ]
     groups: dict[str, list[Any]] = {}
     for s in found:
@@ -538,14 +536,10 @@ def _read(
         report.error(path, f"cannot read: {e.strerror or e}")
     if rows.count:
         rows.last_offset = prev
-    shown = 0
-    for problem in stats.problems:
-        if problem.startswith("DROPMALFORMED: skipped malformed batch: "):
-            text = problem[len("DROPMALFORMED: skipped malformed batch: ") :]
-            if text.startswith(path + ": "):
-                text = text[len(path) + 2 :]
-            report.error(path, text)
-            shown += 1
+    listed = stats.events_of("malformed")[:_LISTED_MALFORMED]
+    for event in listed:
+        report.error(path, event.detail)  # the reader's message, less the path
+    shown = len(listed)
     if stats.malformed_batches > shown:
         report.error(path, f"{stats.malformed_batches - shown} more malformed batches")
     return rows

@@ -16,6 +16,7 @@ from ..framing.scan import (
     H_WIDTH,
     H_WPOS,
 )
+from ..stats import ReadEvent
 
 
 class _Skip(Exception):
@@ -40,12 +41,49 @@ class CorruptPolicy:
         size = int(row[H_SIZE]) if row is not None else 0
         self.stats.malformed_batches += 1
         self.stats.malformed_bytes += size
-        self.stats.note(f"{mode}: skipped malformed batch: {exc}", path=self.rng.path)
+        self.stats.record(
+            ReadEvent(
+                "malformed",
+                exc.reason,
+                self.rng.path,
+                exc.position,
+                exc.base_offset,
+                size,
+                f"{mode}: skipped malformed batch: {exc}",
+            )
+        )
         if mode == "PERMISSIVE" and row is not None:
             if raw is None:
                 raw = self._raw_batch(row)
             self._emit_corrupt(row, exc.reason, raw, meta_index)
         raise _Skip
+
+    def _skip_missing_file(self) -> None:
+        """ignoreMissingFiles: the range's file disappeared after planning; count its bytes."""
+        rng, st = self.rng, self.stats
+        st.missing_files += 1
+        st.bytes_total += rng.end - rng.start
+        st.missing_file_bytes += rng.end - rng.start
+        message = f"ignoreMissingFiles: {rng.path} disappeared; skipped it"
+        st.record(
+            ReadEvent("missing file", "disappeared", rng.path, None, None, rng.end - rng.start,
+                      message),
+            capped=False,
+        )  # fmt: skip
+
+    def _skip_rest_of_file(self, exc: CorruptDataError) -> None:
+        """ignoreCorruptFiles: stop reading the range at ``exc``; count the rest of it."""
+        st = self.stats
+        st.corrupt_files += 1
+        # the rest of the range: every byte not yet decoded or skipped under another reason
+        rest = max(self._range_total - (self._accounted() - self._accounted0), 0)
+        st.corrupt_file_bytes += rest
+        message = f"ignoreCorruptFiles: stopped reading {self.rng.path}: {exc}"
+        st.record(
+            ReadEvent("corrupt file", exc.reason, self.rng.path, exc.position, exc.base_offset,
+                      rest, message),
+            capped=False,
+        )  # fmt: skip
 
     def _raw_batch(self, row: np.ndarray) -> bytes:
         """The stored bytes of batch ``row`` when it lies in the current window, else ``b""``

@@ -35,7 +35,7 @@ from ..framing.scan import (
 from ..kernel.bytes import PAD
 from ..options import ReadOptions
 from ..planning.splits import SegmentRange
-from ..stats import ReadStats
+from ..stats import ReadEvent, ReadStats
 from ..storage.windows import SegmentWindows
 from .control import ControlRecords
 from .dataloss import DataLossChecks
@@ -118,10 +118,7 @@ class RangeReader(
             fd = os.open(rng.path, os.O_RDONLY)
         except FileNotFoundError:
             if self.opts.ignore_missing_files:
-                self.stats.missing_files += 1
-                self.stats.bytes_total += rng.end - rng.start
-                self.stats.missing_file_bytes += rng.end - rng.start
-                self.stats.note(f"ignoreMissingFiles: {rng.path} disappeared; skipped it")
+                self._skip_missing_file()
                 return
             raise
         try:
@@ -130,11 +127,7 @@ class RangeReader(
         except CorruptDataError as exc:
             if not self.opts.ignore_corrupt_files:
                 raise
-            self.stats.corrupt_files += 1
-            # the rest of the range: every byte not yet decoded or skipped under another reason
-            rest = self._range_total - (self._accounted() - self._accounted0)
-            self.stats.corrupt_file_bytes += max(rest, 0)
-            self.stats.note(f"ignoreCorruptFiles: stopped reading {rng.path}: {exc}")
+            self._skip_rest_of_file(exc)
         finally:
             os.close(fd)
             self.stats.end_file(rng.path)
@@ -270,10 +263,17 @@ class RangeReader(
         if tail.kind == "zeros":
             self.stats.zero_tails += 1
             self.stats.zero_tail_bytes += n
-            self.stats.note(
-                f"{rng.path}: zero-filled tail from byte {pos}: {n} bytes "
-                "(preallocated or crashed segment) not decoded",
-                path=rng.path,
+            self.stats.record(
+                ReadEvent(
+                    "zero tail",
+                    "zero-filled tail",
+                    rng.path,
+                    pos,
+                    None,
+                    n,
+                    f"{rng.path}: zero-filled tail from byte {pos}: {n} bytes "
+                    "(preallocated or crashed segment) not decoded",
+                )
             )
             return end
         self.stats.truncated_tails += 1
@@ -286,9 +286,17 @@ class RangeReader(
             else "the file holds no complete batch: an active segment copied mid-write, or not "
             "a segment"
         )
-        self.stats.note(
-            f"{rng.path}: {what} at byte {pos} of the last segment: {n} bytes not decoded ({why})",
-            path=rng.path,
+        self.stats.record(
+            ReadEvent(
+                "truncated tail",
+                what,
+                rng.path,
+                pos,
+                None,
+                n,
+                f"{rng.path}: {what} at byte {pos} of the last segment: {n} bytes not decoded "
+                f"({why})",
+            )
         )
         return end
 

@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import OptionError, PathError
 from ..options import ReadOptions
-from ..stats import ReadStats
+from ..stats import ReadEvent, ReadStats
 
 log = logging.getLogger("kafkalog")
 
@@ -126,7 +126,9 @@ class _Collector:
         message = f"ignoring missing path {shown} (ignoreMissingFiles)"
         if self.stats is not None:
             self.stats.missing_files += 1
-            self.stats.note(message)
+            self.stats.record(
+                ReadEvent("missing path", "does not exist", shown, message=message), capped=False
+            )
         else:
             log.warning(message)
 
@@ -170,7 +172,11 @@ class _Collector:
             "renamed into place; the segments it would supersede are read as they are"
         )
         if self.stats is not None:
-            self.stats.note(msg, logging.INFO)
+            self.stats.record(
+                ReadEvent("swap file", "not renamed into place", path, message=msg),
+                logging.INFO,
+                capped=False,
+            )
         else:
             log.info(msg)
 
