@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import kp_v2_batch
+from conftest import SAMPLES, kp_v2_batch, run_cli
 
 import kafkalog_source.reader as reader
 import kafkalog_source.stats as stats_module
+from kafkalog_source import logformat
 from kafkalog_source.arrow.schema import projection_for
 from kafkalog_source.arrow.sink import ColumnSink
 from kafkalog_source.stats import ReadEvent, ReadStats
@@ -103,3 +105,45 @@ def test_events_are_kept_past_the_problem_messages(tmp_path: Path, monkeypatch) 
     other = ReadStats()
     other.merge(stats)
     assert len(other.events) == 150 and other.events_dropped == 50
+
+
+@pytest.mark.parametrize(
+    ("name", "base"),
+    [
+        ("00000000000000368769.log", 368769),
+        ("00000000000000368769.index", 368769),
+        ("00000000000000368769.log.deleted", 368769),
+        ("99999999999999999999.log", 99999999999999999999),
+        ("5.log", None),  # Kafka's parseLong would take it; the broker never writes it
+        ("-0000000000000000001.log", None),
+        ("+0000000000000000001.log", None),
+        ("0000000000000036876\u0669.log", None),  # a non-ASCII digit
+        ("000000000000003687690.log", None),
+    ],
+)
+def test_one_segment_name_rule(name: str, base: int | None) -> None:
+    assert logformat.base_offset_from_name(f"/x/{name}") == base
+    is_log = name.endswith(".log") and base is not None
+    assert logformat.segment_base_offset(name) == (base if is_log else None)
+
+
+def test_dump_of_a_non_standard_name(tmp_path: Path) -> None:
+    """``5.log`` is dumped without a base offset (a warning); ``5.index`` cannot find its log."""
+    src = SAMPLES / "magic2-none-0" / "00000000000000000000"
+    for ext in ("log", "index"):
+        (tmp_path / f"5.{ext}").write_bytes(src.with_suffix(f".{ext}").read_bytes())
+    out = run_cli("dump", str(tmp_path / "5.log"))
+    assert out.returncode == 0 and "no base offset in the file name" in out.stderr
+    assert "Log starting offset" not in out.stdout and "baseOffset: 0 lastOffset: 13" in out.stdout
+    out = run_cli("dump", str(tmp_path / "5.index"))
+    assert out.returncode == 1 and "5.index: no base offset in the file name" in out.stderr
+
+
+def test_sequence_wrap_for_ints_and_arrays() -> None:
+    top = logformat.INT32_MAX
+    assert logformat.increment_sequence(top, 1) == 0
+    assert logformat.increment_sequence(top - 2, 5) == 2
+    assert logformat.increment_sequence(7, 3) == 10
+    assert logformat.decrement_sequence(2, 5) == top - 2
+    got = logformat.increment_sequence(np.array([top, top - 2, 7]), np.array([1, 5, 3]))
+    assert got.tolist() == [0, 2, 10]

@@ -234,7 +234,7 @@ def _optional_long(v: int | None) -> str:
     return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
 
 
-class _Rows:
+class _RecordCursor:
     """The reader's rows for one file, handed out batch by batch in file order."""
 
     def __init__(self, batches: Any) -> None:
@@ -417,7 +417,9 @@ class Dumper:
             rows = None
             if options is not None:
                 start, end = pending[0].position, pending[-1].end
-                rows = _Rows(seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats))
+                rows = _RecordCursor(
+                    seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats)
+                )
             for h in pending:
                 data = seg.read_batch(fd, h)
                 self._batch(path, h, seg.batch_is_valid(data, h))

@@ -59,7 +59,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -70,6 +69,7 @@ import numpy as np
 
 from ..errors import CorruptDataError
 from ..framing.headers import BatchHeader, Tail, walk_headers
+from ..logformat import segment_base_offset
 from . import segments as seg
 from .common import add_common_arguments, command_options
 from .progress import Progress, wanted
@@ -78,7 +78,6 @@ EXIT_OK = 0
 EXIT_PROBLEMS = 1
 _LISTED = 20  # problems of one kind listed per file; the rest are counted
 _LISTED_MALFORMED = 100  # malformed batches listed per file (the reader's events)
-_SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
 _FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
 VERIFY_OPTIONS = (
     "maxBatchBytes",
@@ -288,7 +287,7 @@ def _segment_bases(directory: str) -> list[int]:
         names = os.listdir(directory)
     except OSError:
         return []
-    return sorted(int(m.group(1)) for n in names if (m := _SEGMENT_NAME.match(n)))
+    return sorted(b for n in names if (b := segment_base_offset(n)) is not None)
 
 
 # ------------------------------------------------------------------------------ one segment
@@ -463,7 +462,7 @@ def _check_batch_gaps(
 
 
 @dataclass
-class _Rows:
+class _RowFacts:
     """What verify keeps of the reader's rows for a segment (nothing per row)."""
 
     count: int = 0
@@ -483,7 +482,7 @@ def _read(
     report: SegmentReport,
     progress: Progress,
     done: int,
-) -> _Rows:
+) -> _RowFacts:
     """Decode the segment with the data source's reader, range by range; its skipped batches
     become errors. Record offsets are checked on the way (they must increase)."""
     import pyarrow as pa
@@ -492,7 +491,7 @@ def _read(
     from ..stats import ReadStats
 
     stats = ReadStats()
-    rows = _Rows()
+    rows = _RowFacts()
     prev = state.last_record if state.last_record is not None else np.iinfo(np.int64).min
     columns = ("offset", "timestamp", "batchPosition", "control")
     half = headers[-1].end // 2 if headers else 0
@@ -547,7 +546,7 @@ def _read(
 
 def _check_record_offsets(
     path: str,
-    rows: _Rows,
+    rows: _RowFacts,
     headers: list[BatchHeader],
     base: int | None,
     flagged: set[int],
@@ -679,7 +678,7 @@ def _check_offset_index(
 
 
 def _batch_holding(
-    offset: int, headers: list[BatchHeader], lasts: list[int], rows: _Rows
+    offset: int, headers: list[BatchHeader], lasts: list[int], rows: _RowFacts
 ) -> BatchHeader | None:
     """The batch whose offsets include ``offset`` (headers in offset order)."""
     k = bisect_left(lasts, offset)
@@ -699,7 +698,7 @@ def _check_time_index(
     path: str,
     base: int,
     headers: list[BatchHeader],
-    rows: _Rows,
+    rows: _RowFacts,
     is_last: bool,
     report: SegmentReport,
 ) -> None:
@@ -740,7 +739,7 @@ def _check_time_index(
         prev = (ts, offset)
 
 
-def _check_txn_index(path: str, base: int, rows: _Rows, report: SegmentReport) -> None:
+def _check_txn_index(path: str, base: int, rows: _RowFacts, report: SegmentReport) -> None:
     data = _read_index(path)
     if data is None:
         return

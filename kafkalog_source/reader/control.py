@@ -13,16 +13,7 @@ from ..framing.scan import (
     H_ATTRS,
     H_MAGIC,
 )
-
-CONTROL_TYPES = {
-    0: "ABORT",
-    1: "COMMIT",
-    2: "LEADER_CHANGE",
-    3: "SNAPSHOT_HEADER",
-    4: "SNAPSHOT_FOOTER",
-    5: "KRAFT_VERSION",
-    6: "KRAFT_VOTERS",
-}
+from ..logformat import CONTROL_TYPES
 
 
 class ControlRecords:

@@ -16,6 +16,7 @@ from ..framing.scan import (
     H_MAGIC,
     H_POS,
 )
+from ..logformat import segment_base_offset
 
 
 def _next_segment(path: str, base_offset: int | None) -> tuple[int, str] | None:
@@ -28,10 +29,9 @@ def _next_segment(path: str, base_offset: int | None) -> tuple[int, str] | None:
     except OSError:
         return None
     for name in names:
-        stem, dot, ext = name.partition(".")
-        if ext != "log" or len(stem) != 20 or not stem.isdigit():
+        base = segment_base_offset(name)
+        if base is None:
             continue
-        base = int(stem)
         if base > base_offset and (best is None or base < best[0]):
             best = (base, name)
     return best

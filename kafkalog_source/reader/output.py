@@ -13,7 +13,6 @@ from ..arrow.sink import constant_int, constant_string, timestamp_array
 from ..errors import (
     KafkaLogError,
 )
-from ..framing.headers import CODEC_NAMES
 from ..framing.scan import (
     H_ATTRS,
     H_BASE_OFFSET,
@@ -24,9 +23,9 @@ from ..framing.scan import (
     H_PLE,
     H_POS,
 )
+from ..logformat import CODEC_NAMES, increment_sequence
 
 _CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
-_INT32_MAX = 2**31 - 1
 
 
 class ArrowOutput:
@@ -90,9 +89,7 @@ class ArrowOutput:
         if name == "sequence":
             base = meta[:, H_BASE_SEQ]
             delta = cols["offset"] - meta[:, H_BASE_OFFSET]
-            wrapped = np.where(
-                base > _INT32_MAX - delta, delta - (_INT32_MAX - base) - 1, base + delta
-            )
+            wrapped = increment_sequence(base, delta)
             seq = np.where((base < 0) | (meta[:, H_MAGIC] < 2), -1, wrapped)
             return pa.array(seq.astype(np.int32), pa.int32())
         if name == "isTransactional":

@@ -15,7 +15,6 @@ from ..errors import (
     CorruptDataError,
     RecordStructureError,
 )
-from ..framing.headers import CODEC_NAMES
 from ..framing.scan import (
     H_ATTRS,
     H_BASE_OFFSET,
@@ -55,6 +54,7 @@ from ..kernel.v2 import (
     BP_WIDTH,
     decode_v2,
 )
+from ..logformat import CODEC_NAMES
 from .policy import _Skip
 from .tuning import (
     _PADDING,

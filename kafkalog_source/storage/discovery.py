@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from ..errors import OptionError, PathError
+from ..logformat import segment_base_offset
 from ..options import ReadOptions
 from ..stats import ReadEvent, ReadStats
 
@@ -82,12 +83,6 @@ def parse_partition_dir(name: str, allow_suffixed: bool = False) -> tuple[str, i
     if not sep or not topic or not part.isascii() or not part.isdigit():
         return None
     return topic, int(part)
-
-
-def segment_base_offset(name: str) -> int | None:
-    """The base offset in a ``<20 digits>.log`` file name, else None."""
-    m = SEGMENT_NAME.match(name)
-    return int(m.group(1)) if m else None
 
 
 def local_path(path: str) -> str:
