@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..codecs import decompress
-from ..codecs.kernels import ARENA_FULL, SLACK, inflate_batches
+from ..codecs.compiled import ARENA_FULL, SLACK, inflate_batches
 from ..errors import (
     ChecksumError,
     CorruptDataError,
