@@ -1,4 +1,5 @@
-"""Record filters: offset bounds, pruning hints and Spark's starting/ending timestamp rules."""
+"""Record filters: offset bounds, pruning hints, read_committed drops and Spark's
+starting/ending timestamp rules."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from ..framing.scan import (
     H_BASE_OFFSET,
     H_LOD,
     H_MAX_TS,
+    H_PID,
     H_SIZE,
 )
 from ..kernel.status import (
@@ -30,6 +32,16 @@ class RecordFilters:
         hint = rng.min_timestamp_hint
         if base + int(row[H_LOD]) < rng.offset_lo or (hint is not None and row[H_MAX_TS] < hint):
             self.stats.filtered_bytes += int(row[H_SIZE])
+            return False
+        return True
+
+    def _data_wanted(self, row: np.ndarray) -> bool:
+        """A v2 data batch: in range, and not dropped by read_committed."""
+        if not self._in_range(row):
+            return False
+        if self.read_committed and row[H_PID] >= 0 and self._transactions.drops(row):
+            self.stats.aborted_batches += 1
+            self.stats.aborted_bytes += int(row[H_SIZE])
             return False
         return True
 

@@ -24,6 +24,7 @@ from ..framing.scan import (
     H_POS,
 )
 from ..logformat import CODEC_NAMES, increment_sequence
+from .control import control_column, is_control
 
 _CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
 
@@ -53,7 +54,7 @@ class ArrowOutput:
         control_mask = None
         if self.include_control:
             meta = lazy.rows
-            control_mask = (meta[:, H_MAGIC] == 2) & ((meta[:, H_ATTRS] & 0x20) != 0)
+            control_mask = is_control(meta)
             if not control_mask.any():
                 control_mask = None
         arrays = []
@@ -107,7 +108,7 @@ class ArrowOutput:
         if name == "segmentBaseOffset":
             return constant_int(rng.segment_base_offset, n, pa.int64())
         if name == "control":
-            return self._control_column(cols, meta, n)
+            return control_column(cols, meta, n)
         raise KafkaLogError(f"internal: unknown column {name}")
 
 

@@ -37,13 +37,12 @@ from ..options import ReadOptions
 from ..planning.splits import SegmentRange
 from ..stats import ReadEvent, ReadStats
 from ..storage.windows import SegmentWindows
-from .control import ControlRecords
 from .dataloss import DataLossChecks
 from .filters import RecordFilters
 from .legacy import LegacyMessages
 from .output import ArrowOutput
 from .policy import CorruptPolicy
-from .transactions import TransactionFilter
+from .transactions import AbortedTransactions
 from .tuning import (
     ARENA_BYTES,
     FLUSH_DATA_BYTES,
@@ -58,10 +57,8 @@ class RangeReader(
     CorruptPolicy,
     DataLossChecks,
     RecordFilters,
-    TransactionFilter,
     V2Batches,
     LegacyMessages,
-    ControlRecords,
     ArrowOutput,
 ):
     """Decodes one :class:`SegmentRange` into record batches; iterate it once."""
@@ -102,11 +99,7 @@ class RangeReader(
         self._first_last: int | None = None  # last offset of the range's first batch
         self._prev_last = -1  # failOnDataLoss: last offset of the previous batch
         # read_committed state (SEGMENT_SPEC §4.2)
-        self._aborted = sorted(rng.aborted, key=lambda t: t[1])
-        self._aborted_next = 0
-        # producerId -> offset of the ABORT marker that ends its aborted transaction
-        self._aborting: dict[int, int] = {}
-        self._expiry: list[tuple[int, int]] = []  # heap of (marker offset, producerId)
+        self._transactions = AbortedTransactions(rng.aborted, rng.last_stable_offset)
         # byte accounting (ReadStats.bytes_total = decoded + skipped by reason), per range
         self._range_total = 0
         self._accounted0 = 0

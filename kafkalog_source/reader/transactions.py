@@ -1,24 +1,37 @@
-"""read_committed: dropping the batches of aborted and undecided transactions (SEGMENT_SPEC §4.2)."""
+"""read_committed: which transactional batches to drop, as aborted or undecided (SEGMENT_SPEC §4.2)."""
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable, Sequence
 
-import numpy as np
-
-from ..framing.scan import (
-    H_ATTRS,
-    H_BASE_OFFSET,
-    H_LOD,
-    H_PID,
-    H_SIZE,
-)
+from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_LOD, H_PID
 
 
-class TransactionFilter:
-    """RangeReader's read_committed state."""
+class AbortedTransactions:
+    """The read_committed state of one range: the producers whose transaction is being aborted.
 
-    def _advance_aborted(self, row: np.ndarray) -> None:
+    ``aborted`` holds the planner's ``(producerId, firstOffset, marker offset)`` of each aborted
+    transaction the range may meet (marker NO_LIMIT: undecided); batches at or past
+    ``last_stable_offset`` belong to undecided transactions too. Batches are shown in offset order.
+    """
+
+    def __init__(self, aborted: Iterable[tuple[int, int, int]], last_stable_offset: int) -> None:
+        self._aborted = sorted(aborted, key=lambda t: t[1])
+        self._aborted_next = 0
+        # producerId -> offset of the ABORT marker that ends its aborted transaction
+        self._aborting: dict[int, int] = {}
+        self._expiry: list[tuple[int, int]] = []  # heap of (marker offset, producerId)
+        self._last_stable_offset = last_stable_offset
+
+    def drops(self, row: Sequence[int]) -> bool:
+        """Whether the v2 data batch ``row`` (a header with a producer id) is dropped."""
+        self._advance(row)
+        return bool(row[H_ATTRS] & 0x10) and (
+            int(row[H_PID]) in self._aborting or row[H_BASE_OFFSET] >= self._last_stable_offset
+        )
+
+    def _advance(self, row: Sequence[int]) -> None:
         """Update the producers whose transaction is being aborted, as of this batch (§4.2).
 
         A producer enters when the batch's last offset reaches the first offset of one of its
@@ -41,18 +54,3 @@ class TransactionFilter:
             if marker >= base:
                 self._aborting[pid] = marker
                 heapq.heappush(heap, (marker, pid))
-
-    def _data_wanted(self, row: np.ndarray) -> bool:
-        """A v2 data batch: in range, and not dropped by read_committed."""
-        if not self._in_range(row):
-            return False
-        if self.read_committed and row[H_PID] >= 0:
-            self._advance_aborted(row)
-            if row[H_ATTRS] & 0x10 and (
-                int(row[H_PID]) in self._aborting
-                or row[H_BASE_OFFSET] >= self.rng.last_stable_offset
-            ):
-                self.stats.aborted_batches += 1
-                self.stats.aborted_bytes += int(row[H_SIZE])
-                return False
-        return True
