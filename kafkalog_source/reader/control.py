@@ -9,10 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrow.schema import CONTROL_STRUCT
-from ..framing.scan import (
-    H_ATTRS,
-    H_MAGIC,
-)
+from ..framing.scan import H_ATTRS, H_MAGIC
 from ..logformat import CONTROL_TYPES
 
 

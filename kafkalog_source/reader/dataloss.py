@@ -7,15 +7,8 @@ import struct
 
 import numpy as np
 
-from ..errors import (
-    DataLossError,
-)
-from ..framing.scan import (
-    H_BASE_OFFSET,
-    H_LOD,
-    H_MAGIC,
-    H_POS,
-)
+from ..errors import DataLossError
+from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
 from ..logformat import segment_base_offset
 
 

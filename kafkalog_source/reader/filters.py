@@ -6,16 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..framing.scan import (
-    H_BASE_OFFSET,
-    H_LOD,
-    H_MAX_TS,
-    H_PID,
-    H_SIZE,
-)
-from ..kernel.status import (
-    NULL_TS,
-)
+from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAX_TS, H_PID, H_SIZE
+from ..kernel.status import NULL_TS
 from ..planning.splits import NO_LIMIT
 
 

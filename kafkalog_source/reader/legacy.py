@@ -9,21 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..codecs import decompress
-from ..errors import (
-    ChecksumError,
-    CorruptDataError,
-    RecordStructureError,
-    UnsupportedFormatError,
-)
-from ..framing.scan import (
-    H_ATTRS,
-    H_BASE_OFFSET,
-    H_MAGIC,
-    H_MAX_TS,
-    H_POS,
-    H_SIZE,
-    H_WPOS,
-)
+from ..errors import ChecksumError, CorruptDataError, RecordStructureError, UnsupportedFormatError
+from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_MAGIC, H_MAX_TS, H_POS, H_SIZE, H_WPOS
 from ..kernel.crc32 import CRC32_TABLES
 from ..kernel.legacy import W_START, W_WIDTH, check_wrappers, decode_legacy, decode_wrapped
 from ..kernel.status import (
@@ -42,14 +29,8 @@ from ..kernel.status import (
     WRAPPER,
 )
 from ..kernel.status import describe as describe_status
-from .policy import _Skip
-from .tuning import (
-    _PADDING,
-    _UNLIMITED,
-    FAST_WRAPPERS,
-    FLUSH_DATA_BYTES,
-    GROUP_BYTES,
-)
+from .policy import SkipBatch
+from .tuning import _PADDING, _UNLIMITED, FAST_WRAPPERS, FLUSH_DATA_BYTES, GROUP_BYTES
 
 
 class LegacyMessages:
@@ -266,7 +247,7 @@ class LegacyMessages:
                 r0 = sink.rows
                 try:
                     self._wrapper(src, wp, meta_base + (k0 + k) * meta_step, depth, row)
-                except _Skip:
+                except SkipBatch:
                     sink.truncate(r0)
                 except CorruptDataError as exc:
                     if inner:
@@ -282,7 +263,7 @@ class LegacyMessages:
                         )
                     try:
                         self._error(located, row, None)
-                    except _Skip:
+                    except SkipBatch:
                         pass
                 p = wp + size
                 k0 += k + 1
@@ -296,7 +277,7 @@ class LegacyMessages:
             size = int(row[H_SIZE])
             try:
                 self._error(exc, row, bytes(src[bad : bad + size]))
-            except _Skip:
+            except SkipBatch:
                 pass
             p = bad + size
             k0 += k + 1

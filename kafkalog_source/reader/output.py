@@ -10,19 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrow.sink import constant_int, constant_string, timestamp_array
-from ..errors import (
-    KafkaLogError,
-)
-from ..framing.scan import (
-    H_ATTRS,
-    H_BASE_OFFSET,
-    H_BASE_SEQ,
-    H_EPOCH,
-    H_MAGIC,
-    H_PID,
-    H_PLE,
-    H_POS,
-)
+from ..errors import KafkaLogError
+from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_BASE_SEQ, H_EPOCH, H_MAGIC, H_PID, H_PLE, H_POS
 from ..logformat import CODEC_NAMES, increment_sequence
 from .control import control_column, is_control
 

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import (
-    CorruptDataError,
-    RecordStructureError,
-)
-from ..framing.scan import (
-    H_BASE_OFFSET,
-    H_POS,
-    H_SIZE,
-    H_WIDTH,
-    H_WPOS,
-)
+from ..errors import CorruptDataError, RecordStructureError
+from ..framing.scan import H_BASE_OFFSET, H_POS, H_SIZE, H_WIDTH, H_WPOS
 from ..stats import ReadEvent
 
 
-class _Skip(Exception):
+class SkipBatch(Exception):
     """Internal: the current batch is malformed and the mode says to skip it."""
 
 
@@ -56,7 +47,7 @@ class CorruptPolicy:
             if raw is None:
                 raw = self._raw_batch(row)
             self._emit_corrupt(row, exc.reason, raw, meta_index)
-        raise _Skip
+        raise SkipBatch
 
     def _skip_missing_file(self) -> None:
         """ignoreMissingFiles: the range's file disappeared after planning; count its bytes."""
@@ -144,7 +135,7 @@ class CorruptPolicy:
         self._register(row[None, :])
         try:
             self._error(exc, row, raw)
-        except _Skip:
+        except SkipBatch:
             pass
 
     def _apply_mode(self, exc: CorruptDataError, row: list[int]) -> None:
@@ -152,5 +143,5 @@ class CorruptPolicy:
         the batch and skip it (PERMISSIVE: its row, with the stored bytes, goes to the sink)."""
         try:
             self._error(exc, row, None)
-        except _Skip:
+        except SkipBatch:
             pass

@@ -12,11 +12,7 @@ import pyarrow as pa
 
 from ..arrow.schema import Projection
 from ..arrow.sink import ColumnSink
-from ..errors import (
-    CorruptDataError,
-    RecordStructureError,
-    UnsupportedFormatError,
-)
+from ..errors import CorruptDataError, RecordStructureError, UnsupportedFormatError
 from ..framing.headers import classify_stop
 from ..framing.scan import (
     H_BASE_OFFSET,
@@ -43,13 +39,7 @@ from .legacy import LegacyMessages
 from .output import ArrowOutput
 from .policy import CorruptPolicy
 from .transactions import AbortedTransactions
-from .tuning import (
-    ARENA_BYTES,
-    FLUSH_DATA_BYTES,
-    HEADER_ROWS,
-    LIBRARY_CODECS_ENV,
-    WINDOW_BYTES,
-)
+from .tuning import ARENA_BYTES, FLUSH_DATA_BYTES, HEADER_ROWS, LIBRARY_CODECS_ENV, WINDOW_BYTES
 from .v2 import V2Batches
 
 

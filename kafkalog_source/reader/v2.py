@@ -10,11 +10,7 @@ import pyarrow as pa
 
 from ..codecs import decompress
 from ..codecs.compiled import ARENA_FULL, SLACK, inflate_batches
-from ..errors import (
-    ChecksumError,
-    CorruptDataError,
-    RecordStructureError,
-)
+from ..errors import ChecksumError, CorruptDataError, RecordStructureError
 from ..framing.scan import (
     H_ATTRS,
     H_BASE_OFFSET,
@@ -30,16 +26,7 @@ from ..framing.scan import (
 )
 from ..kernel.bytes import PAD
 from ..kernel.crc32c import CRC32C_TABLES, crc32c_spans
-from ..kernel.status import (
-    E_CAPACITY,
-    E_CRC,
-    ERR_A,
-    ERR_B,
-    ERR_ITEM,
-    ERR_POS,
-    FULL,
-    OK,
-)
+from ..kernel.status import E_CAPACITY, E_CRC, ERR_A, ERR_B, ERR_ITEM, ERR_POS, FULL, OK
 from ..kernel.status import describe as describe_status
 from ..kernel.v2 import (
     BP_BASE_OFFSET,
@@ -55,7 +42,7 @@ from ..kernel.v2 import (
     decode_v2,
 )
 from ..logformat import CODEC_NAMES
-from .policy import _Skip
+from .policy import SkipBatch
 from .tuning import (
     _PADDING,
     FAST_CODECS,
@@ -469,7 +456,7 @@ class V2Batches:
             if code == E_CRC:
                 try:
                     self._crc_mismatch(src, row, int(st[ERR_A]))
-                except _Skip:
+                except SkipBatch:
                     pass
                 start = b + 1
                 continue
@@ -484,6 +471,6 @@ class V2Batches:
                 pos = self._window_pos + int(st[ERR_POS])
             try:
                 self._error(self._corrupt(RecordStructureError, reason, pos, row), row, None)
-            except _Skip:
+            except SkipBatch:
                 pass
             start = b + 1
