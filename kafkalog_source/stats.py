@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("kafkalog")
 
-MAX_PROBLEMS = 100  # messages kept in ``ReadStats.problems``
+MAX_PROBLEMS = 100  # messages in ``ReadStats.problems`` (the first events')
+MAX_EVENTS = 10_000  # events kept in ``ReadStats.events``; the rest are counted only
 MAX_LOGGED_PER_FILE = 5  # warnings logged per file; the rest are counted, and summed up once
 
 # Why bytes of a file were not decoded: the ReadStats field that counts each reason.
@@ -21,6 +22,34 @@ SKIP_REASONS = {
     "corrupt file": "corrupt_file_bytes",
     "missing file": "missing_file_bytes",
 }
+
+
+@dataclass(frozen=True)
+class ReadEvent:
+    """One error or skip of a read, as data: what the CLI and the Spark task summary read.
+
+    ``kind`` is a key of :data:`SKIP_REASONS` for the skips that are counted there ("malformed",
+    "truncated tail", "zero tail", "corrupt file", "missing file"), or "missing path" / "swap
+    file" (discovery). ``message`` is the line that is logged.
+    """
+
+    kind: str
+    reason: str
+    path: str | None = None
+    position: int | None = None  # byte position in the file, when known
+    base_offset: int | None = None  # of the batch, when known
+    bytes: int = 0  # bytes not decoded because of it (0 when counted elsewhere or unknown)
+    message: str = ""
+
+    @property
+    def detail(self) -> str:
+        """Position, base offset and reason, without the path (as errors print them)."""
+        parts = []
+        if self.position is not None:
+            parts.append(f"byte {self.position}")
+        if self.base_offset is not None:
+            parts.append(f"batch baseOffset {self.base_offset}")
+        return ": ".join([*parts, self.reason])
 
 
 @dataclass
@@ -60,21 +89,33 @@ class ReadStats:
     corrupt_file_bytes: int = 0  # ignoreCorruptFiles: the rest of a file after the damage
     missing_file_bytes: int = 0  # ignoreMissingFiles: planned bytes of a file that disappeared
     unlogged_problems: int = 0  # problems counted and kept, but not logged (per-file cap)
-    problems: list[str] = field(default_factory=list)
+    events_dropped: int = 0  # events past MAX_EVENTS: counted, not kept
+    events: list[ReadEvent] = field(default_factory=list)
     _logged: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
-    def note(self, message: str, level: int = logging.WARNING, path: str | None = None) -> None:
-        """Record a problem, and log it unless ``path`` already had ``MAX_LOGGED_PER_FILE``
-        problems logged (see :meth:`end_file`); keep the first 100 messages."""
-        if path is not None:
-            n = self._logged.get(path, 0)
-            self._logged[path] = n + 1
+    def record(self, event: ReadEvent, level: int = logging.WARNING, capped: bool = True) -> None:
+        """Keep ``event`` and log its message, unless ``capped`` and its file already had
+        ``MAX_LOGGED_PER_FILE`` problems logged (see :meth:`end_file`)."""
+        if capped and event.path is not None:
+            n = self._logged.get(event.path, 0)
+            self._logged[event.path] = n + 1
             if n >= MAX_LOGGED_PER_FILE:
                 self.unlogged_problems += 1
                 level = logging.DEBUG
-        log.log(level, message)
-        if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(message)
+        log.log(level, event.message)
+        if len(self.events) < MAX_EVENTS:
+            self.events.append(event)
+        else:
+            self.events_dropped += 1
+
+    def events_of(self, *kinds: str) -> list[ReadEvent]:
+        """The kept events of these kinds, in order."""
+        return [e for e in self.events if e.kind in kinds]
+
+    @property
+    def problems(self) -> list[str]:
+        """The messages of the first 100 events."""
+        return [e.message for e in self.events[:MAX_PROBLEMS]]
 
     def end_file(self, path: str) -> None:
         """Log how many problems of ``path`` were not logged, once the file has been read."""
@@ -90,9 +131,10 @@ class ReadStats:
     def merge(self, other: ReadStats) -> None:
         """Add another read's counters into this one."""
         for name in self.__dataclass_fields__:
-            if name == "problems":
-                room = MAX_PROBLEMS - len(self.problems)
-                self.problems.extend(other.problems[: max(room, 0)])
+            if name == "events":
+                room = max(MAX_EVENTS - len(self.events), 0)
+                self.events.extend(other.events[:room])
+                self.events_dropped += len(other.events[room:])
             elif name != "_logged":
                 setattr(self, name, getattr(self, name) + getattr(other, name))
 

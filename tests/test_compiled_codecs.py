@@ -34,7 +34,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 import kafkalog_source as kl
 import kafkalog_source.reader as reader_module
 from kafkalog_source.codecs import decompress
-from kafkalog_source.codecs.kernels import (
+from kafkalog_source.codecs.compiled import (
     ARENA_FULL,
     NEEDS_LIBRARY,
     lz4_frame,

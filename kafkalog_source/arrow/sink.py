@@ -283,6 +283,49 @@ class ColumnSink:
         args = self.v2_args()
         return (*args[:11], args[-1])
 
+    def append_row(
+        self, offset: int, meta: int, value: bytes, headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        """Append one row that no kernel wrote: no timestamp (type -1), a null key, ``value``,
+        and ``headers`` (key, value) pairs (PERMISSIVE's row for a corrupt batch)."""
+        s = self.state
+        self.reserve(1)
+        hk_len = sum(len(k) for k, _ in headers)
+        hv_len = sum(len(v) for _, v in headers)
+        for which, slot, extra in (
+            (CAP_VALUES, N_VAL, len(value)),
+            (CAP_HEADERS, N_HDR, len(headers) + 1),
+            (CAP_HEADER_KEYS, N_HKEY, hk_len),
+            (CAP_HEADER_VALUES, N_HVAL, hv_len),
+        ):
+            self.grow(which, int(s[slot]) + extra + 1)
+        n = int(s[N_REC])
+        self.offsets[n] = offset
+        self.timestamps[n] = NULL_TS
+        s[N_NULL_TS] += 1
+        self.ts_types[n] = -1
+        self.metas[n] = meta
+        if self.want & WANT_KEY:
+            self.key_valid[n] = 0
+            self.key_off[n + 1] = s[N_KEY]
+        if self.want & WANT_VALUE:
+            nv = int(s[N_VAL])
+            self.val_data[nv : nv + len(value)] = np.frombuffer(value, np.uint8)
+            s[N_VAL] = nv + len(value)
+            self.val_valid[n] = 1
+            self.val_off[n + 1] = s[N_VAL]
+        if self.want & WANT_HEADERS:
+            for key, val in headers:
+                nh, nhk, nhv = int(s[N_HDR]), int(s[N_HKEY]), int(s[N_HVAL])
+                self.hk_data[nhk : nhk + len(key)] = np.frombuffer(key, np.uint8)
+                self.hv_data[nhv : nhv + len(val)] = np.frombuffer(val, np.uint8)
+                self.hv_valid[nh] = 1
+                s[N_HDR], s[N_HKEY], s[N_HVAL] = nh + 1, nhk + len(key), nhv + len(val)
+                self.hk_off[nh + 1] = s[N_HKEY]
+                self.hv_off[nh + 1] = s[N_HVAL]
+            self.hdr_off[n + 1] = s[N_HDR]
+        s[N_REC] = n + 1
+
     def truncate(self, rows: int) -> None:
         """Forget rows past ``rows`` (used when a batch fails after some rows were written)."""
         s = self.state

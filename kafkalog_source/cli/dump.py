@@ -234,7 +234,7 @@ def _optional_long(v: int | None) -> str:
     return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
 
 
-class _Rows:
+class _RecordCursor:
     """The reader's rows for one file, handed out batch by batch in file order."""
 
     def __init__(self, batches: Any) -> None:
@@ -417,7 +417,9 @@ class Dumper:
             rows = None
             if options is not None:
                 start, end = pending[0].position, pending[-1].end
-                rows = _Rows(seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats))
+                rows = _RecordCursor(
+                    seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats)
+                )
             for h in pending:
                 data = seg.read_batch(fd, h)
                 self._batch(path, h, seg.batch_is_valid(data, h))
@@ -472,10 +474,10 @@ class Dumper:
                     f"{os.path.basename(path)}"
                 )
         if stats is not None:
-            for problem in stats.problems:
-                if problem.startswith(("DROPMALFORMED", "ignoreCorruptFiles")):
-                    self.warn(f"warning: records not shown: {problem.split(': ', 1)[1]}")
-                    self.exit_code = max(self.exit_code, EXIT_INCOMPLETE)  # bad data: exit 1
+            for event in stats.events_of("malformed", "corrupt file"):
+                # the message less its "DROPMALFORMED: " / "ignoreCorruptFiles: " prefix
+                self.warn(f"warning: records not shown: {event.message.split(': ', 1)[1]}")
+                self.exit_code = max(self.exit_code, EXIT_INCOMPLETE)  # bad data: exit 1
         if pairs:
             self.non_consecutive.append((os.path.abspath(path), pairs))
 

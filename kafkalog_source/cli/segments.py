@@ -20,7 +20,6 @@ The reader is imported lazily, inside the functions that need it, so ``kafkalog 
 from __future__ import annotations
 
 import os
-import re
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -36,50 +35,22 @@ from ..framing.headers import (
     parse_header,
     read_varint,
 )
+from ..logformat import (  # noqa: F401  (dump uses them as seg.*)
+    CONTROL_TYPE_IDS,
+    base_offset_from_name,
+    decrement_sequence,
+    increment_sequence,
+)
 
 LOWEST_OFFSET = -(2**63)
-INT32_MAX = 2**31 - 1
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-CONTROL_TYPE_IDS = {
-    "ABORT": 0,
-    "COMMIT": 1,
-    "LEADER_CHANGE": 2,
-    "SNAPSHOT_HEADER": 3,
-    "SNAPSHOT_FOOTER": 4,
-    "KRAFT_VERSION": 5,
-    "KRAFT_VOTERS": 6,
-}
 MARKER_KEY_SIZE = 4  # version int16 + type int16
 MARKER_VALUE_SIZE = 6  # version int16 + coordinatorEpoch int32
-_BASE_NAME = re.compile(r"^[+-]?[0-9]+$")
-
-
-def base_offset_from_name(path: str) -> int | None:
-    """The offset Kafka parses from a segment or index file name (the part before the first dot)."""
-    stem = os.path.basename(path).split(".")[0]
-    if not _BASE_NAME.match(stem):
-        return None
-    value = int(stem)
-    return value if -(2**63) <= value < 2**63 else None
 
 
 def timestamp_type_name(h: BatchHeader) -> str:
     """The batch's timestamp type as Kafka's ``TimestampType`` prints it."""
     return TIMESTAMP_TYPES[h.timestamp_type]
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """``DefaultRecordBatch.incrementSequence``: wraps past Int32.MAX back to 0."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
-
-
-def decrement_sequence(sequence: int, decrement: int) -> int:
-    """``DefaultRecordBatch.decrementSequence``: the inverse of :func:`increment_sequence`."""
-    if sequence < decrement:
-        return INT32_MAX - (decrement - sequence) + 1
-    return sequence - decrement
 
 
 def last_sequence(h: BatchHeader) -> int:

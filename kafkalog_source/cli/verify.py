@@ -59,7 +59,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -70,6 +69,7 @@ import numpy as np
 
 from ..errors import CorruptDataError
 from ..framing.headers import BatchHeader, Tail, walk_headers
+from ..logformat import segment_base_offset
 from . import segments as seg
 from .common import add_common_arguments, command_options
 from .progress import Progress, wanted
@@ -77,7 +77,7 @@ from .progress import Progress, wanted
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 _LISTED = 20  # problems of one kind listed per file; the rest are counted
-_SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
+_LISTED_MALFORMED = 100  # malformed batches listed per file (the reader's events)
 _FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
 VERIFY_OPTIONS = (
     "maxBatchBytes",
@@ -89,7 +89,6 @@ VERIFY_OPTIONS = (
     "ignoreMissingFiles",
     "allowEmpty",
 )
-_MISSING_NOTE = "ignoring missing path "  # discovery's note for a path ignoreMissingFiles skips
 _INDEX_ENTRY = np.dtype([("rel", ">i4"), ("pos", ">i4")])
 _TIME_ENTRY = np.dtype([("ts", ">i8"), ("rel", ">i4")])
 _TXN_ENTRY = np.dtype(
@@ -170,10 +169,8 @@ def run(args: argparse.Namespace) -> int:
     # ignoreMissingFiles / allowEmpty; the missing paths skipped become warnings.
     found = discover(selection, found_stats)
     skipped = [
-        f"{p[len(_MISSING_NOTE) :].rsplit(' (', 1)[0]}: warning: path does not exist "
-        "(skipped: ignoreMissingFiles)"
-        for p in found_stats.problems
-        if p.startswith(_MISSING_NOTE)
+        f"{e.path}: warning: path does not exist (skipped: ignoreMissingFiles)"
+        for e in found_stats.events_of("missing path")
     ]
     groups: dict[str, list[Any]] = {}
     for s in found:
@@ -290,7 +287,7 @@ def _segment_bases(directory: str) -> list[int]:
         names = os.listdir(directory)
     except OSError:
         return []
-    return sorted(int(m.group(1)) for n in names if (m := _SEGMENT_NAME.match(n)))
+    return sorted(b for n in names if (b := segment_base_offset(n)) is not None)
 
 
 # ------------------------------------------------------------------------------ one segment
@@ -465,7 +462,7 @@ def _check_batch_gaps(
 
 
 @dataclass
-class _Rows:
+class _RowFacts:
     """What verify keeps of the reader's rows for a segment (nothing per row)."""
 
     count: int = 0
@@ -485,7 +482,7 @@ def _read(
     report: SegmentReport,
     progress: Progress,
     done: int,
-) -> _Rows:
+) -> _RowFacts:
     """Decode the segment with the data source's reader, range by range; its skipped batches
     become errors. Record offsets are checked on the way (they must increase)."""
     import pyarrow as pa
@@ -494,7 +491,7 @@ def _read(
     from ..stats import ReadStats
 
     stats = ReadStats()
-    rows = _Rows()
+    rows = _RowFacts()
     prev = state.last_record if state.last_record is not None else np.iinfo(np.int64).min
     columns = ("offset", "timestamp", "batchPosition", "control")
     half = headers[-1].end // 2 if headers else 0
@@ -538,14 +535,10 @@ def _read(
         report.error(path, f"cannot read: {e.strerror or e}")
     if rows.count:
         rows.last_offset = prev
-    shown = 0
-    for problem in stats.problems:
-        if problem.startswith("DROPMALFORMED: skipped malformed batch: "):
-            text = problem[len("DROPMALFORMED: skipped malformed batch: ") :]
-            if text.startswith(path + ": "):
-                text = text[len(path) + 2 :]
-            report.error(path, text)
-            shown += 1
+    listed = stats.events_of("malformed")[:_LISTED_MALFORMED]
+    for event in listed:
+        report.error(path, event.detail)  # the reader's message, less the path
+    shown = len(listed)
     if stats.malformed_batches > shown:
         report.error(path, f"{stats.malformed_batches - shown} more malformed batches")
     return rows
@@ -553,7 +546,7 @@ def _read(
 
 def _check_record_offsets(
     path: str,
-    rows: _Rows,
+    rows: _RowFacts,
     headers: list[BatchHeader],
     base: int | None,
     flagged: set[int],
@@ -685,7 +678,7 @@ def _check_offset_index(
 
 
 def _batch_holding(
-    offset: int, headers: list[BatchHeader], lasts: list[int], rows: _Rows
+    offset: int, headers: list[BatchHeader], lasts: list[int], rows: _RowFacts
 ) -> BatchHeader | None:
     """The batch whose offsets include ``offset`` (headers in offset order)."""
     k = bisect_left(lasts, offset)
@@ -705,7 +698,7 @@ def _check_time_index(
     path: str,
     base: int,
     headers: list[BatchHeader],
-    rows: _Rows,
+    rows: _RowFacts,
     is_last: bool,
     report: SegmentReport,
 ) -> None:
@@ -746,7 +739,7 @@ def _check_time_index(
         prev = (ts, offset)
 
 
-def _check_txn_index(path: str, base: int, rows: _Rows, report: SegmentReport) -> None:
+def _check_txn_index(path: str, base: int, rows: _RowFacts, report: SegmentReport) -> None:
     data = _read_index(path)
     if data is None:
         return

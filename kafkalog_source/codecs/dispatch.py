@@ -10,6 +10,7 @@ reason, and anything a library raises that a codec did not anticipate (``MemoryE
 from __future__ import annotations
 
 from ..errors import DecompressionError, KafkaLogError, UnsupportedFormatError
+from ..logformat import CODEC_NAMES
 from .gzip import decompress_gzip
 from .lz4 import decompress_lz4
 from .snappy import decompress_snappy
@@ -19,7 +20,6 @@ GZIP = 1
 SNAPPY = 2
 LZ4 = 3
 ZSTD = 4
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def decompress(

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import RecordStructureError, UnsupportedFormatError
+from ..logformat import CODEC_NAMES
 
 LOG_OVERHEAD = 12
 PREFIX_SIZE = 17  # offset, size, 4 format bytes, magic
@@ -21,7 +22,6 @@ V2_HEADER_SIZE = 61
 LEGACY_MIN_SIZE = 14  # RECORD_OVERHEAD_V0: the smallest legal size field
 V1_HEADER_SIZE = 34  # 12 + crc 4 + magic 1 + attrs 1 + ts 8 + key len 4 + value len 4
 
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 _PREFIX = struct.Struct(">qiiB")
 _V2 = struct.Struct(">qiiBIhiqqqhii")  # through recordsCount

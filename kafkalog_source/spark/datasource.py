@@ -256,4 +256,8 @@ def _log_summary(split: Split, stats: ReadStats) -> None:
     first = split.ranges[0].path if split.ranges else "-"
     more = f" (+{len(split.ranges) - 1} ranges)" if len(split.ranges) > 1 else ""
     level = logging.WARNING if stats.skipped else logging.INFO
-    log.log(level, "kafkalog split %d [%s%s]: %s", split.index, first, more, stats.summary())
+    events = stats.events
+    also = f"; first problem: {events[0].message}" if events else ""
+    log.log(
+        level, "kafkalog split %d [%s%s]: %s%s", split.index, first, more, stats.summary(), also
+    )

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from ..errors import OptionError, PathError
+from ..logformat import segment_base_offset
 from ..options import ReadOptions
-from ..stats import ReadStats
+from ..stats import ReadEvent, ReadStats
 
 log = logging.getLogger("kafkalog")
 
@@ -84,12 +85,6 @@ def parse_partition_dir(name: str, allow_suffixed: bool = False) -> tuple[str, i
     return topic, int(part)
 
 
-def segment_base_offset(name: str) -> int | None:
-    """The base offset in a ``<20 digits>.log`` file name, else None."""
-    m = SEGMENT_NAME.match(name)
-    return int(m.group(1)) if m else None
-
-
 def local_path(path: str) -> str:
     """Strip a ``file:`` scheme (``file:///x``, ``file:/x``, ``file://localhost/x``); refuse others."""
     m = _SCHEME.match(path)
@@ -126,7 +121,9 @@ class _Collector:
         message = f"ignoring missing path {shown} (ignoreMissingFiles)"
         if self.stats is not None:
             self.stats.missing_files += 1
-            self.stats.note(message)
+            self.stats.record(
+                ReadEvent("missing path", "does not exist", shown, message=message), capped=False
+            )
         else:
             log.warning(message)
 
@@ -170,7 +167,11 @@ class _Collector:
             "renamed into place; the segments it would supersede are read as they are"
         )
         if self.stats is not None:
-            self.stats.note(msg, logging.INFO)
+            self.stats.record(
+                ReadEvent("swap file", "not renamed into place", path, message=msg),
+                logging.INFO,
+                capped=False,
+            )
         else:
             log.info(msg)
 

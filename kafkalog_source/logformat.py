@@ -1,0 +1,50 @@
+"""Facts of Kafka's log format that several layers name: codec ids, control record types,
+producer sequence arithmetic and segment file names (SEGMENT_SPEC). No imports of the package:
+every layer may use it."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")  # attributes & 7
+
+# ControlRecordType ids (the key's int16 type) and their names
+CONTROL_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+CONTROL_TYPE_IDS = {name: type_id for type_id, name in CONTROL_TYPES.items()}
+
+INT32_MAX = 2**31 - 1
+
+
+def increment_sequence(sequence: Any, increment: Any) -> Any:
+    """``DefaultRecordBatch.incrementSequence``: wraps past Int32.MAX back to 0 (ints, or numpy
+    int64 arrays element by element)."""
+    return sequence + increment - (INT32_MAX + 1) * (sequence > INT32_MAX - increment)
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    """``DefaultRecordBatch.decrementSequence``: the inverse of :func:`increment_sequence`."""
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def base_offset_from_name(path: str) -> int | None:
+    """The base offset in a segment or index file name: the part before the first dot, which
+    must be 20 ASCII digits (as the broker writes it, ``%020d``); else None."""
+    stem = os.path.basename(path).split(".")[0]
+    return int(stem) if len(stem) == 20 and stem.isascii() and stem.isdigit() else None
+
+
+def segment_base_offset(name: str) -> int | None:
+    """The base offset of a ``<20 digits>.log`` file name, else None (other suffixes too)."""
+    name = os.path.basename(name)
+    return base_offset_from_name(name) if len(name) == 24 and name.endswith(".log") else None

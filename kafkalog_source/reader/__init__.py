@@ -1,0 +1,83 @@
+"""Read segment byte ranges into Arrow record batches.
+
+Per range, bytes flow through the layers in order: a reusable window buffer is filled with
+``pread`` (storage), ``scan_window`` frames the batches in it (framing), compressed payloads are
+decompressed one batch at a time (codecs), the compiled kernels walk the records straight into
+column buffers (kernel), and :class:`~kafkalog_source.arrow.sink.ColumnSink` turns those into
+Arrow arrays (arrow). Decompression and the record walk alternate batch by batch, so each payload
+is walked while it is still in cache.
+
+One concern per module: :mod:`.range_reader` (the window loop, :class:`RangeReader`), :mod:`.policy`
+(modes and PERMISSIVE rows), :mod:`.v2` and :mod:`.legacy` (the batch formats),
+:mod:`.transactions` (read_committed), :mod:`.filters` (offset and timestamp bounds),
+:mod:`.dataloss` (failOnDataLoss), :mod:`.control` (control records), :mod:`.output` (Arrow
+assembly), :mod:`.tuning` (sizes and switches) and :mod:`.api` (the public functions).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from ..arrow.schema import output_projection
+from . import legacy, range_reader, tuning, v2
+from .api import iter_batches, read_range, read_split, read_table
+from .control import CONTROL_TYPES
+from .range_reader import RangeReader, SegmentWindows
+from .tuning import (
+    ARENA_BYTES,
+    FAST_CODECS,
+    FAST_WRAPPERS,
+    FLUSH_DATA_BYTES,
+    GROUP_BYTES,
+    HEADER_ROWS,
+    LIBRARY_CODECS_ENV,
+    MAX_ARENA,
+    MAX_BATCH_RECORDS,
+    WINDOW_BYTES,
+)
+from .v2 import inflate_batches
+
+# Names that tests and tools set on this package (``reader.FAST_CODECS = False``,
+# ``monkeypatch.setattr(reader, "WINDOW_BYTES", ...)``): setting one here sets it in the module
+# that reads it, too.
+_FORWARDED: dict[str, tuple[types.ModuleType, ...]] = {
+    "WINDOW_BYTES": (tuning, range_reader),
+    "FAST_CODECS": (tuning, v2),
+    "FAST_WRAPPERS": (tuning, legacy),
+    "inflate_batches": (v2,),
+    "SegmentWindows": (range_reader,),
+}
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        for module in _FORWARDED.get(name, ()):
+            setattr(module, name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+__all__ = [
+    "ARENA_BYTES",
+    "CONTROL_TYPES",
+    "FAST_CODECS",
+    "FAST_WRAPPERS",
+    "FLUSH_DATA_BYTES",
+    "GROUP_BYTES",
+    "HEADER_ROWS",
+    "LIBRARY_CODECS_ENV",
+    "MAX_ARENA",
+    "MAX_BATCH_RECORDS",
+    "WINDOW_BYTES",
+    "RangeReader",
+    "SegmentWindows",
+    "inflate_batches",
+    "iter_batches",
+    "output_projection",
+    "read_range",
+    "read_split",
+    "read_table",
+]

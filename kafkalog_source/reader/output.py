@@ -1,0 +1,117 @@
+"""Arrow output: the sink's rows assembled into record batches of the projection's schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..arrow.sink import constant_int, constant_string, timestamp_array
+from ..errors import KafkaLogError
+from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_BASE_SEQ, H_EPOCH, H_MAGIC, H_PID, H_PLE, H_POS
+from ..logformat import CODEC_NAMES, increment_sequence
+from .control import control_column, is_control
+
+_CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
+
+
+class ArrowOutput:
+    """RangeReader's record batches."""
+
+    def _flush(self) -> Iterator[pa.RecordBatch]:
+        """Turn the sink's rows into one record batch; keep only the current header table."""
+        cols = self.sink.take_columns()
+        tables = self._meta_tables
+        meta = np.concatenate(tables) if len(tables) > 1 else tables[-1]
+        first = self._meta_bases[0]  # tables are numbered consecutively from here
+        # rows still to come belong to the current window's table, which keeps its numbering
+        self._meta_tables = [tables[-1]]
+        self._meta_bases = [self._meta_bases[-1]]
+        batch = self._assemble(cols, _LazyRows(meta, cols["meta"] - first))
+        if batch.num_rows:
+            self.stats.records += batch.num_rows
+            yield batch
+
+    def _assemble(self, cols: dict[str, Any], lazy: _LazyRows) -> pa.RecordBatch:
+        n = len(cols["offset"])
+        rng = self.rng
+        proj = self.projection
+        offsets = cols["offset"]
+        control_mask = None
+        if self.include_control:
+            meta = lazy.rows
+            control_mask = is_control(meta)
+            if not control_mask.any():
+                control_mask = None
+        arrays = []
+        for name in proj.names:
+            if name == "key" or name == "value":
+                col = cols[name]
+                if control_mask is not None:  # control records: parsed into `control` instead
+                    col = pc.if_else(pa.array(control_mask), pa.scalar(None, pa.binary()), col)
+                arrays.append(col)
+            elif name == "headers":
+                arrays.append(cols[name])
+            elif name == "topic":
+                arrays.append(constant_string(rng.topic, n))
+            elif name == "partition":
+                arrays.append(constant_int(rng.partition, n, pa.int32()))
+            elif name == "offset":
+                arrays.append(pa.array(offsets, pa.int64()))
+            elif name == "timestamp":
+                arrays.append(timestamp_array(cols["timestamp_us"], cols["null_ts"] > 0))
+            elif name == "timestampType":
+                arrays.append(pa.array(cols["ts_type"], pa.int32()))
+            else:
+                arrays.append(self._meta_column(name, cols, lazy.rows, n))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=proj.schema)
+        return self._filter(batch, offsets, cols["timestamp_us"])
+
+    def _meta_column(self, name: str, cols: dict[str, Any], meta: np.ndarray, n: int) -> pa.Array:
+        rng = self.rng
+        if name == "producerId":
+            return pa.array(meta[:, H_PID], pa.int64())
+        if name == "producerEpoch":
+            return pa.array(meta[:, H_EPOCH].astype(np.int32), pa.int32())
+        if name == "sequence":
+            base = meta[:, H_BASE_SEQ]
+            delta = cols["offset"] - meta[:, H_BASE_OFFSET]
+            wrapped = increment_sequence(base, delta)
+            seq = np.where((base < 0) | (meta[:, H_MAGIC] < 2), -1, wrapped)
+            return pa.array(seq.astype(np.int32), pa.int32())
+        if name == "isTransactional":
+            return pa.array((meta[:, H_ATTRS] & 0x10) != 0, pa.bool_())
+        if name == "partitionLeaderEpoch":
+            return pa.array(meta[:, H_PLE].astype(np.int32), pa.int32())
+        if name == "magic":
+            return pa.array(meta[:, H_MAGIC].astype(np.int32), pa.int32())
+        if name == "codec":
+            return _CODEC_ARRAY.take(pa.array(meta[:, H_ATTRS] & 7))
+        if name == "segmentPath":
+            return constant_string(rng.path, n)
+        if name == "batchPosition":
+            return pa.array(meta[:, H_POS], pa.int64())
+        if name == "segmentBaseOffset":
+            return constant_int(rng.segment_base_offset, n, pa.int64())
+        if name == "control":
+            return control_column(cols, meta, n)
+        raise KafkaLogError(f"internal: unknown column {name}")
+
+
+class _LazyRows:
+    """The batch-table row of every output row, gathered only when a column needs it."""
+
+    def __init__(self, table: np.ndarray, index: np.ndarray) -> None:
+        self._table = table
+        self._index = index
+        self._rows: np.ndarray | None = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        """One batch-header row per output row."""
+        if self._rows is None:
+            self._rows = self._table[self._index]
+        return self._rows

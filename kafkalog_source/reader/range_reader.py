@@ -1,0 +1,316 @@
+"""Range reading: one :class:`SegmentRange` read window by window (``pread`` into one reused
+buffer, ``scan_window`` over it) and handed batch by batch to the format paths."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..arrow.schema import Projection
+from ..arrow.sink import ColumnSink
+from ..errors import CorruptDataError, RecordStructureError, UnsupportedFormatError
+from ..framing.headers import classify_stop
+from ..framing.scan import (
+    H_BASE_OFFSET,
+    H_LOD,
+    H_MAGIC,
+    H_SIZE,
+    H_WIDTH,
+    H_WPOS,
+    STOP_BAD_MAGIC,
+    STOP_BAD_SIZE,
+    STOP_END,
+    STOP_FULL,
+    STOP_INCOMPLETE,
+    scan_window,
+)
+from ..kernel.bytes import PAD
+from ..options import ReadOptions
+from ..planning.splits import SegmentRange
+from ..stats import ReadEvent, ReadStats
+from ..storage.windows import SegmentWindows
+from .dataloss import DataLossChecks
+from .filters import RecordFilters
+from .legacy import LegacyMessages
+from .output import ArrowOutput
+from .policy import CorruptPolicy
+from .transactions import AbortedTransactions
+from .tuning import ARENA_BYTES, FLUSH_DATA_BYTES, HEADER_ROWS, LIBRARY_CODECS_ENV, WINDOW_BYTES
+from .v2 import V2Batches
+
+
+class RangeReader(
+    CorruptPolicy,
+    DataLossChecks,
+    RecordFilters,
+    V2Batches,
+    LegacyMessages,
+    ArrowOutput,
+):
+    """Decodes one :class:`SegmentRange` into record batches; iterate it once."""
+
+    def __init__(
+        self,
+        rng: SegmentRange,
+        options: ReadOptions,
+        projection: Projection,
+        stats: ReadStats | None = None,
+    ) -> None:
+        self.rng = rng
+        self.opts = options
+        self.projection = projection
+        self.stats = stats if stats is not None else ReadStats()
+        self.sink = ColumnSink(projection)
+        self.sink.path = rng.path
+        # buffers sized from the data: a small file gets small ones (they grow on demand)
+        span = max(rng.end - rng.start, 0)
+        self.sink.size_for(span)
+        self._grow_arena(min(ARENA_BYTES, max(64 << 10, 8 * span)))
+        self.verify = options.verify_checksums
+        self.compiled_codecs = options.compiled_codecs and os.environ.get(LIBRARY_CODECS_ENV) != "1"
+        self.include_control = options.include_control_records or projection.wants("control")
+        self.read_committed = options.isolation_level == "read_committed"
+        # Batch-header tables of the rows in the sink. Rows refer to their batch by a number that
+        # never restarts within a range: table k covers numbers _meta_bases[k] onwards.
+        self._meta_tables: list[np.ndarray] = []
+        self._meta_bases: list[int] = []
+        self._meta_base = 0  # number of the first row of the current (last) table
+        self._meta_next = 0
+        self._window_pos = 0
+        self._mv = memoryview(b"")
+        self._done = False
+        self._ts_start = rng.timestamp_start
+        self._ts_end = rng.timestamp_end
+        self._started = self._ts_start is None
+        self._first_last: int | None = None  # last offset of the range's first batch
+        self._prev_last = -1  # failOnDataLoss: last offset of the previous batch
+        # read_committed state (SEGMENT_SPEC §4.2)
+        self._transactions = AbortedTransactions(rng.aborted, rng.last_stable_offset)
+        # byte accounting (ReadStats.bytes_total = decoded + skipped by reason), per range
+        self._range_total = 0
+        self._accounted0 = 0
+
+    # ------------------------------------------------------------------ main loop
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        rng = self.rng
+        try:
+            fd = os.open(rng.path, os.O_RDONLY)
+        except FileNotFoundError:
+            if self.opts.ignore_missing_files:
+                self._skip_missing_file()
+                return
+            raise
+        try:
+            self.stats.segments += 1
+            yield from self._read(fd)
+        except CorruptDataError as exc:
+            if not self.opts.ignore_corrupt_files:
+                raise
+            self._skip_rest_of_file(exc)
+        finally:
+            os.close(fd)
+            self.stats.end_file(rng.path)
+        if self.sink.rows:
+            yield from self._flush()
+
+    def _accounted(self) -> int:
+        """Bytes counted so far as decoded or skipped under a reason (all ranges of the stats)."""
+        st = self.stats
+        return st.bytes_decoded + sum(st.skipped_bytes_by_reason().values())
+
+    def _read(self, fd: int) -> Iterator[pa.RecordBatch]:
+        windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD, self.rng.path)
+        self._range_total = max(0, min(self.rng.end, windows.size) - self.rng.start)
+        self.stats.bytes_total += self._range_total
+        self._accounted0 = self._accounted()
+        try:
+            yield from self._read_windows(fd, windows)
+            if self.opts.fail_on_data_loss:
+                self._check_gap_after(fd)
+        finally:
+            self._mv = memoryview(b"")
+            windows.close()
+
+    def _read_windows(self, fd: int, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
+        rng = self.rng
+        end = min(rng.end, windows.size)
+        window_bytes = WINDOW_BYTES
+        # a batch takes at least 26 bytes: a small range needs a small header table
+        hdr = np.empty((min(HEADER_ROWS, max(end - rng.start, 0) // 26 + 1), H_WIDTH), np.int64)
+        pos = rng.start
+        while pos < end and not self._done:
+            want = min(window_bytes, end - pos)
+            # one reused buffer: nothing may keep a view of it past this window
+            buf, got = windows.window(pos, want)
+            rows, stop, why = scan_window(buf, got, pos, hdr)
+            if rows:
+                big = np.nonzero(hdr[:rows, H_SIZE] > self.opts.max_batch_bytes + 12)[0]
+                if big.size and big[0] == 0:
+                    pos += self._too_big(pos, int(hdr[0, H_SIZE]), int(hdr[0, H_BASE_OFFSET]))
+                    continue
+                if big.size:  # decode the batches before it; the next window starts there
+                    rows, stop, why = int(big[0]), hdr[big[0], H_WPOS], STOP_FULL
+            self.stats.bytes_read += int(stop)
+            if rows:
+                loss = self._check_gaps(hdr[:rows]) if self.opts.fail_on_data_loss else None
+                if self._first_last is None:
+                    self._first_last = int(hdr[0, H_BASE_OFFSET] + hdr[0, H_LOD])
+                self._window_pos = pos
+                self._mv = memoryview(buf)
+                # batches before a gap are decoded first: in file order, and kept by
+                # ignoreCorruptFiles; a gap past the range's end is not reached
+                table = hdr[: rows if loss is None else loss[0]].copy()
+                before = self._accounted()
+                if table.shape[0]:
+                    self._register(table)
+                    yield from self._process(buf, table)
+                if loss is not None and not self._done:
+                    raise loss[1]
+                if self._done:  # batches after the end bound were not looked at
+                    left = int(hdr[:rows, H_SIZE].sum()) - (self._accounted() - before)
+                    self.stats.filtered_bytes += max(left, 0)
+            pos += int(stop)
+            if why == STOP_FULL or self._done:
+                continue
+            if why == STOP_END:
+                if pos + 17 <= end and (rows or stop):
+                    continue  # the window ended; read on
+                pos = self._tail(fd, pos, end)
+                continue
+            if why == STOP_INCOMPLETE:
+                size = 12 + struct.unpack_from(">i", buf, int(stop) + 8)[0]
+                if pos + size > end:
+                    pos = self._tail(fd, pos, end)  # too big, not the last segment: damage
+                    continue
+                if size > self.opts.max_batch_bytes + 12:
+                    base = struct.unpack_from(">q", buf, int(stop))[0]
+                    pos += self._too_big(pos, size, base)
+                    continue
+                window_bytes = max(window_bytes, size)
+                continue
+            # invalid framing at pos
+            at = int(stop)
+            base = struct.unpack_from(">q", buf, at)[0]
+            if why == STOP_BAD_SIZE:
+                pos = self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
+                continue
+            size = 12 + struct.unpack_from(">i", buf, at + 8)[0]
+            if why == STOP_BAD_MAGIC:
+                exc: CorruptDataError = UnsupportedFormatError(
+                    f"unknown magic byte {np.int8(buf[at + 16])}", rng.path, pos, base
+                )
+            else:  # STOP_V2_SMALL
+                exc = RecordStructureError(
+                    f"v2 batch size {size} is smaller than the 61-byte batch header",
+                    rng.path,
+                    pos,
+                    base,
+                )
+            self._framing_error(exc, pos, size, base, bytes(buf[at : at + size]))
+            pos += size  # skipped (FAILFAST has raised)
+        if self._done and pos < end:
+            self.stats.filtered_bytes += end - pos  # past the end bound: not read
+
+    def _tail(self, fd: int, pos: int, end: int) -> int:
+        """Classify the bytes left at ``pos``: quiet at a zero fill or at the truncated batch of
+        a last segment (an append in progress, as Kafka's reader assumes); anything else is a
+        malformed batch that goes through the mode (see ``framing.headers.classify_stop``).
+        Returns where reading goes on: ``end``, or the next batch after a damaged length field
+        whose batch CRC showed where it really ends."""
+        rng = self.rng
+        if pos >= end:
+            return end
+        prefix = os.pread(fd, 17, pos)
+        if not rng.at_file_end:
+            raise RecordStructureError(
+                f"the planned range ends at byte {end}, inside a batch (the file changed "
+                "while being read, or a planning bug)",
+                rng.path,
+                pos,
+            )
+        try:
+            tail = classify_stop(
+                fd, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes
+            )
+        except CorruptDataError as exc:
+            base = exc.base_offset if exc.base_offset is not None else 0
+            resume = exc.resume_at if exc.resume_at is not None else end
+            self._framing_error(exc, pos, resume - pos, base, None)
+            return resume
+        n = tail.skipped_bytes
+        self.stats.tail_bytes += n
+        if tail.kind == "zeros":
+            self.stats.zero_tails += 1
+            self.stats.zero_tail_bytes += n
+            self.stats.record(
+                ReadEvent(
+                    "zero tail",
+                    "zero-filled tail",
+                    rng.path,
+                    pos,
+                    None,
+                    n,
+                    f"{rng.path}: zero-filled tail from byte {pos}: {n} bytes "
+                    "(preallocated or crashed segment) not decoded",
+                )
+            )
+            return end
+        self.stats.truncated_tails += 1
+        self.stats.truncated_tail_bytes += n
+        what = "an incomplete final batch" if tail.kind == "truncated" else "stray bytes"
+        why = (
+            "an append in progress or a copy taken while the broker wrote; Kafka's reader stops "
+            "here too"
+            if pos
+            else "the file holds no complete batch: an active segment copied mid-write, or not "
+            "a segment"
+        )
+        self.stats.record(
+            ReadEvent(
+                "truncated tail",
+                what,
+                rng.path,
+                pos,
+                None,
+                n,
+                f"{rng.path}: {what} at byte {pos} of the last segment: {n} bytes not decoded "
+                f"({why})",
+            )
+        )
+        return end
+
+    def _register(self, table: np.ndarray) -> None:
+        """Add a table of batch headers; its rows are numbered from ``_meta_base`` on."""
+        self._meta_base = self._meta_next
+        self._meta_next += table.shape[0]
+        self._meta_tables.append(table)
+        self._meta_bases.append(self._meta_base)
+
+    # ------------------------------------------------------------------ batches
+    def _process(self, buf: np.ndarray, table: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Decode the batches of one scanned window, in file order: runs of one format each."""
+        legacy = table[:, H_MAGIC] < 2
+        cuts = (np.nonzero(np.diff(legacy.view(np.int8)))[0] + 1).tolist()
+        for i, j in zip([0, *cuts], [*cuts, table.shape[0]], strict=True):
+            if self._done:
+                return
+            if legacy[i]:
+                yield from self._legacy_top(buf, table, i, j)
+                yield from self._maybe_flush()
+            else:
+                yield from self._v2_rows(buf, table, i, j)
+
+    def _full(self) -> bool:
+        """Whether the sink holds a record batch's worth (recordsPerBatch rows or 16 MiB)."""
+        return (
+            self.sink.rows >= self.opts.records_per_batch
+            or self.sink.data_bytes >= FLUSH_DATA_BYTES
+        )
+
+    def _maybe_flush(self) -> Iterator[pa.RecordBatch]:
+        if self._full():
+            yield from self._flush()
