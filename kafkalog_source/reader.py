@@ -104,6 +104,7 @@ from .kernel.v2 import (
 from .options import ReadOptions, parse_options
 from .planning.splits import NO_LIMIT, SegmentRange, Split
 from .stats import ReadStats
+from .storage.source import ByteSource, open_source
 from .storage.windows import SegmentWindows
 
 log = logging.getLogger("kafkalog")
@@ -359,7 +360,7 @@ class RangeReader:
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         try:
-            fd = os.open(rng.path, os.O_RDONLY)
+            src = open_source(rng.path)
         except FileNotFoundError:
             if self.opts.ignore_missing_files:
                 self.stats.missing_files += 1
@@ -370,7 +371,7 @@ class RangeReader:
             raise
         try:
             self.stats.segments += 1
-            yield from self._read(fd)
+            yield from self._read(src)
         except CorruptDataError as exc:
             if not self.opts.ignore_corrupt_files:
                 raise
@@ -380,7 +381,7 @@ class RangeReader:
             self.stats.corrupt_file_bytes += max(rest, 0)
             self.stats.note(f"ignoreCorruptFiles: stopped reading {rng.path}: {exc}")
         finally:
-            os.close(fd)
+            src.close()
             self.stats.end_file(rng.path)
         if self.sink.rows:
             yield from self._flush()
@@ -390,20 +391,20 @@ class RangeReader:
         st = self.stats
         return st.bytes_decoded + sum(st.skipped_bytes_by_reason().values())
 
-    def _read(self, fd: int) -> Iterator[pa.RecordBatch]:
-        windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD, self.rng.path)
+    def _read(self, src: ByteSource) -> Iterator[pa.RecordBatch]:
+        windows = SegmentWindows(src, src.size, PAD, self.rng.path)
         self._range_total = max(0, min(self.rng.end, windows.size) - self.rng.start)
         self.stats.bytes_total += self._range_total
         self._accounted0 = self._accounted()
         try:
-            yield from self._read_windows(fd, windows)
+            yield from self._read_windows(src, windows)
             if self.opts.fail_on_data_loss:
-                self._check_gap_after(fd)
+                self._check_gap_after(src)
         finally:
             self._mv = memoryview(b"")
             windows.close()
 
-    def _read_windows(self, fd: int, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
+    def _read_windows(self, src: ByteSource, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         end = min(rng.end, windows.size)
         window_bytes = WINDOW_BYTES
@@ -447,12 +448,12 @@ class RangeReader:
             if why == STOP_END:
                 if pos + 17 <= end and (rows or stop):
                     continue  # the window ended; read on
-                pos = self._tail(fd, pos, end)
+                pos = self._tail(src, pos, end)
                 continue
             if why == STOP_INCOMPLETE:
                 size = 12 + struct.unpack_from(">i", buf, int(stop) + 8)[0]
                 if pos + size > end:
-                    pos = self._tail(fd, pos, end)  # too big, not the last segment: damage
+                    pos = self._tail(src, pos, end)  # too big, not the last segment: damage
                     continue
                 if size > self.opts.max_batch_bytes + 12:
                     base = struct.unpack_from(">q", buf, int(stop))[0]
@@ -464,7 +465,7 @@ class RangeReader:
             at = int(stop)
             base = struct.unpack_from(">q", buf, at)[0]
             if why == STOP_BAD_SIZE:
-                pos = self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
+                pos = self._tail(src, pos, end)  # zero tail ends quietly; anything else raises
                 continue
             size = 12 + struct.unpack_from(">i", buf, at + 8)[0]
             if why == STOP_BAD_MAGIC:
@@ -537,7 +538,7 @@ class RangeReader:
         self._prev_last = int(last[-1])
         return None
 
-    def _check_gap_after(self, fd: int) -> None:
+    def _check_gap_after(self, src: ByteSource) -> None:
         """failOnDataLoss past this range's end: at a split boundary, or at the next segment.
 
         The next range's reader does not know how this one ended. So a range that ends inside
@@ -550,7 +551,7 @@ class RangeReader:
         if self._done or self._prev_last < 0:
             return
         if not rng.at_file_end:
-            head = os.pread(fd, 17, rng.end)
+            head = src.read(rng.end, 17)
             if len(head) < 17 or head[16] != 2:
                 return  # end of data, or a legacy entry (its first offset is not in its header)
             base = struct.unpack_from(">q", head, 0)[0]
@@ -572,7 +573,7 @@ class RangeReader:
                 base,
             )
 
-    def _tail(self, fd: int, pos: int, end: int) -> int:
+    def _tail(self, src: ByteSource, pos: int, end: int) -> int:
         """Classify the bytes left at ``pos``: quiet at a zero fill or at the truncated batch of
         a last segment (an append in progress, as Kafka's reader assumes); anything else is a
         malformed batch that goes through the mode (see ``framing.headers.classify_stop``).
@@ -581,7 +582,7 @@ class RangeReader:
         rng = self.rng
         if pos >= end:
             return end
-        prefix = os.pread(fd, 17, pos)
+        prefix = src.read(pos, 17)
         if not rng.at_file_end:
             raise RecordStructureError(
                 f"the planned range ends at byte {end}, inside a batch (the file changed "
@@ -591,7 +592,7 @@ class RangeReader:
             )
         try:
             tail = classify_stop(
-                fd, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes
+                src, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes
             )
         except CorruptDataError as exc:
             base = exc.base_offset if exc.base_offset is not None else 0

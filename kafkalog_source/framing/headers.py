@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import RecordStructureError, UnsupportedFormatError
+from ..storage.source import ByteSource, as_source
 
 LOG_OVERHEAD = 12
 PREFIX_SIZE = 17  # offset, size, 4 format bytes, magic
@@ -188,10 +189,10 @@ class Tail:
         return self.kind == "clean"
 
 
-def _is_zero(fd: int, pos: int, end: int, chunk: int = 1 << 20) -> bool:
+def _is_zero(src: ByteSource, pos: int, end: int, chunk: int = 1 << 20) -> bool:
     while pos < end:
         n = min(chunk, end - pos)
-        data = os.pread(fd, n, pos)
+        data = src.read(pos, n)
         if len(data) < n or data.count(0) != len(data):
             return False
         pos += n
@@ -201,12 +202,12 @@ def _is_zero(fd: int, pos: int, end: int, chunk: int = 1 << 20) -> bool:
 EVIDENCE_BYTES = 8 << 20  # how far a truncated tail is searched for the batch's true end
 
 
-def _true_end(fd: int, pos: int, end: int, prefix: bytes) -> int | None:
+def _true_end(src: ByteSource, pos: int, end: int, prefix: bytes) -> int | None:
     """Where the batch at ``pos`` really ends, when its size field runs past ``end`` but its
     CRC matches a shorter length that ends at ``end`` or at the start of another whole batch:
     evidence of a damaged length field, not of an append in progress. None when not found."""
     magic = prefix[16]
-    data = os.pread(fd, min(end - pos, EVIDENCE_BYTES), pos)
+    data = src.read(pos, min(end - pos, EVIDENCE_BYTES))
     first = 61 if magic == 2 else 26  # smallest legal batch
     if len(data) < first:
         return None
@@ -239,7 +240,7 @@ def _true_end(fd: int, pos: int, end: int, prefix: bytes) -> int | None:
 
 
 def classify_stop(
-    fd: int,
+    source: ByteSource | int,
     path: str,
     pos: int,
     end: int,
@@ -256,11 +257,12 @@ def classify_stop(
     byte is not 0, 1 or 2 (not the start of a batch at all: a text file named ``.log``, say).
     A zero-filled tail is preallocation or a crash, and always ends quietly.
     """
+    src = as_source(source, path)
     remaining = end - pos
     if remaining <= 0:
         return Tail("clean", pos, 0)
     if prefix is None or len(prefix) < PREFIX_SIZE:
-        if _is_zero(fd, pos, end):
+        if _is_zero(src, pos, end):
             return Tail("zeros", pos, remaining)
         if not last_segment:
             raise RecordStructureError(
@@ -272,7 +274,7 @@ def classify_stop(
         return Tail("short", pos, remaining)
     offset, size, _, magic = _PREFIX.unpack_from(prefix, 0)
     if size < LEGACY_MIN_SIZE:
-        if _is_zero(fd, pos, end):
+        if _is_zero(src, pos, end):
             return Tail("zeros", pos, remaining)
         raise RecordStructureError(
             f"found batch size {size} smaller than the minimum record overhead "
@@ -283,7 +285,7 @@ def classify_stop(
         )
     runs_past = f"a batch of {LOG_OVERHEAD + size} bytes runs past the end ({remaining} bytes left)"
     plausible = 0 <= magic <= 2 and not (magic == 2 and LOG_OVERHEAD + size < V2_HEADER_SIZE)
-    true_end = _true_end(fd, pos, end, prefix) if plausible else None
+    true_end = _true_end(src, pos, end, prefix) if plausible else None
     problem = None
     if magic > 2 or magic < 0:
         problem = f"unknown magic byte {magic}, and {runs_past}: this is not a batch"
