@@ -79,7 +79,6 @@ import json
 import logging
 import os
 import re
-import struct
 import sys
 from bisect import bisect_left
 from itertools import pairwise
@@ -87,6 +86,16 @@ from typing import Any, TextIO
 
 from ..errors import CorruptDataError
 from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail, walk_headers
+from ..storage.indexes import (
+    OFFSET_INDEX_DTYPE,
+    TIME_INDEX_DTYPE,
+    TXN_INDEX_DTYPE,
+    SnapshotError,
+    decode_entries,
+    decode_producer_snapshot,
+    read_whole,
+    txn_entry_version,
+)
 from . import segments as seg
 from .common import add_common_arguments, command_options, non_negative
 from .progress import Progress, wanted
@@ -110,10 +119,6 @@ _RECORD_COLUMNS = (
     "control",
 )
 _SNAPSHOT_NAME = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint$")
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
-assert _SNAPSHOT_ENTRY.size == 46
-_TXN_ENTRY = struct.Struct(">hqqqq")
-assert _TXN_ENTRY.size == 34
 
 
 def register(subparsers: Any) -> None:
@@ -662,9 +667,8 @@ class Dumper:
         if found is None:
             return
         base, log_path = found
-        with open(path, "rb") as f:
-            data = f.read()
-        n = len(data) // 8
+        entries = decode_entries(read_whole(path), OFFSET_INDEX_DTYPE).tolist()
+        n = len(entries)
         if self.jsonl:
             self.obj(type="file", file=path, kind="index", baseOffset=base)
         if n == 0:
@@ -680,7 +684,7 @@ class Dumper:
         try:
             log_size = os.fstat(log_fd).st_size if log_fd >= 0 else 0
             for i in range(n):
-                rel, position = struct.unpack_from(">ii", data, 8 * i)
+                rel, position = entries[i]
                 offset = base + rel
                 if offset == base and i > 0:
                     break
@@ -718,11 +722,10 @@ class Dumper:
         if found is None:
             return
         base, log_path = found
-        with open(path, "rb") as f:
-            data = f.read()
+        entries = decode_entries(read_whole(path), TIME_INDEX_DTYPE).tolist()
         if self.jsonl:
             self.obj(type="file", file=path, kind="timeindex", baseOffset=base)
-        n = len(data) // 12
+        n = len(entries)
         loaded = False
         headers: list[BatchHeader] | None = None  # None: the log cannot be read
         lasts: list[int] = []
@@ -732,7 +735,7 @@ class Dumper:
         not_found: list[tuple[int, int]] = []
         prev_ts = -1
         for i in range(n):
-            ts, rel = struct.unpack_from(">qi", data, 12 * i)
+            ts, rel = entries[i]
             offset = base + rel
             if offset == base and i > 0:
                 break
@@ -784,15 +787,13 @@ class Dumper:
     # ------------------------------------------------------------------ .txnindex
     def dump_txn_index(self, path: str) -> None:
         """One line per aborted transaction entry."""
-        with open(path, "rb") as f:
-            data = f.read()
+        entries = decode_entries(read_whole(path), TXN_INDEX_DTYPE)
         if self.jsonl:
             self.obj(
                 type="file", file=path, kind="txnindex", baseOffset=seg.base_offset_from_name(path)
             )
-        for i in range(len(data) // _TXN_ENTRY.size):
-            _, pid, first, last, lso = _TXN_ENTRY.unpack_from(data, i * _TXN_ENTRY.size)
-            version = data[i * _TXN_ENTRY.size]  # AbortedTxn#version() reads the first byte
+        versions = txn_entry_version(entries).tolist()
+        for (_, pid, first, last, lso), version in zip(entries.tolist(), versions, strict=True):
             if version > 0:
                 self.fail(
                     EXIT_INCOMPLETE,
@@ -819,10 +820,7 @@ class Dumper:
     # ------------------------------------------------------------------ .snapshot
     def dump_producer_snapshot(self, path: str) -> None:
         """Producer-state snapshot entries (SEGMENT_SPEC §5.3)."""
-        import crc32c
-
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_whole(path)
         if self.jsonl:
             self.obj(
                 type="file",
@@ -830,30 +828,12 @@ class Dumper:
                 kind="producer-snapshot",
                 baseOffset=seg.base_offset_from_name(path),
             )
-        if len(data) < 10:
-            self.err.write("Snapshot failed schema validation: the file is too short\n")
+        try:
+            entries = decode_producer_snapshot(data).tolist()
+        except SnapshotError as e:
+            self.err.write(f"{e}\n")
             return
-        version, crc, count = struct.unpack_from(">hIi", data, 0)
-        if version != 1:
-            self.err.write(f"Snapshot contained an unknown file version {version}\n")
-            return
-        computed = crc32c.crc32c(data[6:])
-        if crc != computed:
-            self.err.write(
-                f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
-                f"Computed crc: {computed}\n"
-            )
-            return
-        if count < 0 or 10 + count * _SNAPSHOT_ENTRY.size > len(data):
-            self.err.write(
-                f"Snapshot failed schema validation: {count} entries do not fit in "
-                f"{len(data)} bytes\n"
-            )
-            return
-        for i in range(count):
-            pid, epoch, seq, offset, delta, ts, coord, txn_first = _SNAPSHOT_ENTRY.unpack_from(
-                data, 10 + i * _SNAPSHOT_ENTRY.size
-            )
+        for pid, epoch, seq, offset, delta, ts, coord, txn_first in entries:
             first_txn = txn_first if txn_first >= 0 else None
             meta = offset >= 0
             if self.jsonl:
