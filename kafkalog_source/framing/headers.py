@@ -1,19 +1,18 @@
 """Batch framing: the 17-byte prefix every batch shares, and the v2 / legacy header fields.
 
 A ``.log`` file is a concatenation of batches. Each starts ``offset:int64 | size:int32 | 4 bytes |
-magic:int8`` (SEGMENT_SPEC §0); the batch occupies ``12 + size`` bytes. This module walks that
-framing without decoding records, which is all the planner needs, and classifies how a file ends.
+magic:int8`` (SEGMENT_SPEC §0); the batch occupies ``12 + size`` bytes. This module parses that
+framing and classifies how a file ends; :mod:`.walk` walks it.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import RecordStructureError, UnsupportedFormatError
+from ..errors import RecordStructureError
 from ..storage.source import ByteSource, as_source
 
 LOG_OVERHEAD = 12
@@ -315,7 +314,7 @@ def classify_stop(
 
 
 def walk_headers(
-    fd: int,
+    source: ByteSource | int,
     path: str,
     start: int,
     end: int,
@@ -323,35 +322,10 @@ def walk_headers(
     last_segment: bool = True,
     max_batch_bytes: int | None = None,
 ) -> Iterator[BatchHeader | Tail]:
-    """Yield the header of every complete batch in ``[start, end)``, then one :class:`Tail`.
+    """:func:`~.walk.walk_classified` over ``source`` (a byte source or an open descriptor):
+    every complete batch's full header in ``[start, end)``, then one :class:`Tail`; raises for
+    damage. ``full`` is accepted for old callers (headers are always full)."""
+    from .walk import walk_classified  # walk.py builds on this module
 
-    Reads 26 bytes per batch (the prefix plus a legacy message's attributes and timestamp), or 61
-    when ``full`` is true (to get v2 timestamps and producer fields). It never reads record data.
-    Magic bytes other than 0, 1 and 2 raise; so does a tail that cannot be an append in
-    progress (see :func:`classify_stop`, which gets ``last_segment`` and ``max_batch_bytes``).
-    """
-    pos = start
-    want = V2_HEADER_SIZE if full else 26
-    while True:
-        if end - pos < PREFIX_SIZE:
-            yield classify_stop(fd, path, pos, end, None, last_segment, max_batch_bytes)
-            return
-        data = os.pread(fd, min(want, end - pos), pos)
-        offset, size, _, magic = _PREFIX.unpack_from(data, 0)
-        total = LOG_OVERHEAD + size
-        if size < LEGACY_MIN_SIZE or pos + total > end:
-            yield classify_stop(fd, path, pos, end, data, last_segment, max_batch_bytes)
-            return
-        if magic > 2 or magic < 0:
-            raise UnsupportedFormatError(f"unknown magic byte {magic}", path, pos, offset)
-        if magic == 2 and size < V2_HEADER_SIZE - LOG_OVERHEAD:
-            raise RecordStructureError(
-                f"v2 batch size {total} is smaller than the 61-byte batch header", path, pos, offset
-            )
-        if full and magic == 2 and len(data) < V2_HEADER_SIZE:
-            data = os.pread(fd, V2_HEADER_SIZE, pos)
-        if full or magic < 2:
-            yield parse_header(data, 0, pos)
-        else:
-            yield BatchHeader(pos, offset, total, magic)
-        pos += total
+    src = as_source(source, path)
+    return walk_classified(src, path, start, end, last_segment, max_batch_bytes)
