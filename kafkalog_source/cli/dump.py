@@ -85,7 +85,8 @@ from itertools import pairwise
 from typing import Any, TextIO
 
 from ..errors import CorruptDataError
-from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail, walk_headers
+from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail
+from ..framing.walk import walk_classified
 from ..storage.indexes import (
     OFFSET_INDEX_DTYPE,
     TIME_INDEX_DTYPE,
@@ -96,6 +97,7 @@ from ..storage.indexes import (
     read_whole,
     txn_entry_version,
 )
+from ..storage.source import ByteSource, open_source
 from . import segments as seg
 from .common import add_common_arguments, command_options, non_negative
 from .progress import Progress, wanted
@@ -389,19 +391,16 @@ class Dumper:
                 extra = {"snapshotEndOffset": int(m.group(1)), "snapshotEpoch": int(m.group(2))}
             else:
                 self.warn(f"warning: {path}: not a <offset>-<epoch>.checkpoint snapshot name")
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            size = os.fstat(fd).st_size
+        with open_source(path) as src:
+            size = src.size
             if self.jsonl:
                 self.obj(type="file", file=path, kind=kind, baseOffset=base, **extra)
             elif header_line is not None:
                 self.line(header_line)
             limit = size if self.max_bytes == INT_MAX else min(size, self.max_bytes)
-            self._dump_batches(fd, path, limit)
-        finally:
-            os.close(fd)
+            self._dump_batches(src, path, limit)
 
-    def _dump_batches(self, fd: int, path: str, limit: int) -> None:
+    def _dump_batches(self, src: ByteSource, path: str, limit: int) -> None:
         stats = None
         options = None
         if self.deep:
@@ -424,14 +423,14 @@ class Dumper:
                 start, end = pending[0].position, pending[-1].end
                 rows = _Rows(seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats))
             for h in pending:
-                data = seg.read_batch(fd, h)
+                data = seg.read_batch(src, h)
                 self._batch(path, h, seg.batch_is_valid(data, h))
                 if rows is not None:
                     self._records(path, h, data, rows.take(h.position), pairs, state)
             self.progress.update(start_done + pending[-1].end)
             pending.clear()
 
-        walker = walk_headers(fd, path, 0, limit, full=True)
+        walker = walk_classified(src, path, 0, limit)
         error: CorruptDataError | None = None
         while True:
             try:
@@ -632,18 +631,15 @@ class Dumper:
     # ------------------------------------------------------------------ .index
     def _log_headers(self, log_path: str) -> list[BatchHeader]:
         """Every batch header of a segment, up to the first unreadable framing."""
-        fd = os.open(log_path, os.O_RDONLY)
-        try:
+        with open_source(log_path) as src:
             out: list[BatchHeader] = []
             try:
-                for item in walk_headers(fd, log_path, 0, os.fstat(fd).st_size, full=True):
+                for item in walk_classified(src, log_path, 0, src.size):
                     if isinstance(item, BatchHeader):
                         out.append(item)
             except CorruptDataError as exc:
                 self.warn(f"warning: {exc}; batches after it are not checked")
             return out
-        finally:
-            os.close(fd)
 
     def _log_headers_or_none(self, log_path: str) -> list[BatchHeader] | None:
         try:
@@ -675,24 +671,24 @@ class Dumper:
             if not self.jsonl:
                 self.line(f"{path} is empty.")
             return
-        log_fd = -1
+        log_src: ByteSource | None = None
         try:
-            log_fd = os.open(log_path, os.O_RDONLY)
+            log_src = open_source(log_path)
         except OSError as e:
             self.warn(f"warning: {log_path}: {e.strerror}; index entries are not checked")
         mismatches: dict[int, int] | list[tuple[int, int]] = [] if self.scala else {}
         try:
-            log_size = os.fstat(log_fd).st_size if log_fd >= 0 else 0
             for i in range(n):
                 rel, position = entries[i]
                 offset = base + rel
                 if offset == base and i > 0:
                     break
-                if log_fd >= 0:
-                    end = min(position + self.max_message_size, log_size)
+                if log_src is not None:
+                    end = min(position + self.max_message_size, log_src.size)
                     first = -1
                     try:
-                        for item in walk_headers(log_fd, log_path, position, end, full=True):
+                        walk = walk_classified(log_src, log_path, position, end, block=61)
+                        for item in walk:
                             if isinstance(item, BatchHeader):
                                 first = item.last_offset
                             break
@@ -710,8 +706,8 @@ class Dumper:
                 else:
                     self.line(f"offset: {offset} position: {position}")
         finally:
-            if log_fd >= 0:
-                os.close(log_fd)
+            if log_src is not None:
+                log_src.close()
         if mismatches:
             self.index_mismatches.append((os.path.abspath(path), mismatches))
 

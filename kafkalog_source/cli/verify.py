@@ -69,7 +69,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptDataError
-from ..framing.headers import BatchHeader, Tail, walk_headers
+from ..framing.headers import BatchHeader, Tail
+from ..framing.walk import walk_classified
 from ..storage.indexes import (
     OFFSET_INDEX_DTYPE,
     TIME_INDEX_DTYPE,
@@ -78,6 +79,7 @@ from ..storage.indexes import (
     read_index_bytes,
     txn_entry_version,
 )
+from ..storage.source import ByteSource, open_source
 from . import segments as seg
 from .common import add_common_arguments, command_options
 from .progress import Progress, wanted
@@ -313,18 +315,18 @@ def verify_segment(
     """Check one segment and its index files; ``state`` carries the partition's last offsets."""
     report = SegmentReport(path)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        src = open_source(path)
     except OSError as e:
         report.error(path, f"cannot open: {e.strerror}")
         return report
     try:
-        size = os.fstat(fd).st_size
+        size = src.size
         report.size = size
         headers, walk_end = _walk(
-            fd, path, size, is_last, report, progress, done, options.max_batch_bytes
+            src, path, size, is_last, report, progress, done, options.max_batch_bytes
         )
     finally:
-        os.close(fd)
+        src.close()
     report.batches = len(headers)
     report.next_offset = headers[-1].last_offset + 1 if headers else base
     flagged = _check_batch_offsets(path, headers, base, next_base, state, report)
@@ -344,7 +346,7 @@ def verify_segment(
 
 
 def _walk(
-    fd: int,
+    src: ByteSource,
     path: str,
     size: int,
     is_last: bool,
@@ -359,7 +361,7 @@ def _walk(
     headers: list[BatchHeader] = []
     end = 0
     try:
-        for item in walk_headers(fd, path, 0, size, True, is_last, max_batch_bytes):
+        for item in walk_classified(src, path, 0, size, is_last, max_batch_bytes):
             if isinstance(item, Tail):
                 _tail(path, item, is_last, report)
                 break
