@@ -17,26 +17,8 @@ import numpy as np
 from conftest import SAMPLES
 from test_fuzz import Mutator, batch_starts, seed_segments
 
+from kafkalog_source.framing import scan
 from kafkalog_source.framing.headers import BatchHeader
-from kafkalog_source.framing.scan import (
-    H_ATTRS,
-    H_BASE_OFFSET,
-    H_BASE_SEQ,
-    H_BASE_TS,
-    H_COUNT,
-    H_CRC,
-    H_EPOCH,
-    H_LOD,
-    H_MAGIC,
-    H_MAX_TS,
-    H_PID,
-    H_PLE,
-    H_POS,
-    H_SIZE,
-    H_WIDTH,
-    STOP_FULL,
-    scan_window,
-)
 from kafkalog_source.framing.walk import HeaderWalk
 from kafkalog_source.storage.source import open_source
 
@@ -46,24 +28,37 @@ SEED = int(os.environ.get("KAFKALOG_WALK_SEED", "20261124"))
 
 def _row(h: BatchHeader) -> list[int]:
     """A walker header as scan_window's matrix row (the columns both fill)."""
-    row = [0] * H_WIDTH
-    row[H_POS], row[H_SIZE], row[H_MAGIC], row[H_ATTRS] = h.position, h.size, h.magic, h.attributes
-    row[H_BASE_OFFSET], row[H_LOD] = h.base_offset, h.last_offset_delta
-    row[H_BASE_TS], row[H_MAX_TS] = h.base_timestamp, h.max_timestamp
-    row[H_PID], row[H_EPOCH], row[H_BASE_SEQ] = h.producer_id, h.producer_epoch, h.base_sequence
-    row[H_COUNT], row[H_CRC], row[H_PLE] = h.records_count, h.crc, h.partition_leader_epoch
+    row = [0] * scan.H_WIDTH
+    fields = {
+        scan.H_POS: h.position,
+        scan.H_SIZE: h.size,
+        scan.H_MAGIC: h.magic,
+        scan.H_ATTRS: h.attributes,
+        scan.H_BASE_OFFSET: h.base_offset,
+        scan.H_LOD: h.last_offset_delta,
+        scan.H_BASE_TS: h.base_timestamp,
+        scan.H_MAX_TS: h.max_timestamp,
+        scan.H_PID: h.producer_id,
+        scan.H_EPOCH: h.producer_epoch,
+        scan.H_BASE_SEQ: h.base_sequence,
+        scan.H_COUNT: h.records_count,
+        scan.H_CRC: h.crc,
+        scan.H_PLE: h.partition_leader_epoch,
+    }
+    for col, value in fields.items():
+        row[col] = value
     return row
 
 
-_COLUMNS = [c for c in range(H_WIDTH) if c != 1]  # all but H_WPOS (window-relative)
+_COLUMNS = [c for c in range(scan.H_WIDTH) if c != scan.H_WPOS]  # H_WPOS is window-relative
 
 
 def _scan(data: bytes, start: int, end: int) -> tuple[list[list[int]], int, int]:
     """scan_window over ``data[start:end]`` as the reader calls it: headers, stop, reason."""
     window = np.frombuffer(data[start:end] + bytes(64), np.uint8)
-    out = np.empty((len(data) // 14 + 2, H_WIDTH), np.int64)
-    rows, stop, why = scan_window(window, end - start, start, out)
-    assert why != STOP_FULL
+    out = np.empty((len(data) // 14 + 2, scan.H_WIDTH), np.int64)
+    rows, stop, why = scan.scan_window(window, end - start, start, out)
+    assert why != scan.STOP_FULL
     return out[:rows][:, _COLUMNS].tolist(), start + int(stop), int(why)
 
 
