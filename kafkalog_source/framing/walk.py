@@ -22,8 +22,9 @@ more only the next 61-byte header.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ..errors import RecordStructureError, UnsupportedFormatError
 from ..storage.source import ByteSource
@@ -48,6 +49,7 @@ STOP_V2_SMALL = 4  # v2 batch smaller than its 61-byte header
 WALK_BLOCK = 16 * 1024  # bytes read at a time by default
 
 _PREFIX = struct.Struct(">qiiB")
+H = TypeVar("H")
 
 
 def frame_stop(size: int, magic: int, left: int) -> int | None:
@@ -86,14 +88,25 @@ class Stop:
         return (self.prefix or b"")[16]
 
 
-class HeaderWalk:
+class HeaderWalk(Generic[H]):
     """The batch headers of ``source`` from ``start`` to ``end``; ``stop`` is set when the
-    iteration ends by itself, ``batches`` counts the headers yielded."""
+    iteration ends by itself, ``batches`` counts the headers yielded.
+
+    Each complete batch is handed to ``parse(buffer, at, position)`` (the buffer holds at least
+    its first 61 bytes, or all of a smaller batch, from ``at``), which yields what the caller
+    needs: a :class:`~.headers.BatchHeader` by default, fewer fields where a walk is hot.
+    """
 
     def __init__(
-        self, source: ByteSource, start: int, end: int | None = None, block: int = WALK_BLOCK
+        self,
+        source: ByteSource,
+        start: int,
+        end: int | None = None,
+        block: int = WALK_BLOCK,
+        parse: Callable[[bytes, int, int], H] = parse_header,  # type: ignore[assignment]
     ) -> None:
         self.source = source
+        self.parse = parse
         self.start = start
         self.end = source.size if end is None else end
         self.block = block
@@ -110,8 +123,8 @@ class HeaderWalk:
             return self._buf[at : at + n]
         return self.source.read(pos, n)
 
-    def __iter__(self) -> Iterator[BatchHeader]:
-        src, block = self.source, self.block
+    def __iter__(self) -> Iterator[H]:
+        src, block, parse = self.source, self.block, self.parse
         pos, end = self.start, self.end
         last_size = 0
         while True:
@@ -134,11 +147,10 @@ class HeaderWalk:
             if why is not None:
                 self.stop = Stop(pos, why, bytes(buf[at : at + need]))
                 return
-            h = parse_header(buf, at, pos)
             self.batches += 1
-            yield h
-            pos = h.end
-            last_size = h.size
+            yield parse(buf, at, pos)
+            last_size = LOG_OVERHEAD + size
+            pos += last_size
 
 
 def raise_for_stop(stop: Stop, path: str) -> None:
@@ -174,7 +186,7 @@ def walk_classified(
     progress (see :func:`~.headers.classify_stop`, which gets ``last_segment`` and
     ``max_batch_bytes``).
     """
-    walk = HeaderWalk(source, start, end, block)
+    walk: HeaderWalk[BatchHeader] = HeaderWalk(source, start, end, block)
     yield from walk
     stop = walk.stop
     assert stop is not None

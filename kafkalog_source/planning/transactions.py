@@ -74,6 +74,10 @@ DATA = 2  # event kind: a producer's first transactional batch since its previou
 Entry = tuple[int, int, int]  # (producerId, firstOffset, markerOffset)
 
 _PREFIX = struct.Struct(">qiiB")
+# baseOffset, batchLength, (leader epoch), magic, (crc), attributes, lastOffsetDelta,
+# (timestamps), producerId, (epoch), (baseSequence), recordsCount
+_V2 = struct.Struct(">qi4xB4xhi16xq2x4xi")
+assert _V2.size == V2_HEADER_SIZE
 _BLOCK = 64 * 1024
 # A control record's key starts within: length (<=5) + attributes (1) + timestampDelta (<=10) +
 # offsetDelta (<=5) + keyLength (<=5) bytes; then 4 key bytes.
@@ -151,6 +155,16 @@ def _read_txn_index(path: str) -> tuple[tuple[int, int, int, int], ...] | None:
     )
 
 
+def _fields(buf: bytes, at: int, pos: int) -> tuple[int, int, int, int, int, int, int, int]:
+    """The header fields the walk needs: position, base offset, total size, magic, attributes,
+    lastOffsetDelta, producerId, recordsCount (legacy: the entry offset, no producer)."""
+    if buf[at + 16] < 2:
+        offset, size, _, magic = _PREFIX.unpack_from(buf, at)
+        return pos, offset, LOG_OVERHEAD + size, magic, 0, 0, -1, -1
+    base, size, magic, attrs, lod, pid, count = _V2.unpack_from(buf, at)
+    return pos, base, LOG_OVERHEAD + size, magic, attrs, lod, pid, count
+
+
 def _stop_error(stop: Stop) -> str | None:
     """What a walk stop means here, leniently: a truncated final batch, a zero-filled tail and
     a short tail end the data quietly (Kafka's reader ignores them too); other framing is
@@ -176,31 +190,30 @@ def _walk(path: str, size: int) -> tuple[int | None, int | None, list, str | Non
     next_offset: int | None = None
     local_open: set[int] = set()
     with open_source(path) as src:
-        walk = HeaderWalk(src, 0, size, _BLOCK)
-        for h in walk:
+        walk = HeaderWalk(src, 0, size, _BLOCK, _fields)
+        for pos, base, total, magic, attrs, lod, pid, count in walk:
             counts[0] += 1
             if first_offset is None:
-                first_offset = h.base_offset
-            next_offset = h.last_offset + 1
-            pid = h.producer_id
-            if h.magic < 2 or pid < 0:
+                first_offset = base
+            next_offset = base + lod + 1
+            if magic < 2 or pid < 0:
                 continue
-            if h.is_control:
-                if h.records_count == 0:
+            if attrs & 0x20:
+                if count == 0:
                     counts[1] += 1  # an emptied marker (compaction): not a marker any more
-                elif h.codec:
+                elif attrs & 0x07:
                     counts[2] += 1  # a compressed control batch: the reader ignores it too
                 else:
-                    peek = min(h.size, V2_HEADER_SIZE + _CONTROL_PEEK) - V2_HEADER_SIZE
-                    t = control_type(walk.bytes_at(h.position + V2_HEADER_SIZE, peek))
+                    peek = min(total, V2_HEADER_SIZE + _CONTROL_PEEK) - V2_HEADER_SIZE
+                    t = control_type(walk.bytes_at(pos + V2_HEADER_SIZE, peek))
                     if t in (ABORT, COMMIT):
-                        events.append((h.base_offset, pid, t))
+                        events.append((base, pid, t))
                         local_open.discard(pid)
                     elif t is None:
                         counts[2] += 1
-            elif h.is_transactional and pid not in local_open:
+            elif attrs & 0x10 and pid not in local_open:
                 local_open.add(pid)
-                events.append((h.base_offset, pid, DATA))
+                events.append((base, pid, DATA))
         assert walk.stop is not None
         error = _stop_error(walk.stop)
     return first_offset, next_offset, events, error, counts
