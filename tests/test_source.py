@@ -60,3 +60,55 @@ def test_wrapped_descriptor_stays_open(tmp_path: Path) -> None:
         assert os.pread(fd, 1, 0) == b"h"  # not closed: the caller owns it
     finally:
         os.close(fd)
+
+
+def test_every_segment_and_index_byte_comes_through_the_byte_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Reader, planner, transaction scan, dump and verify read files only through a ByteSource:
+    any ``pread``/``preadv`` elsewhere, or a plain ``open`` of a segment or index file, fails."""
+    import builtins
+    import shutil
+    import sys
+
+    from conftest import SAMPLES
+
+    import kafkalog_source as kl
+    from kafkalog_source.cli.main import main
+    from kafkalog_source.planning import transactions
+
+    src_dir = tmp_path / "transactions-0"
+    shutil.copytree(SAMPLES / "transactions-0", src_dir)
+    stray: list[str] = []
+    suffixes = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
+
+    def guarded(real):  # type: ignore[no-untyped-def]
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            caller = sys._getframe(1).f_code.co_filename
+            if not caller.endswith(os.path.join("storage", "source.py")):
+                stray.append(f"{real.__name__} from {caller}")
+            return real(*args, **kwargs)
+
+        return call
+
+    real_open = builtins.open
+
+    def checked_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(file, str | Path) and str(file).endswith(suffixes):
+            stray.append(f"open({file})")
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "pread", guarded(os.pread))
+    monkeypatch.setattr(os, "preadv", guarded(os.preadv))
+    monkeypatch.setattr(builtins, "open", checked_open)
+    transactions.clear_cache()
+    table = kl.read_table(str(src_dir), isolationLevel="read_committed", startingTimestamp="0")
+    assert table.num_rows > 0
+    logs = sorted(str(p) for p in src_dir.glob("*.log"))
+    idx = sorted(str(p) for p in src_dir.glob("*index"))
+    code = main(["dump", "--deep-iteration", *logs, *idx])
+    out = capfd.readouterr()
+    assert code == 0, out.err
+    main(["verify", str(src_dir)])
+    capfd.readouterr()
+    assert not stray, stray
