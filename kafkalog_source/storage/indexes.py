@@ -14,6 +14,11 @@ structured dtypes and return only the believable prefix:
 * ``.txnindex``: reading stops at the first entry whose version byte is not 0.
 
 Callers that use an entry to seek must still verify the batch header it points at.
+
+The same module holds the one parser per file kind that ``kafkalog dump`` and ``verify`` use
+(:func:`decode_entries` with the dtypes below, :func:`decode_producer_snapshot` for a producer
+``.snapshot``), which lists every entry as Kafka's tools do; every file is read through
+:func:`~.source.open_source`.
 """
 
 from __future__ import annotations
