@@ -79,14 +79,25 @@ import json
 import logging
 import os
 import re
-import struct
 import sys
 from bisect import bisect_left
 from itertools import pairwise
 from typing import Any, TextIO
 
 from ..errors import CorruptDataError
-from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail, walk_headers
+from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail
+from ..framing.walk import walk_classified
+from ..storage.indexes import (
+    OFFSET_INDEX_DTYPE,
+    TIME_INDEX_DTYPE,
+    TXN_INDEX_DTYPE,
+    SnapshotError,
+    decode_entries,
+    decode_producer_snapshot,
+    read_whole,
+    txn_entry_version,
+)
+from ..storage.source import ByteSource, open_source
 from . import segments as seg
 from .common import add_common_arguments, command_options, non_negative
 from .progress import Progress, wanted
@@ -110,10 +121,6 @@ _RECORD_COLUMNS = (
     "control",
 )
 _SNAPSHOT_NAME = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint$")
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
-assert _SNAPSHOT_ENTRY.size == 46
-_TXN_ENTRY = struct.Struct(">hqqqq")
-assert _TXN_ENTRY.size == 34
 
 
 def register(subparsers: Any) -> None:
@@ -384,19 +391,16 @@ class Dumper:
                 extra = {"snapshotEndOffset": int(m.group(1)), "snapshotEpoch": int(m.group(2))}
             else:
                 self.warn(f"warning: {path}: not a <offset>-<epoch>.checkpoint snapshot name")
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            size = os.fstat(fd).st_size
+        with open_source(path) as src:
+            size = src.size
             if self.jsonl:
                 self.obj(type="file", file=path, kind=kind, baseOffset=base, **extra)
             elif header_line is not None:
                 self.line(header_line)
             limit = size if self.max_bytes == INT_MAX else min(size, self.max_bytes)
-            self._dump_batches(fd, path, limit)
-        finally:
-            os.close(fd)
+            self._dump_batches(src, path, limit)
 
-    def _dump_batches(self, fd: int, path: str, limit: int) -> None:
+    def _dump_batches(self, src: ByteSource, path: str, limit: int) -> None:
         stats = None
         options = None
         if self.deep:
@@ -421,14 +425,14 @@ class Dumper:
                     seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats)
                 )
             for h in pending:
-                data = seg.read_batch(fd, h)
+                data = seg.read_batch(src, h)
                 self._batch(path, h, seg.batch_is_valid(data, h))
                 if rows is not None:
                     self._records(path, h, data, rows.take(h.position), pairs, state)
             self.progress.update(start_done + pending[-1].end)
             pending.clear()
 
-        walker = walk_headers(fd, path, 0, limit, full=True)
+        walker = walk_classified(src, path, 0, limit)
         error: CorruptDataError | None = None
         while True:
             try:
@@ -630,18 +634,15 @@ class Dumper:
     # ------------------------------------------------------------------ .index
     def _log_headers(self, log_path: str) -> list[BatchHeader]:
         """Every batch header of a segment, up to the first unreadable framing."""
-        fd = os.open(log_path, os.O_RDONLY)
-        try:
+        with open_source(log_path) as src:
             out: list[BatchHeader] = []
             try:
-                for item in walk_headers(fd, log_path, 0, os.fstat(fd).st_size, full=True):
+                for item in walk_classified(src, log_path, 0, src.size):
                     if isinstance(item, BatchHeader):
                         out.append(item)
             except CorruptDataError as exc:
                 self.warn(f"warning: {exc}; batches after it are not checked")
             return out
-        finally:
-            os.close(fd)
 
     def _log_headers_or_none(self, log_path: str) -> list[BatchHeader] | None:
         try:
@@ -665,33 +666,32 @@ class Dumper:
         if found is None:
             return
         base, log_path = found
-        with open(path, "rb") as f:
-            data = f.read()
-        n = len(data) // 8
+        entries = decode_entries(read_whole(path), OFFSET_INDEX_DTYPE).tolist()
+        n = len(entries)
         if self.jsonl:
             self.obj(type="file", file=path, kind="index", baseOffset=base)
         if n == 0:
             if not self.jsonl:
                 self.line(f"{path} is empty.")
             return
-        log_fd = -1
+        log_src: ByteSource | None = None
         try:
-            log_fd = os.open(log_path, os.O_RDONLY)
+            log_src = open_source(log_path)
         except OSError as e:
             self.warn(f"warning: {log_path}: {e.strerror}; index entries are not checked")
         mismatches: dict[int, int] | list[tuple[int, int]] = [] if self.scala else {}
         try:
-            log_size = os.fstat(log_fd).st_size if log_fd >= 0 else 0
             for i in range(n):
-                rel, position = struct.unpack_from(">ii", data, 8 * i)
+                rel, position = entries[i]
                 offset = base + rel
                 if offset == base and i > 0:
                     break
-                if log_fd >= 0:
-                    end = min(position + self.max_message_size, log_size)
+                if log_src is not None:
+                    end = min(position + self.max_message_size, log_src.size)
                     first = -1
                     try:
-                        for item in walk_headers(log_fd, log_path, position, end, full=True):
+                        walk = walk_classified(log_src, log_path, position, end, block=61)
+                        for item in walk:
                             if isinstance(item, BatchHeader):
                                 first = item.last_offset
                             break
@@ -709,8 +709,8 @@ class Dumper:
                 else:
                     self.line(f"offset: {offset} position: {position}")
         finally:
-            if log_fd >= 0:
-                os.close(log_fd)
+            if log_src is not None:
+                log_src.close()
         if mismatches:
             self.index_mismatches.append((os.path.abspath(path), mismatches))
 
@@ -721,11 +721,10 @@ class Dumper:
         if found is None:
             return
         base, log_path = found
-        with open(path, "rb") as f:
-            data = f.read()
+        entries = decode_entries(read_whole(path), TIME_INDEX_DTYPE).tolist()
         if self.jsonl:
             self.obj(type="file", file=path, kind="timeindex", baseOffset=base)
-        n = len(data) // 12
+        n = len(entries)
         loaded = False
         headers: list[BatchHeader] | None = None  # None: the log cannot be read
         lasts: list[int] = []
@@ -735,7 +734,7 @@ class Dumper:
         not_found: list[tuple[int, int]] = []
         prev_ts = -1
         for i in range(n):
-            ts, rel = struct.unpack_from(">qi", data, 12 * i)
+            ts, rel = entries[i]
             offset = base + rel
             if offset == base and i > 0:
                 break
@@ -787,15 +786,13 @@ class Dumper:
     # ------------------------------------------------------------------ .txnindex
     def dump_txn_index(self, path: str) -> None:
         """One line per aborted transaction entry."""
-        with open(path, "rb") as f:
-            data = f.read()
+        entries = decode_entries(read_whole(path), TXN_INDEX_DTYPE)
         if self.jsonl:
             self.obj(
                 type="file", file=path, kind="txnindex", baseOffset=seg.base_offset_from_name(path)
             )
-        for i in range(len(data) // _TXN_ENTRY.size):
-            _, pid, first, last, lso = _TXN_ENTRY.unpack_from(data, i * _TXN_ENTRY.size)
-            version = data[i * _TXN_ENTRY.size]  # AbortedTxn#version() reads the first byte
+        versions = txn_entry_version(entries).tolist()
+        for (_, pid, first, last, lso), version in zip(entries.tolist(), versions, strict=True):
             if version > 0:
                 self.fail(
                     EXIT_INCOMPLETE,
@@ -822,10 +819,7 @@ class Dumper:
     # ------------------------------------------------------------------ .snapshot
     def dump_producer_snapshot(self, path: str) -> None:
         """Producer-state snapshot entries (SEGMENT_SPEC §5.3)."""
-        import crc32c
-
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_whole(path)
         if self.jsonl:
             self.obj(
                 type="file",
@@ -833,30 +827,12 @@ class Dumper:
                 kind="producer-snapshot",
                 baseOffset=seg.base_offset_from_name(path),
             )
-        if len(data) < 10:
-            self.err.write("Snapshot failed schema validation: the file is too short\n")
+        try:
+            entries = decode_producer_snapshot(data).tolist()
+        except SnapshotError as e:
+            self.err.write(f"{e}\n")
             return
-        version, crc, count = struct.unpack_from(">hIi", data, 0)
-        if version != 1:
-            self.err.write(f"Snapshot contained an unknown file version {version}\n")
-            return
-        computed = crc32c.crc32c(data[6:])
-        if crc != computed:
-            self.err.write(
-                f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
-                f"Computed crc: {computed}\n"
-            )
-            return
-        if count < 0 or 10 + count * _SNAPSHOT_ENTRY.size > len(data):
-            self.err.write(
-                f"Snapshot failed schema validation: {count} entries do not fit in "
-                f"{len(data)} bytes\n"
-            )
-            return
-        for i in range(count):
-            pid, epoch, seq, offset, delta, ts, coord, txn_first = _SNAPSHOT_ENTRY.unpack_from(
-                data, 10 + i * _SNAPSHOT_ENTRY.size
-            )
+        for pid, epoch, seq, offset, delta, ts, coord, txn_first in entries:
             first_txn = txn_first if txn_first >= 0 else None
             meta = offset >= 0
             if self.jsonl:

@@ -1,7 +1,7 @@
 """What the ``dump`` and ``verify`` commands share: batch headers, CRC checks and reader rows.
 
 Nothing here decodes records itself. Batch headers come from the framing layer
-(:func:`~kafkalog_source.framing.headers.walk_headers`), records from the reader
+(:func:`~kafkalog_source.framing.walk.walk_classified`), records from the reader
 (:class:`~kafkalog_source.reader.RangeReader`, the decoder behind the data source). Two facts the
 reader's output does not carry are read here with the same layers:
 
@@ -19,7 +19,6 @@ The reader is imported lazily, inside the functions that need it, so ``kafkalog 
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -41,6 +40,7 @@ from ..logformat import (  # noqa: F401  (dump uses them as seg.*)
     decrement_sequence,
     increment_sequence,
 )
+from ..storage.source import ByteSource
 
 LOWEST_OFFSET = -(2**63)
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
@@ -73,9 +73,9 @@ def batch_is_valid(data: bytes | memoryview, h: BatchHeader) -> bool:
     return zlib.crc32(data[16 : h.size]) == h.crc
 
 
-def read_batch(fd: int, h: BatchHeader) -> bytes:
+def read_batch(src: ByteSource, h: BatchHeader) -> bytes:
     """The whole batch (``12 + size`` bytes) at its position."""
-    return os.pread(fd, h.size, h.position)
+    return src.read(h.position, h.size)
 
 
 def legacy_inner_checksums(

@@ -68,8 +68,18 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptDataError
-from ..framing.headers import BatchHeader, Tail, walk_headers
+from ..framing.headers import BatchHeader, Tail
+from ..framing.walk import walk_classified
 from ..logformat import segment_base_offset
+from ..storage.indexes import (
+    OFFSET_INDEX_DTYPE,
+    TIME_INDEX_DTYPE,
+    TXN_INDEX_DTYPE,
+    decode_entries,
+    read_index_bytes,
+    txn_entry_version,
+)
+from ..storage.source import ByteSource, open_source
 from . import segments as seg
 from .common import add_common_arguments, command_options
 from .progress import Progress, wanted
@@ -88,11 +98,6 @@ VERIFY_OPTIONS = (
     "modifiedAfter",
     "ignoreMissingFiles",
     "allowEmpty",
-)
-_INDEX_ENTRY = np.dtype([("rel", ">i4"), ("pos", ">i4")])
-_TIME_ENTRY = np.dtype([("ts", ">i8"), ("rel", ">i4")])
-_TXN_ENTRY = np.dtype(
-    [("version", ">i2"), ("pid", ">i8"), ("first", ">i8"), ("last", ">i8"), ("lso", ">i8")]
 )
 
 
@@ -307,18 +312,18 @@ def verify_segment(
     """Check one segment and its index files; ``state`` carries the partition's last offsets."""
     report = SegmentReport(path)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        src = open_source(path)
     except OSError as e:
         report.error(path, f"cannot open: {e.strerror}")
         return report
     try:
-        size = os.fstat(fd).st_size
+        size = src.size
         report.size = size
         headers, walk_end = _walk(
-            fd, path, size, is_last, report, progress, done, options.max_batch_bytes
+            src, path, size, is_last, report, progress, done, options.max_batch_bytes
         )
     finally:
-        os.close(fd)
+        src.close()
     report.batches = len(headers)
     report.next_offset = headers[-1].last_offset + 1 if headers else base
     flagged = _check_batch_offsets(path, headers, base, next_base, state, report)
@@ -338,7 +343,7 @@ def verify_segment(
 
 
 def _walk(
-    fd: int,
+    src: ByteSource,
     path: str,
     size: int,
     is_last: bool,
@@ -353,7 +358,7 @@ def _walk(
     headers: list[BatchHeader] = []
     end = 0
     try:
-        for item in walk_headers(fd, path, 0, size, True, is_last, max_batch_bytes):
+        for item in walk_classified(src, path, 0, size, is_last, max_batch_bytes):
             if isinstance(item, Tail):
                 _tail(path, item, is_last, report)
                 break
@@ -578,14 +583,6 @@ def _check_record_offsets(
             )
 
 
-def _read_index(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
 def _active_entries(
     path: str, data: bytes, width: int, rel_at: int, is_last: bool, report: SegmentReport
 ) -> int:
@@ -629,11 +626,11 @@ def _check_offset_index(
     is_last: bool,
     report: SegmentReport,
 ) -> None:
-    data = _read_index(path)
+    data = read_index_bytes(path)
     if data is None:
         return
     cut = _active_entries(path, data, 8, 0, is_last, report)
-    entries = np.frombuffer(data, _INDEX_ENTRY, count=cut)
+    entries = decode_entries(data, OFFSET_INDEX_DTYPE)[:cut]
     by_pos = {h.position: k for k, h in enumerate(headers)}
     prev: tuple[int, int] | None = None
     listed = 0
@@ -641,7 +638,7 @@ def _check_offset_index(
         if listed >= _LISTED:
             report.error(path, "more index problems (not listed)")
             break
-        rel, pos = int(entries["rel"][i]), int(entries["pos"][i])
+        rel, pos = int(entries["relative_offset"][i]), int(entries["position"][i])
         offset = base + rel
         where = f"entry {i} (offset {offset}, position {pos})"
         problem = None
@@ -656,7 +653,7 @@ def _check_offset_index(
                 problem = f"{where}: position {pos} is not the start of a batch"
         else:
             k = by_pos[pos]
-            nxt = int(entries["pos"][i + 1]) if i + 1 < cut else None
+            nxt = int(entries["position"][i + 1]) if i + 1 < cut else None
             ok = False
             for h in headers[k:]:
                 if nxt is not None and h.position >= nxt:
@@ -702,11 +699,11 @@ def _check_time_index(
     is_last: bool,
     report: SegmentReport,
 ) -> None:
-    data = _read_index(path)
+    data = read_index_bytes(path)
     if data is None:
         return
     cut = _active_entries(path, data, 12, 8, is_last, report)
-    entries = np.frombuffer(data, _TIME_ENTRY, count=cut)
+    entries = decode_entries(data, TIME_INDEX_DTYPE)[:cut]
     lasts = [h.last_offset for h in headers]
     ordered = all(a < b for a, b in pairwise(lasts))
     prev: tuple[int, int] | None = None
@@ -715,7 +712,7 @@ def _check_time_index(
         if listed >= _LISTED:
             report.error(path, "more time index problems (not listed)")
             break
-        ts, offset = int(entries["ts"][i]), base + int(entries["rel"][i])
+        ts, offset = int(entries["timestamp"][i]), base + int(entries["relative_offset"][i])
         where = f"entry {i} (timestamp {ts}, offset {offset})"
         problem = None
         if prev is not None and ts <= prev[0]:
@@ -740,17 +737,18 @@ def _check_time_index(
 
 
 def _check_txn_index(path: str, base: int, rows: _RowFacts, report: SegmentReport) -> None:
-    data = _read_index(path)
+    data = read_index_bytes(path)
     if data is None:
         return
     if len(data) % 34:
         report.error(path, f"length {len(data)} is not a multiple of 34")
-    entries = np.frombuffer(data, _TXN_ENTRY, count=len(data) // 34)
+    entries = decode_entries(data, TXN_INDEX_DTYPE)
+    versions = txn_entry_version(entries)
     prev_last: int | None = None
     for i in range(len(entries)):
-        version = (int(entries["version"][i]) >> 8) & 0xFF
-        first, last = int(entries["first"][i]), int(entries["last"][i])
-        where = f"entry {i} (producerId {int(entries['pid'][i])}, offsets {first}..{last})"
+        version = int(versions[i])
+        first, last = int(entries["first_offset"][i]), int(entries["last_offset"][i])
+        where = f"entry {i} (producerId {int(entries['producer_id'][i])}, offsets {first}..{last})"
         if version != 0:
             report.error(path, f"{where}: unsupported version {version}")
         elif last < base:

@@ -1,20 +1,20 @@
 """Batch framing: the 17-byte prefix every batch shares, and the v2 / legacy header fields.
 
 A ``.log`` file is a concatenation of batches. Each starts ``offset:int64 | size:int32 | 4 bytes |
-magic:int8`` (SEGMENT_SPEC §0); the batch occupies ``12 + size`` bytes. This module walks that
-framing without decoding records, which is all the planner needs, and classifies how a file ends.
+magic:int8`` (SEGMENT_SPEC §0); the batch occupies ``12 + size`` bytes. This module parses that
+framing and classifies how a file ends; :mod:`.walk` walks it.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import RecordStructureError, UnsupportedFormatError
+from ..errors import RecordStructureError
 from ..logformat import CODEC_NAMES
+from ..storage.source import ByteSource, as_source
 
 LOG_OVERHEAD = 12
 PREFIX_SIZE = 17  # offset, size, 4 format bytes, magic
@@ -188,10 +188,10 @@ class Tail:
         return self.kind == "clean"
 
 
-def _is_zero(fd: int, pos: int, end: int, chunk: int = 1 << 20) -> bool:
+def _is_zero(src: ByteSource, pos: int, end: int, chunk: int = 1 << 20) -> bool:
     while pos < end:
         n = min(chunk, end - pos)
-        data = os.pread(fd, n, pos)
+        data = src.read(pos, n)
         if len(data) < n or data.count(0) != len(data):
             return False
         pos += n
@@ -201,12 +201,12 @@ def _is_zero(fd: int, pos: int, end: int, chunk: int = 1 << 20) -> bool:
 EVIDENCE_BYTES = 8 << 20  # how far a truncated tail is searched for the batch's true end
 
 
-def _true_end(fd: int, pos: int, end: int, prefix: bytes) -> int | None:
+def _true_end(src: ByteSource, pos: int, end: int, prefix: bytes) -> int | None:
     """Where the batch at ``pos`` really ends, when its size field runs past ``end`` but its
     CRC matches a shorter length that ends at ``end`` or at the start of another whole batch:
     evidence of a damaged length field, not of an append in progress. None when not found."""
     magic = prefix[16]
-    data = os.pread(fd, min(end - pos, EVIDENCE_BYTES), pos)
+    data = src.read(pos, min(end - pos, EVIDENCE_BYTES))
     first = 61 if magic == 2 else 26  # smallest legal batch
     if len(data) < first:
         return None
@@ -239,7 +239,7 @@ def _true_end(fd: int, pos: int, end: int, prefix: bytes) -> int | None:
 
 
 def classify_stop(
-    fd: int,
+    source: ByteSource | int,
     path: str,
     pos: int,
     end: int,
@@ -256,11 +256,12 @@ def classify_stop(
     byte is not 0, 1 or 2 (not the start of a batch at all: a text file named ``.log``, say).
     A zero-filled tail is preallocation or a crash, and always ends quietly.
     """
+    src = as_source(source, path)
     remaining = end - pos
     if remaining <= 0:
         return Tail("clean", pos, 0)
     if prefix is None or len(prefix) < PREFIX_SIZE:
-        if _is_zero(fd, pos, end):
+        if _is_zero(src, pos, end):
             return Tail("zeros", pos, remaining)
         if not last_segment:
             raise RecordStructureError(
@@ -272,7 +273,7 @@ def classify_stop(
         return Tail("short", pos, remaining)
     offset, size, _, magic = _PREFIX.unpack_from(prefix, 0)
     if size < LEGACY_MIN_SIZE:
-        if _is_zero(fd, pos, end):
+        if _is_zero(src, pos, end):
             return Tail("zeros", pos, remaining)
         raise RecordStructureError(
             f"found batch size {size} smaller than the minimum record overhead "
@@ -283,7 +284,7 @@ def classify_stop(
         )
     runs_past = f"a batch of {LOG_OVERHEAD + size} bytes runs past the end ({remaining} bytes left)"
     plausible = 0 <= magic <= 2 and not (magic == 2 and LOG_OVERHEAD + size < V2_HEADER_SIZE)
-    true_end = _true_end(fd, pos, end, prefix) if plausible else None
+    true_end = _true_end(src, pos, end, prefix) if plausible else None
     problem = None
     if magic > 2 or magic < 0:
         problem = f"unknown magic byte {magic}, and {runs_past}: this is not a batch"
@@ -313,7 +314,7 @@ def classify_stop(
 
 
 def walk_headers(
-    fd: int,
+    source: ByteSource | int,
     path: str,
     start: int,
     end: int,
@@ -321,35 +322,10 @@ def walk_headers(
     last_segment: bool = True,
     max_batch_bytes: int | None = None,
 ) -> Iterator[BatchHeader | Tail]:
-    """Yield the header of every complete batch in ``[start, end)``, then one :class:`Tail`.
+    """:func:`~.walk.walk_classified` over ``source`` (a byte source or an open descriptor):
+    every complete batch's full header in ``[start, end)``, then one :class:`Tail`; raises for
+    damage. ``full`` is accepted for old callers (headers are always full)."""
+    from .walk import walk_classified  # walk.py builds on this module
 
-    Reads 26 bytes per batch (the prefix plus a legacy message's attributes and timestamp), or 61
-    when ``full`` is true (to get v2 timestamps and producer fields). It never reads record data.
-    Magic bytes other than 0, 1 and 2 raise; so does a tail that cannot be an append in
-    progress (see :func:`classify_stop`, which gets ``last_segment`` and ``max_batch_bytes``).
-    """
-    pos = start
-    want = V2_HEADER_SIZE if full else 26
-    while True:
-        if end - pos < PREFIX_SIZE:
-            yield classify_stop(fd, path, pos, end, None, last_segment, max_batch_bytes)
-            return
-        data = os.pread(fd, min(want, end - pos), pos)
-        offset, size, _, magic = _PREFIX.unpack_from(data, 0)
-        total = LOG_OVERHEAD + size
-        if size < LEGACY_MIN_SIZE or pos + total > end:
-            yield classify_stop(fd, path, pos, end, data, last_segment, max_batch_bytes)
-            return
-        if magic > 2 or magic < 0:
-            raise UnsupportedFormatError(f"unknown magic byte {magic}", path, pos, offset)
-        if magic == 2 and size < V2_HEADER_SIZE - LOG_OVERHEAD:
-            raise RecordStructureError(
-                f"v2 batch size {total} is smaller than the 61-byte batch header", path, pos, offset
-            )
-        if full and magic == 2 and len(data) < V2_HEADER_SIZE:
-            data = os.pread(fd, V2_HEADER_SIZE, pos)
-        if full or magic < 2:
-            yield parse_header(data, 0, pos)
-        else:
-            yield BatchHeader(pos, offset, total, magic)
-        pos += total
+    src = as_source(source, path)
+    return walk_classified(src, path, start, end, last_segment, max_batch_bytes)

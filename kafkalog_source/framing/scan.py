@@ -12,18 +12,14 @@ import numpy as np
 
 from ..kernel.bytes import be16, be32, be32u, be64
 from ..kernel.jit import kernel
+from .walk import STOP_BAD_MAGIC, STOP_BAD_SIZE, STOP_END, STOP_INCOMPLETE, STOP_V2_SMALL
 
 # header matrix columns
 H_POS, H_WPOS, H_SIZE, H_MAGIC, H_ATTRS, H_BASE_OFFSET, H_LOD, H_BASE_TS, H_MAX_TS = range(9)
 H_PID, H_EPOCH, H_BASE_SEQ, H_COUNT, H_CRC, H_PLE = range(9, 15)
 H_WIDTH = 15
 
-# scan stop reasons
-STOP_END = 0  # fewer than 17 bytes left in the window
-STOP_INCOMPLETE = 1  # the next batch runs past the window
-STOP_BAD_SIZE = 2  # size field < 14
-STOP_BAD_MAGIC = 3
-STOP_V2_SMALL = 4  # v2 batch smaller than its 61-byte header
+# scan stop reasons: those of the Python walker (framing/walk.py), and one more
 STOP_FULL = 5  # the output matrix is full
 
 

@@ -51,17 +51,17 @@ import numpy as np
 from ..errors import CorruptDataError
 from ..framing.headers import (
     LEGACY_MIN_SIZE,
-    LOG_OVERHEAD,
     PREFIX_SIZE,
     V2_HEADER_SIZE,
     BatchHeader,
     Tail,
     parse_header,
-    walk_headers,
 )
+from ..framing.walk import frame_stop, walk_classified
 from ..options import EARLIEST, LATEST, ReadOptions
 from ..storage.discovery import SegmentFile, discover
 from ..storage.indexes import absolute_offsets, read_offset_index, read_time_index, sibling_path
+from ..storage.source import ByteSource, open_source
 from .pruning import Pruning
 from .splits import NO_LIMIT, NO_LOWER, SegmentRange, Split
 from .transactions import LogTransactions, log_transactions
@@ -73,8 +73,6 @@ _PREFIX = struct.Struct(">qiiB")
 _INDEX_TRIES = 4
 # A walk that only narrows a range (it never decides correctness) gives up after this many batches.
 _NARROWING_WALK_CAP = 100_000
-# Bytes read at a time when walking headers.
-_WALK_BLOCK = 16 * 1024
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,7 +103,7 @@ class SegmentProbe:
         self.seg = seg
         self.path = seg.path
         self.size = seg.size
-        self._fd: int | None = None
+        self._src: ByteSource | None = None
         self._index: tuple[np.ndarray, np.ndarray] | None = None
         self._time_index: tuple[np.ndarray, np.ndarray] | None = None
         self._headers: dict[int, BatchHeader | None] = {}
@@ -116,17 +114,17 @@ class SegmentProbe:
 
     # -- files ----------------------------------------------------------------------------
     @property
-    def fd(self) -> int:
-        """The open file descriptor (opened on first use)."""
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
-        return self._fd
+    def source(self) -> ByteSource:
+        """The file's byte source (opened on first use)."""
+        if self._src is None:
+            self._src = open_source(self.path)
+        return self._src
 
     def close(self) -> None:
         """Close the file; it reopens on next use."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._src is not None:
+            self._src.close()
+            self._src = None
 
     def offset_index(self) -> tuple[np.ndarray, np.ndarray]:
         """(absolute offsets, positions) of the usable ``.index`` entries; empty when unusable."""
@@ -168,16 +166,16 @@ class SegmentProbe:
     def _read_header(self, pos: int) -> BatchHeader | None:
         if pos < 0 or self.size - pos < PREFIX_SIZE:
             return None
-        data = os.pread(self.fd, min(V2_HEADER_SIZE, self.size - pos), pos)
+        data = self.source.read(pos, min(V2_HEADER_SIZE, self.size - pos))
         if len(data) < PREFIX_SIZE:
             return None
         offset, size, _, magic = _PREFIX.unpack_from(data, 0)
-        if size < LEGACY_MIN_SIZE or pos + LOG_OVERHEAD + size > self.size or magic > 2:
+        if frame_stop(size, magic, self.size - pos) is not None:
             return None
         if offset < 0 or (self.seg.base_offset is not None and offset < self.seg.base_offset):
             return None
         if magic == 2:
-            if size < V2_HEADER_SIZE - LOG_OVERHEAD or len(data) < V2_HEADER_SIZE:
+            if len(data) < V2_HEADER_SIZE:
                 return None
             h = parse_header(data, 0, pos)
             if h.last_offset_delta < 0 or h.records_count < 0 or h.codec > 4:
@@ -195,7 +193,7 @@ class SegmentProbe:
         nxt = h.end
         ok = True
         if self.size - nxt >= PREFIX_SIZE:
-            offset, size, _, magic = _PREFIX.unpack_from(os.pread(self.fd, PREFIX_SIZE, nxt), 0)
+            offset, size, _, magic = _PREFIX.unpack_from(self.source.read(nxt, PREFIX_SIZE), 0)
             if not (offset == 0 and size == 0):  # a zero tail starts here
                 ok = size >= LEGACY_MIN_SIZE and 0 <= magic <= 2 and offset > h.last_offset
         self._chain[h.position] = ok
@@ -214,49 +212,12 @@ class SegmentProbe:
         return h if self._chain_ok(h) else None
 
     def walk(self, start: int, end: int | None = None) -> Iterator[BatchHeader]:
-        """Full (61-byte) headers of the batches from ``start``; stops quietly at a tail, and at
-        corruption (recorded in ``walk_error``).
-
-        Reads ``_WALK_BLOCK`` bytes at a time so that runs of small batches cost one read (after a
-        batch of a quarter block or more, only the next 61-byte header), and
-        hands anything unusual (a tail, a bad size or magic) to :func:`walk_headers`, so the
-        outcome is exactly that of walking header by header.
-        """
+        """Full (61-byte) headers of the batches from ``start`` (:func:`walk_classified`);
+        stops quietly at a tail, and at corruption (recorded in ``walk_error``)."""
         self.walk_error = None
         end = self.size if end is None else end
-        fd = self.fd
-        pos = start
-        buf = b""
-        buf_pos = 0
-        last_size = 0
-        while end - pos >= PREFIX_SIZE:
-            need = min(V2_HEADER_SIZE, end - pos)
-            if pos < buf_pos or pos + need > buf_pos + len(buf):
-                # after a large batch, read just the next header, not a block of record data
-                block = need if last_size >= _WALK_BLOCK // 4 else _WALK_BLOCK
-                buf = os.pread(fd, min(block, end - pos), pos)
-                buf_pos = pos
-                if len(buf) < need:
-                    break
-            at = pos - buf_pos
-            _, size, _, magic = _PREFIX.unpack_from(buf, at)
-            if (
-                size < LEGACY_MIN_SIZE
-                or pos + LOG_OVERHEAD + size > end
-                or magic > 2
-                or (magic == 2 and size < V2_HEADER_SIZE - LOG_OVERHEAD)
-            ):
-                break
-            h = parse_header(buf, at, pos)
-            self.batches_walked += 1
-            yield h
-            pos = h.end
-            last_size = h.size
-        yield from self._walk_slow(pos, end)
-
-    def _walk_slow(self, start: int, end: int) -> Iterator[BatchHeader]:
         try:
-            for item in walk_headers(self.fd, self.path, start, end, full=True):
+            for item in walk_classified(self.source, self.path, start, end):
                 if isinstance(item, Tail):
                     return
                 self.batches_walked += 1

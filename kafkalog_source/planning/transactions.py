@@ -52,8 +52,17 @@ from ..framing.headers import (
     V2_HEADER_SIZE,
     read_varint,
 )
+from ..framing.walk import (
+    STOP_BAD_MAGIC,
+    STOP_BAD_SIZE,
+    STOP_END,
+    STOP_INCOMPLETE,
+    HeaderWalk,
+    Stop,
+)
 from ..storage.discovery import SEGMENT_NAME, SegmentFile
 from ..storage.indexes import read_txn_index, sibling_path
+from ..storage.source import open_source
 from .splits import NO_LIMIT
 
 log = logging.getLogger("kafkalog")
@@ -146,6 +155,33 @@ def _read_txn_index(path: str) -> tuple[tuple[int, int, int, int], ...] | None:
     )
 
 
+def _fields(buf: bytes, at: int, pos: int) -> tuple[int, int, int, int, int, int, int, int]:
+    """The header fields the walk needs: position, base offset, total size, magic, attributes,
+    lastOffsetDelta, producerId, recordsCount (legacy: the entry offset, no producer)."""
+    if buf[at + 16] < 2:
+        offset, size, _, magic = _PREFIX.unpack_from(buf, at)
+        return pos, offset, LOG_OVERHEAD + size, magic, 0, 0, -1, -1
+    base, size, magic, attrs, lod, pid, count = _V2.unpack_from(buf, at)
+    return pos, base, LOG_OVERHEAD + size, magic, attrs, lod, pid, count
+
+
+def _stop_error(stop: Stop) -> str | None:
+    """What a walk stop means here, leniently: a truncated final batch, a zero-filled tail and
+    a short tail end the data quietly (Kafka's reader ignores them too); other framing is
+    damage, which stops the walk (markers beyond it can still come from the ``.txnindex``)."""
+    if stop.reason in (STOP_END, STOP_INCOMPLETE):
+        return None
+    offset, size = stop.offset_and_size
+    if stop.reason == STOP_BAD_SIZE:
+        return (
+            None if offset == 0 and size == 0 else f"bad batch size {size} at byte {stop.position}"
+        )
+    if stop.reason == STOP_BAD_MAGIC:
+        return f"unknown magic byte {stop.magic} at byte {stop.position}"
+    total = LOG_OVERHEAD + size
+    return f"v2 batch of {total} bytes at byte {stop.position} is shorter than its header"
+
+
 def _walk(path: str, size: int) -> tuple[int | None, int | None, list, str | None, list[int]]:
     """Walk the batch headers of one file; see :class:`SegmentSummary`."""
     events: list[tuple[int, int, int]] = []
@@ -153,68 +189,33 @@ def _walk(path: str, size: int) -> tuple[int | None, int | None, list, str | Non
     first_offset: int | None = None
     next_offset: int | None = None
     local_open: set[int] = set()
-    error: str | None = None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        pos = 0
-        buf = b""
-        buf_pos = 0
-        while size - pos >= PREFIX_SIZE:
-            need = min(V2_HEADER_SIZE, size - pos)
-            if pos < buf_pos or pos + need > buf_pos + len(buf):
-                buf = os.pread(fd, min(max(_BLOCK, need), size - pos), pos)
-                buf_pos = pos
-                if len(buf) < need:
-                    break
-            at = pos - buf_pos
-            offset, bsize, _, magic = _PREFIX.unpack_from(buf, at)
-            if bsize < LEGACY_MIN_SIZE:
-                if not (offset == 0 and bsize == 0):  # a zero tail ends the data quietly
-                    error = f"bad batch size {bsize} at byte {pos}"
-                break
-            total = LOG_OVERHEAD + bsize
-            if pos + total > size:
-                break  # truncated final batch: Kafka's reader ignores it too
-            if magic > 2:
-                error = f"unknown magic byte {magic} at byte {pos}"
-                break
+    with open_source(path) as src:
+        walk = HeaderWalk(src, 0, size, _BLOCK, _fields)
+        for pos, base, total, magic, attrs, lod, pid, count in walk:
             counts[0] += 1
-            if magic < 2:
-                first_offset = offset if first_offset is None else first_offset
-                next_offset = offset + 1
-                pos += total
-                continue
-            if total < V2_HEADER_SIZE or len(buf) - at < V2_HEADER_SIZE:
-                error = f"v2 batch of {total} bytes at byte {pos} is shorter than its header"
-                break
-            base, _, _, attrs, lod, pid, count = _V2.unpack_from(buf, at)
             if first_offset is None:
                 first_offset = base
             next_offset = base + lod + 1
-            if pid >= 0:
-                if attrs & 0x20:
-                    if count == 0:
-                        counts[1] += 1  # an emptied marker (compaction): not a marker any more
-                    elif attrs & 0x07:
-                        counts[2] += 1  # a compressed control batch: the reader ignores it too
-                    else:
-                        peek = min(total, V2_HEADER_SIZE + _CONTROL_PEEK)
-                        if len(buf) - at >= peek:
-                            rec = buf[at + V2_HEADER_SIZE : at + peek]
-                        else:
-                            rec = os.pread(fd, peek - V2_HEADER_SIZE, pos + V2_HEADER_SIZE)
-                        t = control_type(rec)
-                        if t in (ABORT, COMMIT):
-                            events.append((base, pid, t))
-                            local_open.discard(pid)
-                        elif t is None:
-                            counts[2] += 1
-                elif attrs & 0x10 and pid not in local_open:
-                    local_open.add(pid)
-                    events.append((base, pid, DATA))
-            pos += total
-    finally:
-        os.close(fd)
+            if magic < 2 or pid < 0:
+                continue
+            if attrs & 0x20:
+                if count == 0:
+                    counts[1] += 1  # an emptied marker (compaction): not a marker any more
+                elif attrs & 0x07:
+                    counts[2] += 1  # a compressed control batch: the reader ignores it too
+                else:
+                    peek = min(total, V2_HEADER_SIZE + _CONTROL_PEEK) - V2_HEADER_SIZE
+                    t = control_type(walk.bytes_at(pos + V2_HEADER_SIZE, peek))
+                    if t in (ABORT, COMMIT):
+                        events.append((base, pid, t))
+                        local_open.discard(pid)
+                    elif t is None:
+                        counts[2] += 1
+            elif attrs & 0x10 and pid not in local_open:
+                local_open.add(pid)
+                events.append((base, pid, DATA))
+        assert walk.stop is not None
+        error = _stop_error(walk.stop)
     return first_offset, next_offset, events, error, counts
 
 
@@ -408,15 +409,10 @@ def _offset_at(path: str, pos: int) -> int | None:
     if pos < 0:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY)
+        with open_source(path) as src:
+            data = src.read(pos, PREFIX_SIZE)
     except OSError:
         return None
-    try:
-        data = os.pread(fd, PREFIX_SIZE, pos)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     if len(data) < PREFIX_SIZE:
         return None
     offset, size, _, magic = _PREFIX.unpack_from(data, 0)

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import DataLossError
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
 from ..logformat import segment_base_offset
+from ..storage.source import ByteSource
 
 
 def _next_segment(path: str, base_offset: int | None) -> tuple[int, str] | None:
@@ -60,7 +61,7 @@ class DataLossChecks:
         self._prev_last = int(last[-1])
         return None
 
-    def _check_gap_after(self, fd: int) -> None:
+    def _check_gap_after(self, src: ByteSource) -> None:
         """failOnDataLoss past this range's end: at a split boundary, or at the next segment.
 
         The next range's reader does not know how this one ended. So a range that ends inside
@@ -73,7 +74,7 @@ class DataLossChecks:
         if self._done or self._prev_last < 0:
             return
         if not rng.at_file_end:
-            head = os.pread(fd, 17, rng.end)
+            head = src.read(rng.end, 17)
             if len(head) < 17 or head[16] != 2:
                 return  # end of data, or a legacy entry (its first offset is not in its header)
             base = struct.unpack_from(">q", head, 0)[0]

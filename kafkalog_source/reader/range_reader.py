@@ -32,6 +32,7 @@ from ..kernel.bytes import PAD
 from ..options import ReadOptions
 from ..planning.splits import SegmentRange
 from ..stats import ReadEvent, ReadStats
+from ..storage.source import ByteSource, open_source
 from ..storage.windows import SegmentWindows
 from .dataloss import DataLossChecks
 from .filters import RecordFilters
@@ -98,7 +99,7 @@ class RangeReader(
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         try:
-            fd = os.open(rng.path, os.O_RDONLY)
+            src = open_source(rng.path)
         except FileNotFoundError:
             if self.opts.ignore_missing_files:
                 self._skip_missing_file()
@@ -106,13 +107,13 @@ class RangeReader(
             raise
         try:
             self.stats.segments += 1
-            yield from self._read(fd)
+            yield from self._read(src)
         except CorruptDataError as exc:
             if not self.opts.ignore_corrupt_files:
                 raise
             self._skip_rest_of_file(exc)
         finally:
-            os.close(fd)
+            src.close()
             self.stats.end_file(rng.path)
         if self.sink.rows:
             yield from self._flush()
@@ -122,20 +123,20 @@ class RangeReader(
         st = self.stats
         return st.bytes_decoded + sum(st.skipped_bytes_by_reason().values())
 
-    def _read(self, fd: int) -> Iterator[pa.RecordBatch]:
-        windows = SegmentWindows(fd, os.fstat(fd).st_size, PAD, self.rng.path)
+    def _read(self, src: ByteSource) -> Iterator[pa.RecordBatch]:
+        windows = SegmentWindows(src, src.size, PAD, self.rng.path)
         self._range_total = max(0, min(self.rng.end, windows.size) - self.rng.start)
         self.stats.bytes_total += self._range_total
         self._accounted0 = self._accounted()
         try:
-            yield from self._read_windows(fd, windows)
+            yield from self._read_windows(src, windows)
             if self.opts.fail_on_data_loss:
-                self._check_gap_after(fd)
+                self._check_gap_after(src)
         finally:
             self._mv = memoryview(b"")
             windows.close()
 
-    def _read_windows(self, fd: int, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
+    def _read_windows(self, src: ByteSource, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         end = min(rng.end, windows.size)
         window_bytes = WINDOW_BYTES
@@ -179,12 +180,12 @@ class RangeReader(
             if why == STOP_END:
                 if pos + 17 <= end and (rows or stop):
                     continue  # the window ended; read on
-                pos = self._tail(fd, pos, end)
+                pos = self._tail(src, pos, end)
                 continue
             if why == STOP_INCOMPLETE:
                 size = 12 + struct.unpack_from(">i", buf, int(stop) + 8)[0]
                 if pos + size > end:
-                    pos = self._tail(fd, pos, end)  # too big, not the last segment: damage
+                    pos = self._tail(src, pos, end)  # too big, not the last segment: damage
                     continue
                 if size > self.opts.max_batch_bytes + 12:
                     base = struct.unpack_from(">q", buf, int(stop))[0]
@@ -196,7 +197,7 @@ class RangeReader(
             at = int(stop)
             base = struct.unpack_from(">q", buf, at)[0]
             if why == STOP_BAD_SIZE:
-                pos = self._tail(fd, pos, end)  # zero tail ends quietly; anything else raises
+                pos = self._tail(src, pos, end)  # zero tail ends quietly; anything else raises
                 continue
             size = 12 + struct.unpack_from(">i", buf, at + 8)[0]
             if why == STOP_BAD_MAGIC:
@@ -215,7 +216,7 @@ class RangeReader(
         if self._done and pos < end:
             self.stats.filtered_bytes += end - pos  # past the end bound: not read
 
-    def _tail(self, fd: int, pos: int, end: int) -> int:
+    def _tail(self, src: ByteSource, pos: int, end: int) -> int:
         """Classify the bytes left at ``pos``: quiet at a zero fill or at the truncated batch of
         a last segment (an append in progress, as Kafka's reader assumes); anything else is a
         malformed batch that goes through the mode (see ``framing.headers.classify_stop``).
@@ -224,7 +225,7 @@ class RangeReader(
         rng = self.rng
         if pos >= end:
             return end
-        prefix = os.pread(fd, 17, pos)
+        prefix = src.read(pos, 17)
         if not rng.at_file_end:
             raise RecordStructureError(
                 f"the planned range ends at byte {end}, inside a batch (the file changed "
@@ -234,7 +235,7 @@ class RangeReader(
             )
         try:
             tail = classify_stop(
-                fd, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes
+                src, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes
             )
         except CorruptDataError as exc:
             base = exc.base_offset if exc.base_offset is not None else 0

@@ -14,6 +14,11 @@ structured dtypes and return only the believable prefix:
 * ``.txnindex``: reading stops at the first entry whose version byte is not 0.
 
 Callers that use an entry to seek must still verify the batch header it points at.
+
+The same module holds the one parser per file kind that ``kafkalog dump`` and ``verify`` use
+(:func:`decode_entries` with the dtypes below, :func:`decode_producer_snapshot` for a producer
+``.snapshot``), which lists every entry as Kafka's tools do; every file is read through
+:func:`~.source.open_source`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import logging
 import os
 
 import numpy as np
+
+from .source import open_source
 
 log = logging.getLogger("kafkalog")
 
@@ -38,7 +45,21 @@ TXN_INDEX_DTYPE = np.dtype(
 )
 assert OFFSET_INDEX_DTYPE.itemsize == 8
 assert TIME_INDEX_DTYPE.itemsize == 12
+# a producer-state ``.snapshot`` (SEGMENT_SPEC §5.3): version int16, crc uint32, count int32, then
+PRODUCER_SNAPSHOT_DTYPE = np.dtype(
+    [
+        ("producer_id", ">i8"),
+        ("producer_epoch", ">i2"),
+        ("last_sequence", ">i4"),
+        ("last_offset", ">i8"),
+        ("offset_delta", ">i4"),
+        ("timestamp", ">i8"),
+        ("coordinator_epoch", ">i4"),
+        ("current_txn_first_offset", ">i8"),
+    ]
+)
 assert TXN_INDEX_DTYPE.itemsize == 34
+assert PRODUCER_SNAPSHOT_DTYPE.itemsize == 46
 
 
 def sibling_path(log_path: str, suffix: str) -> str:
@@ -47,14 +68,34 @@ def sibling_path(log_path: str, suffix: str) -> str:
     return (root if ext == ".log" else log_path) + suffix
 
 
-def _read_entries(path: str, dtype: np.dtype) -> np.ndarray | None:
+def read_whole(path: str) -> bytes:
+    """Every byte of a (small) file, through its :class:`~.source.ByteSource`; raises as
+    opening or reading it raises."""
+    with open_source(path) as src:
+        return src.read(0, src.size)
+
+
+def read_index_bytes(path: str) -> bytes | None:
+    """The bytes of an index file, or None when it does not exist."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        return read_whole(path)
     except FileNotFoundError:
         return None
+
+
+def decode_entries(data: bytes, dtype: np.dtype) -> np.ndarray:
+    """The whole entries of an index file's bytes as a structured array (a partial last entry
+    is left out), with no other check: Kafka's tools list them all."""
+    return np.frombuffer(data, dtype=dtype, count=len(data) // dtype.itemsize)
+
+
+def _read_entries(path: str, dtype: np.dtype) -> np.ndarray | None:
+    try:
+        data = read_index_bytes(path)
     except (IsADirectoryError, PermissionError) as e:
         log.warning("cannot read index file %s (%s); ignoring it", path, e)
+        return None
+    if data is None:
         return None
     whole = len(data) - len(data) % dtype.itemsize
     if whole != len(data):
@@ -65,7 +106,7 @@ def _read_entries(path: str, dtype: np.dtype) -> np.ndarray | None:
             dtype.itemsize,
             len(data) - whole,
         )
-    return np.frombuffer(data, dtype=dtype, count=whole // dtype.itemsize)
+    return decode_entries(data, dtype)
 
 
 def _first_false(mask: np.ndarray) -> int:
@@ -118,8 +159,7 @@ def read_txn_index(path: str) -> np.ndarray | None:
     entries = _read_entries(path, TXN_INDEX_DTYPE)
     if entries is None or len(entries) == 0:
         return entries
-    # AbortedTxn#version() reads only the first (high) byte of the int16 the writer stores.
-    high = (entries["version"].astype(np.int32) >> 8) & 0xFF
+    high = txn_entry_version(entries)
     keep = _first_false(high == 0)
     if keep < len(entries):
         log.warning(
@@ -129,6 +169,42 @@ def read_txn_index(path: str) -> np.ndarray | None:
             int(high[keep]),
         )
     return entries[:keep]
+
+
+def txn_entry_version(entries: np.ndarray) -> np.ndarray:
+    """The version of ``.txnindex`` entries as Kafka reads it: ``AbortedTxn#version()`` reads
+    only the first (high) byte of the int16 the writer stores."""
+    return (entries["version"].astype(np.int32) >> 8) & 0xFF
+
+
+class SnapshotError(ValueError):
+    """A producer-state snapshot that Kafka would refuse to load (the message says why)."""
+
+
+def decode_producer_snapshot(data: bytes) -> np.ndarray:
+    """The entries of a producer-state ``.snapshot`` file's bytes; raises :class:`SnapshotError`
+    with Kafka's reason for a file it would not load (short, unknown version, bad CRC-32C)."""
+    import crc32c
+
+    if len(data) < 10:
+        raise SnapshotError("Snapshot failed schema validation: the file is too short")
+    version = int.from_bytes(data[0:2], "big", signed=True)
+    crc = int.from_bytes(data[2:6], "big")
+    count = int.from_bytes(data[6:10], "big", signed=True)
+    if version != 1:
+        raise SnapshotError(f"Snapshot contained an unknown file version {version}")
+    computed = crc32c.crc32c(data[6:])
+    if crc != computed:
+        raise SnapshotError(
+            f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
+            f"Computed crc: {computed}"
+        )
+    width = PRODUCER_SNAPSHOT_DTYPE.itemsize
+    if count < 0 or 10 + count * width > len(data):
+        raise SnapshotError(
+            f"Snapshot failed schema validation: {count} entries do not fit in {len(data)} bytes"
+        )
+    return np.frombuffer(data, dtype=PRODUCER_SNAPSHOT_DTYPE, count=count, offset=10)
 
 
 def absolute_offsets(entries: np.ndarray, base_offset: int) -> np.ndarray:
