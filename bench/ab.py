@@ -27,6 +27,7 @@ from decode import ALL_CASES, MiB, ensure_segment  # noqa: E402
 
 _CHILD = r"""
 import json, sys, time
+from kafkalog_source.arrow.schema import projection_for
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.splits import SegmentRange
 from kafkalog_source.reader import output_projection, read_range
@@ -36,7 +37,7 @@ out = {}
 for spec in sys.argv[3:]:
     name, path, size = spec.split("|")
     opts = parse_options({})
-    proj = output_projection(opts, "offset long, timestamp timestamp" if narrow else None)
+    proj = projection_for(["offset", "timestamp"]) if narrow else output_projection(opts)
     rng = SegmentRange(path, 0, int(size))
     for _ in read_range(rng, opts, proj):  # warm: compile, page cache
         pass
