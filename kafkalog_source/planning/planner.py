@@ -29,6 +29,10 @@ It runs for every query, so it touches as few bytes as it can:
 
 Planning never raises for damaged data: where a header walk meets corruption, the planner stops
 cutting there and leaves the rest of the segment to the reader (and its ``mode``).
+
+Modules: :mod:`.probe` (one segment: indexes, verified boundaries, header walks), :mod:`.extents`
+(steps 1-3 per partition log), :mod:`.packing` (step 4), :mod:`.transactions` (step 5); this
+module groups the segments into logs and ties the steps together.
 """
 
 from __future__ import annotations
