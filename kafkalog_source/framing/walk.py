@@ -14,7 +14,7 @@ What a stop means (a clean end, a quiet truncated or zero-filled tail, or damage
 :func:`walk_classified` with :func:`~.headers.classify_stop` (too large for ``maxBatchBytes``, not
 the last segment, CRC evidence of a damaged length field); the planner, ``dump`` and ``verify``
 use it. The transaction scan applies its own, more lenient reading of a stop (see
-:mod:`~..planning.transactions`). The walk never reads record data: it reads ``block`` bytes at
+:mod:`~..planning.markers`). The walk never reads record data: it reads ``block`` bytes at
 a time, so that runs of small batches cost one read, and after a batch of a quarter block or
 more only the next 61-byte header.
 """

@@ -1,0 +1,124 @@
+"""Splitting and packing, as Spark's file source: extents cut at verified batch starts into pieces
+of about ``maxPartitionBytes``, packed "next fit decreasing" with ``openCostInBytes`` per piece,
+and each split's pieces turned into :class:`SegmentRange` s."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..options import ReadOptions
+from .extents import _Extent
+from .splits import SegmentRange
+
+
+@dataclass(order=True)
+class _Piece:
+    sort_key: tuple = field(compare=True)
+    extent: _Extent = field(compare=False)
+    start: int = field(compare=False)
+    end: int = field(compare=False)
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def _cut(ext: _Extent, max_split: int) -> list[tuple[int, int]]:
+    """Cut an extent into batch-aligned pieces of about ``max_split`` bytes."""
+    p = ext.probe
+    out: list[tuple[int, int]] = []
+    cur, prev = ext.start, ext.start_header
+    slack = min(1 << 20, max(1, max_split // 8))
+    # cut points on a fixed grid (as Spark's file splits), each moved to the next batch start
+    try:
+        while prev is not None and ext.end - cur > max_split // 2:
+            cut = ext.start + ((cur - ext.start) // max_split + 1) * max_split
+            if cut >= ext.end:
+                break
+            h = p.boundary_at_or_after(cut, prev, slack)
+            if h is None or h.position >= ext.end:
+                break
+            out.append((cur, h.position))
+            cur, prev = h.position, h
+    finally:
+        p.close()
+    out.append((cur, ext.end))
+    return out
+
+
+def _pack(pieces: list[_Piece], max_split: int, open_cost: int) -> list[list[_Piece]]:
+    """Spark's FilePartition packing: sort by size descending, then next fit."""
+    bins: list[list[_Piece]] = []
+    current: list[_Piece] = []
+    current_size = 0
+    for piece in sorted(pieces, key=lambda x: (-x.size, x.sort_key)):
+        if current and current_size + piece.size > max_split:
+            bins.append(current)
+            current, current_size = [], 0
+        current.append(piece)
+        current_size += piece.size + open_cost
+    if current:
+        bins.append(current)
+    return bins
+
+
+def _ranges(bin_: list[_Piece]) -> tuple[SegmentRange, ...]:
+    """The ranges of one split, in file order, adjacent pieces of one extent merged."""
+    out: list[SegmentRange] = []
+    last: _Piece | None = None
+    merged_start = 0
+    for piece in sorted(bin_):
+        if last is not None and last.extent is piece.extent and last.end == piece.start:
+            out[-1] = _range(piece.extent, merged_start, piece.end)
+        else:
+            merged_start = piece.start
+            out.append(_range(piece.extent, piece.start, piece.end))
+        last = piece
+    return tuple(out)
+
+
+def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
+    seg = ext.probe.seg
+    aborted: tuple[tuple[int, int, int], ...] = ()
+    hint = ext.min_timestamp_hint
+    if ext.txn is not None:
+        aborted, holds_marker = ext.txn.for_range(
+            seg.path, start, end, ext.offset_lo, ext.offset_hi
+        )
+        if holds_marker:
+            hint = None  # a pruned ABORT marker would leave its producer marked aborted
+    return SegmentRange(
+        path=seg.path,
+        start=start,
+        end=end,
+        at_file_end=end == seg.size,
+        last_segment=ext.last_segment,
+        topic=seg.topic,
+        partition=seg.partition,
+        segment_base_offset=seg.base_offset,
+        offset_lo=ext.offset_lo,
+        offset_hi=ext.offset_hi,
+        min_timestamp_hint=hint,
+        aborted=aborted,
+        timestamp_start=ext.timestamp_start if start == ext.start else None,
+        timestamp_end=ext.timestamp_end if end == ext.end else None,
+    )
+
+
+def max_split_bytes(options: ReadOptions, total_bytes: int) -> int:
+    """Spark's maxSplitBytes: ``min(maxPartitionBytes, max(openCost, total / minPartitions))``,
+    or ``maxPartitionBytes`` when ``minPartitions`` is not set. ``total_bytes`` includes one
+    open cost per file."""
+    if options.min_partitions is None:
+        return options.max_partition_bytes
+    per_partition = total_bytes // options.min_partitions
+    return max(1, min(options.max_partition_bytes, max(options.open_cost_in_bytes, per_partition)))
+
+
+def _splits_for(extents: list[_Extent], max_split: int, open_cost: int) -> list[list[_Piece]]:
+    pieces = [
+        _Piece((ext.order, start), ext, start, end)
+        for ext in extents
+        for start, end in _cut(ext, max_split)
+    ]
+    return _pack(pieces, max_split, open_cost)
