@@ -14,31 +14,13 @@ of newer trunk, and ``--format scala`` the 2024 Scala tool: the stray ``}`` afte
 record's crc, `` payload:`` after ``--skip-record-metadata`` without a key, no
 ``-1 is followed by`` entry for the first record, and the order of the stderr lists.
 
-Built on the data source's own layers: batch lines come from the framing layer's header walk plus
-a CRC check of each batch; record lines from the reader's Arrow output
-(``includeMetadata``/``includeControlRecords``, grouped by ``batchPosition``), read with
-``verifyChecksums=false`` and ``mode=DROPMALFORMED`` so that, as in Kafka, an invalid batch is
-still listed (``isvalid: false``) and its records printed when they decode; a batch whose
-records cannot be decoded is reported on stderr. See :mod:`.segments` for the two facts read
-beside the reader (legacy inner message CRCs and non-marker control record sizes).
+Deviations from kafka-dump-log (deliberate) are listed with the code that makes them: the
+log's in :mod:`.dump_log`, the indexes' in :mod:`.dump_indexes`, and the command's:
 
-Deviations from kafka-dump-log (deliberate):
-
-* A zero-filled tail (preallocated or crashed segment) ends the dump with the trailing-bytes line
-  instead of a ``CorruptRecordException`` stack trace; other unreadable framing (an unknown
-  magic byte, a non-zero size field below 14, a v2 batch under 61 bytes) stops that file with one
-  ``kafkalog: error:`` line on stderr (exit code 1) where Kafka prints garbage or a stack trace.
-* Control records other than transaction markers print Kafka's default form
-  `` controlType: LEADER_CHANGE(2)`` (what the Scala tool printed for leader changes); the Java
-  tool's JSON for LeaderChange and the KRaft snapshot/voter records is not produced.
-* An index entry pointing where no complete batch starts is listed with log offset -1 in the
-  ``Mismatches`` summary (Kafka dies with NoSuchElementException); a time index entry is matched
-  against the log's batches from the start of the file, not from the offset index's position.
 * Missing files and files Kafka cannot name (no numeric base offset) get one stderr line each and
   the dump goes on with the next file; the exit code is 1 if a file could not be opened or
   dumped to its end, or a batch's records could not be shown, else 0. Kafka's stderr maps are printed per file in
   command-line order (Kafka: hash-map order).
-* ``--max-bytes`` is not limited to 2 GiB, and files larger than 2 GiB are read whole.
 
 ``--format jsonl`` writes one JSON object per line instead (stdout; stderr is unchanged). Every
 field is typed: numbers are JSON numbers, flags booleans, absent values ``null``; bytes are

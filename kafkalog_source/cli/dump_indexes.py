@@ -1,5 +1,11 @@
 """``kafkalog dump``, the index files: ``.index``, ``.timeindex``, ``.txnindex`` and producer
 ``.snapshot`` (the command is in :mod:`.dump`, the log printing in :mod:`.dump_log`).
+
+Deviation from kafka-dump-log (deliberate):
+
+* An index entry pointing where no complete batch starts is listed with log offset -1 in the
+  ``Mismatches`` summary (Kafka dies with NoSuchElementException); a time index entry is matched
+  against the log's batches from the start of the file, not from the offset index's position.
 """
 
 from __future__ import annotations

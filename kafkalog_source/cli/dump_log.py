@@ -1,6 +1,25 @@
 """``kafkalog dump``, the ``.log`` and KRaft ``.checkpoint`` printing: batch lines, record lines
 and the trailing-bytes line (the command is in :mod:`.dump`, the index files in
 :mod:`.dump_indexes`).
+
+Built on the data source's own layers: batch lines come from the framing layer's header walk plus
+a CRC check of each batch; record lines from the reader's Arrow output
+(``includeMetadata``/``includeControlRecords``, grouped by ``batchPosition``), read with
+``verifyChecksums=false`` and ``mode=DROPMALFORMED`` so that, as in Kafka, an invalid batch is
+still listed (``isvalid: false``) and its records printed when they decode; a batch whose
+records cannot be decoded is reported on stderr. See :mod:`.segments` for the two facts read
+beside the reader (legacy inner message CRCs and non-marker control record sizes).
+
+Deviations from kafka-dump-log (deliberate):
+
+* A zero-filled tail (preallocated or crashed segment) ends the dump with the trailing-bytes line
+  instead of a ``CorruptRecordException`` stack trace; other unreadable framing (an unknown
+  magic byte, a non-zero size field below 14, a v2 batch under 61 bytes) stops that file with one
+  ``kafkalog: error:`` line on stderr (exit code 1) where Kafka prints garbage or a stack trace.
+* Control records other than transaction markers print Kafka's default form
+  `` controlType: LEADER_CHANGE(2)`` (what the Scala tool printed for leader changes); the Java
+  tool's JSON for LeaderChange and the KRaft snapshot/voter records is not produced.
+* ``--max-bytes`` is not limited to 2 GiB, and files larger than 2 GiB are read whole.
 """
 
 from __future__ import annotations
