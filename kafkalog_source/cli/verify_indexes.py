@@ -6,6 +6,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from itertools import pairwise
 
+import numpy as np
+
 from ..framing.headers import BatchHeader
 from ..storage.indexes import (
     OFFSET_INDEX_DTYPE,
@@ -53,6 +55,17 @@ def _active_entries(
     return cut
 
 
+def _written_entries(
+    path: str, dtype: np.dtype, rel_at: int, is_last: bool, report: SegmentReport
+) -> np.ndarray | None:
+    """The written entries of an index file (see :func:`_active_entries`), or None without one."""
+    data = read_index_bytes(path)
+    if data is None:
+        return None
+    cut = _active_entries(path, data, dtype.itemsize, rel_at, is_last, report)
+    return decode_entries(data, dtype)[:cut]
+
+
 def _check_offset_index(
     path: str,
     base: int,
@@ -61,11 +74,10 @@ def _check_offset_index(
     is_last: bool,
     report: SegmentReport,
 ) -> None:
-    data = read_index_bytes(path)
-    if data is None:
+    entries = _written_entries(path, OFFSET_INDEX_DTYPE, 0, is_last, report)
+    if entries is None:
         return
-    cut = _active_entries(path, data, 8, 0, is_last, report)
-    entries = decode_entries(data, OFFSET_INDEX_DTYPE)[:cut]
+    cut = len(entries)
     by_pos = {h.position: k for k, h in enumerate(headers)}
     prev: tuple[int, int] | None = None
     listed = 0
@@ -134,11 +146,10 @@ def _check_time_index(
     is_last: bool,
     report: SegmentReport,
 ) -> None:
-    data = read_index_bytes(path)
-    if data is None:
+    entries = _written_entries(path, TIME_INDEX_DTYPE, 8, is_last, report)
+    if entries is None:
         return
-    cut = _active_entries(path, data, 12, 8, is_last, report)
-    entries = decode_entries(data, TIME_INDEX_DTYPE)[:cut]
+    cut = len(entries)
     lasts = [h.last_offset for h in headers]
     ordered = all(a < b for a, b in pairwise(lasts))
     prev: tuple[int, int] | None = None
