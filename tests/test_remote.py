@@ -95,7 +95,10 @@ def test_a_constructor_error_never_shows_a_secret() -> None:
     store = parse_options({"fs.s3.secret_key": "TOPSECRET", "fs.s3.proxy_options": "{}"}).store
     # pyarrow refuses an empty proxy dict: the message names the options, not their values
     with pytest.raises(OptionError) as exc:
-        resolve("s3://bucket/x", StoreOptions(args=(*store.args, ("s3", "scheme", 7))))
+        resolve(
+            "s3://bucket/x",
+            StoreOptions(args=(*store.args, ("s3", "region", "x"), ("s3", "scheme", 7))),
+        )
     assert "TOPSECRET" not in str(exc.value)
     assert "fs.s3.secret_key" in str(exc.value)
 
