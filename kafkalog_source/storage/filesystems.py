@@ -215,14 +215,17 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
 def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Location:
     try:
         import fsspec
-        from fsspec.registry import known_implementations
     except ImportError:
         raise OptionError(
             f"path {uri!r}: the {scheme}:// scheme needs fsspec (pip install 'kafkalog[fsspec]'); "
             "s3, gs, abfs and hdfs need nothing more"
         ) from None
-    if scheme not in known_implementations and scheme not in fsspec.available_protocols():
-        raise OptionError(f"path {uri!r}: no filesystem for the {scheme}:// scheme")
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ValueError:
+        raise OptionError(f"path {uri!r}: no filesystem for the {scheme}:// scheme") from None
+    except ImportError as exc:
+        raise OptionError(f"path {uri!r}: the {scheme}:// filesystem needs {exc}") from None
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     def build() -> Any:
