@@ -51,7 +51,8 @@ class Archive:
         out = []
         for _ in range(n):
             self._n += 1
-            out.append(Rec(T0 + self._n, b"k%d" % self._n, b"value-%06d" % self._n))
+            value = b"value-%06d " % self._n + b"lorem ipsum dolor " * 4  # compressible
+            out.append(Rec(T0 + self._n, b"k%d" % self._n, value))
         return out
 
     def append(

@@ -176,7 +176,7 @@ KILLED_JOB = textwrap.dedent(
     spark = local_session(app_name="kafkalog-stream-kill", master="local[1]")
     src, out, ckpt = sys.argv[1:4]
     q = (
-        spark.readStream.format("kafkalog").option("maxOffsetsPerTrigger", "5").load(src)
+        spark.readStream.format("kafkalog").option("maxOffsetsPerTrigger", "10").load(src)
         .select("topic", "partition", "offset", "value")
         .writeStream.format("parquet").option("checkpointLocation", ckpt).option("path", out)
         .trigger(availableNow=True).start()
@@ -193,7 +193,7 @@ def test_a_run_killed_mid_batch_restarts_exactly_once(spark, tmp_path: Path) -> 
     logs, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
     a = Archive(logs)
     for p in range(2):
-        a.append(p, batches=20, per_batch=5, codec="zstd")
+        a.append(p, batches=8, per_batch=5, codec="zstd")
     a.sync()
     job = tmp_path / "job.py"
     job.write_text(KILLED_JOB)
@@ -223,7 +223,43 @@ def test_a_run_killed_mid_batch_restarts_exactly_once(spark, tmp_path: Path) -> 
     assert killed, "the job finished before it could be killed"
     partial = output_rows(spark, out)
     assert 0 < len(partial) < len(a.expected())
-    run_available_now(spark, logs, out, ckpt, maxOffsetsPerTrigger="5")
+    run_available_now(spark, logs, out, ckpt, maxOffsetsPerTrigger="10")
     got = output_rows(spark, out)
     assert len(got) == len(set(got))
     assert got == sorted(a.expected())
+
+
+@pytest.mark.spark
+def test_cli_convert_with_a_checkpoint_writes_only_what_is_new(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    from conftest import run_cli
+
+    logs, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
+    a = Archive(logs)
+    a.append(0, batches=2, per_batch=3, codec="lz4")
+    a.sync()
+    args = ["convert", str(logs), str(out), "--checkpoint", str(ckpt), "--master", "local[1]"]
+    first = run_cli(*args, "-o", "maxOffsetsPerTrigger=4")
+    assert first.returncode == 0, first.stderr
+    assert "(6 new rows in 2 micro-batches" in first.stderr
+    a.append(0, batches=1, per_batch=2)
+    a.roll(0)
+    a.append(1, batches=1, per_batch=5, codec="gzip")
+    a.sync()
+    second = run_cli(*args)
+    assert second.returncode == 0, second.stderr
+    assert "(7 new rows in 1 micro-batch;" in second.stderr
+    t = pq.read_table(out)
+    got = sorted(
+        zip(
+            t.column("partition").to_pylist(),
+            t.column("offset").to_pylist(),
+            t.column("value").to_pylist(),
+            strict=True,
+        )
+    )
+    assert got == sorted((p, o, v) for _, p, o, v in a.expected())
+    again = run_cli(*args)  # nothing new
+    assert again.returncode == 0 and "(0 new rows" in again.stderr
+    bad = run_cli(*args, "--engine", "arrow")
+    assert bad.returncode == 2 and "--checkpoint runs a Spark stream" in bad.stderr

@@ -65,6 +65,14 @@ def register(subparsers: Any) -> None:
         help="error: refuse a non-empty OUT (default); overwrite: replace OUT",
     )
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help=(
+            "convert incrementally: a Spark stream (Trigger.AvailableNow) with its checkpoint in "
+            "DIR writes only what is new since the last run with the same DIR into OUT"
+        ),
+    )
     add_common_arguments(
         p, "no progress display and no summary line", "isolationLevel=read_committed"
     )
@@ -78,6 +86,27 @@ def run(args: argparse.Namespace) -> int:
     from .main import CommandError
 
     options = command_options(args.option, "convert")
+    if args.checkpoint is not None:
+        if args.engine != "spark":
+            raise CommandError("convert: --checkpoint runs a Spark stream; use --engine spark")
+        if args.mode == "overwrite":
+            raise CommandError(
+                "convert: --checkpoint appends what is new to OUT; --mode overwrite would drop "
+                "what earlier runs wrote while the checkpoint says it is done"
+            )
+        discover(parse_options(options, paths=args.path).replace(allow_empty=True))
+        logging.getLogger("kafkalog").addHandler(logging.NullHandler())
+        rows, batches = convert_stream(
+            args.path, args.out, args.checkpoint, options, args.master, args.verbose,
+            wanted(args.quiet),
+        )  # fmt: skip
+        if not args.quiet:
+            print(
+                f"kafkalog: wrote {args.out} ({rows} new rows in {batches} micro-batch"
+                f"{'' if batches == 1 else 'es'}; checkpoint {args.checkpoint})",
+                file=sys.stderr,
+            )
+        return 0
     # Bad options, a missing path or nothing to read fail here, before any work (the reader
     # applies the same rule).
     discover(parse_options(options, paths=args.path))
@@ -218,3 +247,64 @@ def convert_spark(
     finally:
         spark.stop()
     return None
+
+
+def convert_stream(
+    path: str,
+    out: str,
+    checkpoint: str,
+    options: dict[str, str],
+    master: str,
+    verbose: bool,
+    show: bool,
+) -> tuple[int, int]:
+    """``spark.readStream.format("kafkalog")`` with ``Trigger.AvailableNow`` into
+    ``partitionBy("topic", "partition")`` Parquet at OUT, the checkpoint in ``checkpoint``:
+    each run writes the records that arrived since the last one, exactly once. Returns the rows
+    and micro-batches of this run."""
+    import time
+
+    from ..spark.session import local_session
+    from .query import _quiet_python_loggers
+
+    _quiet_python_loggers(verbose=verbose)
+    spark = local_session("kafkalog-convert-stream", master=master, extra_conf=SPARK_WRITE_CONF)
+    seen: dict[int, int] = {}
+    try:
+        if not verbose:
+            spark.sparkContext.setLogLevel("OFF")
+        query = (
+            spark.readStream.format("kafkalog")
+            .options(**options)
+            .load(path)
+            .writeStream.format("parquet")
+            .partitionBy(*PARTITION_COLUMNS)
+            .option("checkpointLocation", checkpoint)
+            .option("path", out)
+            .trigger(availableNow=True)
+            .start()
+        )
+
+        def collect() -> None:
+            for p in query.recentProgress:
+                if p["numInputRows"] or p["batchId"] not in seen:
+                    seen[p["batchId"]] = int(p["numInputRows"])
+
+        while query.isActive:
+            collect()
+            if show and seen:
+                print(
+                    f"\rkafkalog: convert: {len(seen)} micro-batches, {sum(seen.values())} rows",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            time.sleep(0.5)
+        query.awaitTermination()
+        collect()
+        if show and seen:
+            print(file=sys.stderr)
+    finally:
+        spark.stop()
+    batches = sum(1 for n in seen.values() if n)
+    return sum(seen.values()), batches
