@@ -1,0 +1,428 @@
+"""Kafka tiered-storage objects in the Aiven plugin's layout (storage/tiered.py).
+
+Test data comes from real segments (sample_segments/, ../shared) laid out by tests/tiered_writer.py,
+which follows the plugin's formats; the literals marked "plugin test vector" are copied from the
+plugin's own tests (github.com/Aiven-Open/tiered-storage-for-apache-kafka, core/src/test/java/io/
+aiven/kafka/tieredstorage/...), so the writer and the parser are both checked against the plugin.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import zstandard
+from conftest import BROKER_WRITTEN, SAMPLES, require_shared
+from tiered_writer import (
+    encode_chunk_sizes,
+    fixed_chunk_index,
+    kafka_uuid,
+    main_path,
+    manifest_json,
+    segment_indexes,
+    segment_metadata,
+    write_tiered,
+)
+
+from kafkalog_source.errors import (
+    CorruptDataError,
+    DecompressionError,
+    EncryptedSegmentError,
+    FileChangedError,
+)
+from kafkalog_source.storage.source import ByteSource, LocalFileSource, open_source
+from kafkalog_source.storage.tiered import (
+    ChunkedSource,
+    decode_chunk_sizes,
+    open_chunked,
+    parse_manifest,
+    parse_tiered_key,
+    read_manifest,
+    tiered_index_bytes,
+    tiered_sibling,
+)
+
+# plugin test vectors ---------------------------------------------------------------------------
+# ObjectKeyFactoryTest: Uuid.METADATA_TOPIC_ID (0, 1) and Uuid.ZERO_UUID, topic "topic", partition 7
+PLUGIN_KEY = "prefix/topic-AAAAAAAAAAAAAAAAAAAAAQ/7/00000000000000001234-AAAAAAAAAAAAAAAAAAAAAA.log"
+# ChunkIndexSerializationTest.ENCODED_CHUNKS: the sizes 10, 20, 30
+PLUGIN_ENCODED_CHUNKS = "KLUv/SAPeQAAAAAAAwAAAAoBAAoAAAAe"
+# SegmentManifestV1SerdeTest.WITHOUT_ENCRYPTION_JSON
+PLUGIN_META = (
+    '{"remoteLogSegmentId":{"topicIdPartition":{"topicId":"lZ6vvmajTWKDBUTV6SQAtQ",'
+    '"topicPartition":{"topic":"topic1","partition":42}},"id":"adh9f8BMS4anaUnD8KWfWg"},'
+    '"startOffset":0,"endOffset":1000,"maxTimestampMs":1000000000,"brokerId":2,'
+    '"eventTimestampMs":2000000000,"segmentLeaderEpochs":{"0":100,"1":200,"2":300}}'
+)
+PLUGIN_MANIFEST = (
+    '{"version":"1","chunkIndex":{"type":"fixed","originalChunkSize":100,"originalFileSize":1000,'
+    '"transformedChunkSize":110,"finalTransformedChunkSize":110},"segmentIndexes":{'
+    '"offset":{"position":0,"size":1},"timestamp":{"position":1,"size":1},'
+    '"producerSnapshot":{"position":2,"size":1},"leaderEpoch":{"position":3,"size":1},'
+    '"transaction":{"position":4,"size":1}},"compression":false,"remoteLogSegmentMetadata":'
+    + PLUGIN_META
+    + "}"
+)
+
+SAMPLE_LOGS = sorted(SAMPLES.glob("*-0/*.log"))
+
+
+def test_plugin_key_vector_parses_and_writer_builds_it() -> None:
+    k = parse_tiered_key(PLUGIN_KEY)
+    assert k is not None
+    assert (k.topic, k.partition, k.base_offset) == ("topic", 7, 1234)
+    assert (k.topic_id, k.segment_id, k.suffix) == ("A" * 21 + "Q", "A" * 22, ".log")
+    assert k.stem + ".log" == PLUGIN_KEY
+    tid, sid = kafka_uuid(bytes(15) + b"\x01"), kafka_uuid(bytes(16))
+    assert "prefix/" + main_path("topic", tid, 7, 1234, sid) + ".log" == PLUGIN_KEY
+    assert tiered_sibling(PLUGIN_KEY, ".rsm-manifest") == PLUGIN_KEY[:-4] + ".rsm-manifest"
+    assert tiered_sibling(PLUGIN_KEY[:-4] + ".indexes", ".log") == PLUGIN_KEY
+
+
+@pytest.mark.parametrize(
+    "key,expect",
+    [
+        ("s3://b/p/my-topic.v2-MWJ6FHTfRYy67jzwZdeqSQ/12/00000000000000000042-tqimKeZwStOEOwRzT3L5oQ.indexes",
+         ("my-topic.v2", 12, 42, ".indexes")),
+        ("orders--_-_-_-_-_-_-_-_-_-_-w/0/00000000000000000000-abcdefghijklmnopqrstug.rsm-manifest",
+         ("orders", 0, 0, ".rsm-manifest")),
+    ],
+)  # fmt: skip
+def test_key_forms(key: str, expect: tuple) -> None:
+    k = parse_tiered_key(key)
+    assert k is not None and (k.topic, k.partition, k.base_offset, k.suffix) == expect
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "orders-0/00000000000000000000.log",  # a broker's own layout
+        "t-AAAAAAAAAAAAAAAAAAAAAQ/7/0000000000000001234-AAAAAAAAAAAAAAAAAAAAAA.log",  # 19 digits
+        "t-AAAAAAAAAAAAAAAAAAAAAQ/07/00000000000000001234-AAAAAAAAAAAAAAAAAAAAAA.log",  # 07
+        "t-AAAAAAAAAAAAAAAAAAAAAB/7/00000000000000001234-AAAAAAAAAAAAAAAAAAAAAA.log",  # not a Uuid
+        "t-AAAAAAAAAAAAAAAAAAAAAQ/7/00000000000000001234-AAAAAAAAAAAAAAAAAAAAA.log",  # 21 chars
+        "AAAAAAAAAAAAAAAAAAAAAQ/7/00000000000000001234-AAAAAAAAAAAAAAAAAAAAAA.log",  # no topic
+        "t-AAAAAAAAAAAAAAAAAAAAAQ/7/00000000000000001234-AAAAAAAAAAAAAAAAAAAAAA.index",
+        "00000000000000001234-AAAAAAAAAAAAAAAAAAAAAA.log",
+    ],
+)
+def test_not_tiered_keys(key: str) -> None:
+    assert parse_tiered_key(key) is None
+
+
+def test_plugin_chunk_index_vector() -> None:
+    assert decode_chunk_sizes(PLUGIN_ENCODED_CHUNKS) == [10, 20, 30]
+    assert encode_chunk_sizes([10, 20, 30]) == PLUGIN_ENCODED_CHUNKS  # the writer packs alike
+    doc = json.loads(PLUGIN_MANIFEST)
+    doc["chunkIndex"] = {
+        "type": "variable", "originalChunkSize": 100, "originalFileSize": 250,
+        "transformedChunks": PLUGIN_ENCODED_CHUNKS,
+    }  # fmt: skip
+    m = parse_manifest(json.dumps(doc), "m")
+    # ChunkIndexSerializationTest: Chunk(0, 0, 100, 0, 10), (1, 100, 100, 10, 20), (2, 200, 50, 30, 30)
+    assert [(*m.original_range(i), *m.stored_range(i)) for i in range(m.chunk_count)] == [
+        (0, 100, 0, 10), (100, 100, 10, 20), (200, 50, 30, 30)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("sizes", [[], [213], [2**31 - 1], [0, 1000, 2, 44002, 369],
+                                   [1, 0xFFFFFF + 10, 0xFFFFFF + 20, 2**31 - 1]])  # fmt: skip
+def test_chunk_sizes_round_trip_every_width(sizes: list[int]) -> None:
+    assert decode_chunk_sizes(encode_chunk_sizes(sizes)) == sizes
+
+
+def test_plugin_manifest_vector() -> None:
+    m = parse_manifest(PLUGIN_MANIFEST, "s3://b/x.rsm-manifest")
+    assert (m.original_size, m.chunk_size, m.chunk_count) == (1000, 100, 10)
+    assert m.stored_sizes == (110,) * 10 and m.stored_range(9) == (990, 110)
+    assert not m.compression and not m.encrypted and (m.start_offset, m.end_offset) == (0, 1000)
+    assert m.indexes == {
+        "offset": (0, 1), "timestamp": (1, 1), "producerSnapshot": (2, 1),
+        "leaderEpoch": (3, 1), "transaction": (4, 1),
+    }  # fmt: skip
+    # the writer produces the plugin's exact bytes for the same manifest
+    meta = segment_metadata(
+        "topic1", "lZ6vvmajTWKDBUTV6SQAtQ", 42, "adh9f8BMS4anaUnD8KWfWg", 0, 1000,
+        max_timestamp_ms=1000000000, broker_id=2, event_timestamp_ms=2000000000,
+        leader_epochs={0: 100, 1: 200, 2: 300},
+    )  # fmt: skip
+    ci = fixed_chunk_index(100, 1000, 110, 110)
+    assert manifest_json(ci, segment_indexes([1, 1, 1, 1, 1]), False, meta) == PLUGIN_MANIFEST
+    # SegmentManifestV1SerdeTest.WITHOUT_ENCRYPTION_WITHOUT_TXN_INDEX_JSON: "transaction":null
+    no_txn = PLUGIN_MANIFEST.replace('"transaction":{"position":4,"size":1}', '"transaction":null')
+    assert manifest_json(ci, segment_indexes([1, 1, 1, 1, None]), False, meta) == no_txn
+    assert parse_manifest(no_txn, "m").indexes["transaction"] is None
+    # ...WITH_ENCRYPTION_WITHOUT_SECRET_KEY_JSON (dataKey removed by that test)
+    enc = PLUGIN_MANIFEST.replace(
+        '"compression":false,', '"compression":false,"encryption":{"aad":"CgsMDQ=="},'
+    )
+    assert parse_manifest(enc, "m").encrypted
+
+
+def _mutate(path: list, value: object) -> str:
+    doc = json.loads(PLUGIN_MANIFEST)
+    obj = doc
+    for p in path[:-1]:
+        obj = obj[p]
+    if value is KeyError:
+        del obj[path[-1]]
+    else:
+        obj[path[-1]] = value
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("{not json", "not JSON"),
+        ("[1]", "not an object"),
+        (_mutate(["version"], "2"), "version is '2'"),
+        (_mutate(["chunkIndex"], KeyError), "no chunkIndex"),
+        (_mutate(["segmentIndexes"], KeyError), "no segmentIndexes"),
+        (_mutate(["compression"], KeyError), "no compression"),
+        (_mutate(["compression"], "yes"), "compression is 'yes'"),
+        (_mutate(["chunkIndex", "type"], "zigzag"), "chunkIndex.type is 'zigzag'"),
+        (_mutate(["chunkIndex", "originalChunkSize"], 0), "originalChunkSize is 0"),
+        (_mutate(["chunkIndex", "originalFileSize"], -1), "originalFileSize is -1"),
+        (_mutate(["chunkIndex", "transformedChunkSize"], "110"), "transformedChunkSize is '110'"),
+        (_mutate(["chunkIndex", "finalTransformedChunkSize"], KeyError), "finalTransformedChunkSize is None"),
+        (_mutate(["segmentIndexes", "offset"], KeyError), "no segmentIndexes.offset"),
+        (_mutate(["segmentIndexes", "leaderEpoch", "size"], -3), "leaderEpoch.size is -3"),
+        (_mutate(["encryption"], "x"), "encryption is 'x'"),
+        (_mutate(["chunkIndex"], {"type": "variable", "originalChunkSize": 100,
+                                  "originalFileSize": 300, "transformedChunks": PLUGIN_ENCODED_CHUNKS + "!"}),
+         "not base64"),
+        (_mutate(["chunkIndex"], {"type": "variable", "originalChunkSize": 100,
+                                  "originalFileSize": 300, "transformedChunks": "AAAA"}),
+         "not a zstd frame"),
+        (_mutate(["chunkIndex"], {"type": "variable", "originalChunkSize": 100,
+                                  "originalFileSize": 301, "transformedChunks": PLUGIN_ENCODED_CHUNKS}),
+         "lists 3 stored chunks, but 301 bytes in chunks of 100 make 4"),
+    ],
+)  # fmt: skip
+def test_malformed_manifests_name_the_manifest_and_reason(text: str, reason: str) -> None:
+    with pytest.raises(CorruptDataError) as e:
+        parse_manifest(text, "s3://bkt/t-x/0/a.rsm-manifest")
+    assert str(e.value).startswith(
+        "s3://bkt/t-x/0/a.rsm-manifest: malformed tiered-storage manifest"
+    )
+    assert reason in str(e.value)
+
+
+def test_truncated_chunk_sizes_packing_is_malformed() -> None:
+    cctx = zstandard.ZstdCompressor(write_content_size=True)
+    import base64
+
+    bad = base64.b64encode(
+        cctx.compress(bytes.fromhex("00000003 0000000a 01 00 0a 000000"))
+    ).decode()
+    with pytest.raises(CorruptDataError, match=r"14 bytes for 3 sizes \(15 expected\)"):
+        decode_chunk_sizes(bad, "m")
+    bad = base64.b64encode(cctx.compress(bytes.fromhex("00000003 0000000a 07"))).decode()
+    with pytest.raises(CorruptDataError, match="7 bytes per value"):
+        decode_chunk_sizes(bad, "m")
+
+
+# ChunkedSource over real segments -------------------------------------------------------------
+
+
+def _open(seg) -> ByteSource:
+    manifest = read_manifest(LocalFileSource(str(seg.manifest)))
+    return open_chunked(LocalFileSource(str(seg.log)), manifest)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 97, 512, 4096, 1 << 20])
+def test_every_alignment_reads_the_original_bytes(tmp_path: Path, chunk_size: int) -> None:
+    seg = write_tiered(tmp_path, SAMPLES / "magic2-none-0" / "00000000000000000000.log",
+                       chunk_size=chunk_size)  # fmt: skip
+    data = seg.original
+    with _open(seg) as src:
+        assert isinstance(src, ChunkedSource) and src.size == len(data)
+        assert src.manifest.chunk_count == -(-len(data) // chunk_size)
+        # around the first chunk boundaries, the middle and the last (short) chunk, and past the end
+        bounds = [
+            b
+            for k in range(4)
+            for b in (k * chunk_size, (len(data) // chunk_size - k) * chunk_size)
+        ]
+        starts = sorted({max(0, b + d) for b in bounds for d in (-1, 0, 1, chunk_size // 2)}
+                        | {len(data) // 2, len(data) - 1, len(data), len(data) + 2})  # fmt: skip
+        lengths = {1, 2, chunk_size - 1, chunk_size, chunk_size + 1, 2 * chunk_size + 5, 3000} - {0}
+        for pos in starts:
+            for n in sorted(lengths):
+                buf = bytearray(n)
+                got = src.read_into(pos, buf)
+                want = data[pos : pos + n]
+                assert got == len(want) and bytes(buf[:got]) == want, (pos, n)
+                assert src.read(pos, n) == want
+        # the last, short chunk and reads past the end
+        last = (len(data) - 1) // chunk_size * chunk_size
+        assert src.read(last, chunk_size) == data[last:]
+        assert src.read(len(data), 10) == b"" and src.read(len(data) + 100, 1) == b""
+        with pytest.raises(FileChangedError):
+            src.read_fully_into(len(data) - 5, np.zeros(10, np.uint8))
+        assert src.read(0, len(data) + 50) == data  # byte for byte
+
+
+@pytest.mark.parametrize("log", SAMPLE_LOGS, ids=lambda p: p.parent.name)
+def test_reconstruction_byte_for_byte_every_sample(tmp_path: Path, log: Path) -> None:
+    seg = write_tiered(tmp_path, log, chunk_size=777)
+    with _open(seg) as src:
+        assert src.read(0, src.size) == log.read_bytes()
+
+
+def test_sequential_windows_fetch_each_chunk_once(tmp_path: Path) -> None:
+    log = require_shared(
+        BROKER_WRITTEN / "rjmfernandes-flink-on-prem/data/orders-0/00000000000000000000.log"
+    )
+    seg = write_tiered(tmp_path, log, chunk_size=1 << 20)
+    stored = seg.log.stat().st_size
+    assert stored < len(seg.original)  # the segment compresses
+    with _open(seg) as src:
+        out = bytearray()
+        window = 2 << 20  # the reader's window
+        for pos in range(0, src.size, window - 1000):  # overlapping windows, as re-reads do
+            out[pos:] = src.read(pos, window)
+        assert bytes(out) == seg.original
+        assert src.chunks_fetched == src.manifest.chunk_count == 4
+        assert src.requests == 4 and src.bytes_read == stored
+
+
+def test_uncompressed_layout_is_the_log_object_itself(tmp_path: Path) -> None:
+    log = SAMPLES / "transactions-0" / "00000000000000000019.log"
+    seg = write_tiered(tmp_path, log, compression=False, chunk_size=100)
+    m = read_manifest(LocalFileSource(str(seg.manifest)))
+    assert not m.transformed and m.stored_size == m.original_size == log.stat().st_size
+    raw = json.loads(seg.manifest.read_text())["chunkIndex"]
+    assert raw["type"] == "fixed" and raw["transformedChunkSize"] == 100
+    with _open(seg) as src:
+        assert isinstance(src, LocalFileSource) and src.read(0, src.size) == log.read_bytes()
+
+
+def test_index_bytes_from_the_indexes_object(tmp_path: Path) -> None:
+    log = SAMPLES / "transactions-0" / "00000000000000000000.log"
+    seg = write_tiered(tmp_path, log)
+    m = read_manifest(LocalFileSource(str(seg.manifest)))
+    with LocalFileSource(str(seg.indexes)) as idx:
+        for suffix in (".index", ".timeindex", ".txnindex"):
+            before = idx.requests
+            assert tiered_index_bytes(idx, m, suffix) == log.with_suffix(suffix).read_bytes()
+            assert idx.requests == before + 1  # one ranged read each
+        assert tiered_index_bytes(idx, m, ".snapshot") == b""
+        assert tiered_index_bytes(idx, m, "leader-epoch-checkpoint") == b"0\n1\n0 0\n"
+    seg2 = write_tiered(tmp_path / "b", SAMPLES / "orders-0" / "00000000000000000000.log")
+    m2 = read_manifest(LocalFileSource(str(seg2.manifest)))
+    assert m2.indexes["transaction"] is None
+    with LocalFileSource(str(seg2.indexes)) as idx:
+        assert tiered_index_bytes(idx, m2, ".txnindex") is None
+        assert tiered_index_bytes(idx, m2, ".index") == seg2.index_files[".index"]
+    # an .indexes object shorter than the manifest says
+    seg.indexes.write_bytes(seg.indexes.read_bytes()[:10])
+    with (
+        LocalFileSource(str(seg.indexes)) as idx,
+        pytest.raises(CorruptDataError, match="transaction index at"),
+    ):
+        tiered_index_bytes(idx, m, ".txnindex")
+
+
+def _damage(seg, chunk: int, how: str) -> tuple[int, int]:
+    m = read_manifest(LocalFileSource(str(seg.manifest)))
+    start, size = m.stored_range(chunk)
+    blob = bytearray(seg.log.read_bytes())
+    if how == "magic":
+        blob[start] ^= 0xFF
+    else:  # a valid frame of the wrong content size, padded/cut to the same stored size
+        other = zstandard.ZstdCompressor(write_content_size=True).compress(b"\0" * 10)
+        blob[start : start + size] = (other + b"\0" * size)[:size]
+    seg.log.write_bytes(bytes(blob))
+    return start, size
+
+
+@pytest.mark.parametrize("how", ["magic", "wrong size"])
+def test_damaged_chunk_is_a_clear_error(tmp_path: Path, how: str) -> None:
+    seg = write_tiered(tmp_path, SAMPLES / "magic2-none-0" / "00000000000000000000.log",
+                       chunk_size=1000)  # fmt: skip
+    start, size = _damage(seg, 2, how)
+    with _open(seg) as src:
+        assert src.read(0, 2000) == seg.original[:2000]  # chunks 0 and 1 are fine
+        with pytest.raises(DecompressionError) as e:
+            src.read(1990, 100)
+    msg = str(e.value)
+    assert msg.startswith(str(seg.log)) and e.value.position == start
+    assert f"tiered chunk 2 (stored bytes [{start}, {start + size}))" in msg
+
+
+def test_log_object_size_must_match_the_chunk_index(tmp_path: Path) -> None:
+    seg = write_tiered(tmp_path, SAMPLES / "orders-0" / "00000000000000000000.log")
+    seg.log.write_bytes(seg.log.read_bytes()[:-1])
+    with pytest.raises(CorruptDataError, match="holds .* bytes but its manifest"):
+        _open(seg)
+
+
+@pytest.mark.parametrize("compression", [False, True])
+def test_encrypted_segment_names_the_manifest(tmp_path: Path, compression: bool) -> None:
+    log = SAMPLES / "transactions-0" / "00000000000000000000.log"
+    seg = write_tiered(tmp_path, log, encryption=True, compression=compression, chunk_size=500)
+    m = read_manifest(LocalFileSource(str(seg.manifest)))
+    assert m.encrypted and (compression or m.stored_sizes[0] == 500 + 12 + 16)
+    with pytest.raises(EncryptedSegmentError) as e:
+        open_chunked(LocalFileSource(str(seg.log)), m)
+    assert str(e.value).startswith(str(seg.manifest) + ": ") and "cannot decrypt" in str(e.value)
+    with LocalFileSource(str(seg.indexes)) as idx, pytest.raises(EncryptedSegmentError):
+        tiered_index_bytes(idx, m, ".index")
+
+
+# through the Arrow API ------------------------------------------------------------------------
+
+
+def _tiered_open_source(path: str, *args, **kwargs) -> ByteSource:
+    """Open a tiered .log through its manifest (storage-layer functions only), other paths as is."""
+    if parse_tiered_key(path) is None:
+        return open_source(path, *args, **kwargs)
+    with open_source(tiered_sibling(path, ".rsm-manifest")) as msrc:
+        manifest = read_manifest(msrc)
+    return open_chunked(open_source(path), manifest)
+
+
+def _read_whole(path: str, size: int) -> pa.Table:
+    from kafkalog_source.arrow.schema import output_projection
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.planning.splits import SegmentRange
+    from kafkalog_source.reader.api import read_range
+
+    opts = parse_options({}, paths=path)
+    batches = list(read_range(SegmentRange(path, 0, size), opts, output_projection(opts)))
+    return pa.Table.from_batches(batches, schema=output_projection(opts).schema)
+
+
+@pytest.mark.parametrize(
+    "log", [*SAMPLE_LOGS, SAMPLES / "transactions-0" / "00000000000000000019.log"],
+    ids=lambda p: p.parent.name + "/" + p.name[16:20],
+)  # fmt: skip
+def test_arrow_read_of_tiered_equals_original(tmp_path: Path, monkeypatch, log: Path) -> None:
+    import kafkalog_source.reader.range_reader as rr
+
+    seg = write_tiered(tmp_path, log, chunk_size=333)
+    want = _read_whole(str(log), log.stat().st_size)
+    monkeypatch.setattr(rr, "open_source", _tiered_open_source)
+    got = _read_whole(str(seg.log), len(seg.original))
+    assert got.num_rows == want.num_rows > 0 and got.equals(want)
+
+
+def test_flip_inside_a_chunk_is_caught_downstream(tmp_path: Path, monkeypatch) -> None:
+    """zstd frames carry no checksum (the plugin sets none): a flipped byte inside a chunk may
+    decompress, and then the Kafka batch CRC catches it; nothing is returned silently."""
+    import kafkalog_source.reader.range_reader as rr
+
+    seg = write_tiered(tmp_path, SAMPLES / "magic2-none-0" / "00000000000000000000.log",
+                       chunk_size=1000)  # fmt: skip
+    start, size = read_manifest(LocalFileSource(str(seg.manifest))).stored_range(2)
+    blob = bytearray(seg.log.read_bytes())
+    blob[start + size // 2] ^= 0x01
+    seg.log.write_bytes(bytes(blob))
+    monkeypatch.setattr(rr, "open_source", _tiered_open_source)
+    with pytest.raises(CorruptDataError):
+        _read_whole(str(seg.log), len(seg.original))
