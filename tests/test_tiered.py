@@ -37,11 +37,16 @@ from kafkalog_source.storage.source import ByteSource, LocalFileSource, open_sou
 from kafkalog_source.storage.tiered import (
     ChunkedSource,
     decode_chunk_sizes,
+    is_tiered_log,
+    load_manifest,
     open_chunked,
+    open_tiered_log,
     parse_manifest,
     parse_tiered_key,
     read_manifest,
+    read_tiered_index,
     tiered_index_bytes,
+    tiered_index_target,
     tiered_sibling,
 )
 
@@ -380,11 +385,9 @@ def test_encrypted_segment_names_the_manifest(tmp_path: Path, compression: bool)
 
 def _tiered_open_source(path: str, *args, **kwargs) -> ByteSource:
     """Open a tiered .log through its manifest (storage-layer functions only), other paths as is."""
-    if parse_tiered_key(path) is None:
-        return open_source(path, *args, **kwargs)
-    with open_source(tiered_sibling(path, ".rsm-manifest")) as msrc:
-        manifest = read_manifest(msrc)
-    return open_chunked(open_source(path), manifest)
+    if is_tiered_log(path):
+        return open_tiered_log(path, open_source)
+    return open_source(path, *args, **kwargs)
 
 
 def _read_whole(path: str, size: int) -> pa.Table:
@@ -426,3 +429,31 @@ def test_flip_inside_a_chunk_is_caught_downstream(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(rr, "open_source", _tiered_open_source)
     with pytest.raises(CorruptDataError):
         _read_whole(str(seg.log), len(seg.original))
+
+
+def test_store_helpers_index_paths_and_manifest_cache(tmp_path: Path) -> None:
+    log = SAMPLES / "transactions-0" / "00000000000000000000.log"
+    seg = write_tiered(tmp_path, log)
+    path = str(seg.log)
+    assert (
+        is_tiered_log(path) and not is_tiered_log(str(seg.manifest)) and not is_tiered_log(str(log))
+    )
+    stem = path[:-4]
+    assert tiered_index_target(stem + ".timeindex") == (path, ".timeindex")
+    assert tiered_index_target(str(log.with_suffix(".index"))) is None
+    assert tiered_index_target(stem + ".snapshot") is None
+    opened: list[str] = []
+
+    def opener(p: str) -> ByteSource:
+        opened.append(p)
+        return open_source(p)
+
+    m = load_manifest(path, opener)
+    assert load_manifest(stem + ".indexes", opener) is m  # cached: opened, not read again
+    for suffix in (".index", ".timeindex", ".txnindex"):
+        assert read_tiered_index(path, suffix, opener) == log.with_suffix(suffix).read_bytes()
+    assert set(opened) == {stem + ".rsm-manifest", stem + ".indexes"}
+    with open_tiered_log(path, opener) as src:
+        assert isinstance(src, ChunkedSource) and src.read(0, src.size) == log.read_bytes()
+    seg.manifest.unlink()
+    assert read_tiered_index(path, ".index", open_source) is None  # no manifest: no index

@@ -49,7 +49,9 @@ import binascii
 import json
 import re
 import struct
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -527,6 +529,80 @@ def tiered_index_bytes(indexes: ByteSource, manifest: TieredManifest, suffix: st
     return data
 
 
+# ---------------------------------------------------------------------------- store integration
+# ``opener`` is how the caller opens a location as a ByteSource (open_source with its store
+# options); these helpers only add the layout's rules on top.
+
+Opener = Callable[[str], ByteSource]
+_INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+_manifests: OrderedDict[tuple[str, int], TieredManifest] = OrderedDict()
+_manifests_lock = threading.Lock()
+_MANIFESTS_KEPT = 4096  # a few hundred bytes each
+
+
+def is_tiered_log(path: str) -> bool:
+    """True when ``path`` is the ``.log`` object of a tiered segment (by its key alone)."""
+    k = parse_tiered_key(path)
+    return k is not None and k.suffix == LOG_SUFFIX
+
+
+def load_manifest(path: str, opener: Opener) -> TieredManifest:
+    """The parsed manifest of the tiered segment whose ``.log`` (or other object) is ``path``,
+    read once per process (a segment id is never reused, so its manifest never changes; the
+    object's size is part of the cache key all the same)."""
+    uri = tiered_sibling(path, MANIFEST_SUFFIX)
+    with opener(uri) as src:
+        key = (uri, src.size)
+        with _manifests_lock:
+            hit = _manifests.get(key)
+            if hit is not None:
+                _manifests.move_to_end(key)
+                return hit
+        manifest = read_manifest(src)
+    with _manifests_lock:
+        _manifests[key] = manifest
+        while len(_manifests) > _MANIFESTS_KEPT:
+            _manifests.popitem(last=False)
+    return manifest
+
+
+def open_tiered_log(path: str, opener: Opener) -> ByteSource:
+    """The original segment bytes of the tiered ``.log`` object ``path`` (see
+    :func:`open_chunked`); raises :class:`EncryptedSegmentError` for an encrypted segment."""
+    manifest = load_manifest(path, opener)
+    manifest.check_readable()
+    inner = opener(path)
+    try:
+        return open_chunked(inner, manifest)
+    except BaseException:
+        inner.close()
+        raise
+
+
+def tiered_index_target(path: str) -> tuple[str, str] | None:
+    """``(log key, suffix)`` when ``path`` names an index file (``.index``, ``.timeindex``,
+    ``.txnindex``) beside a tiered ``.log`` key (what ``sibling_path`` makes of one); else None."""
+    for suffix in _INDEX_SUFFIXES:
+        if path.endswith(suffix):
+            log_key = path[: len(path) - len(suffix)] + LOG_SUFFIX
+            return (log_key, suffix) if is_tiered_log(log_key) else None
+    return None
+
+
+def read_tiered_index(path: str, suffix: str, opener: Opener) -> bytes | None:
+    """The bytes of a tiered segment's index file ``suffix`` (``.index``, ``.timeindex``,
+    ``.txnindex``) from its ``.indexes`` object, one ranged read; None when the manifest lists
+    none (or has no manifest)."""
+    try:
+        manifest = load_manifest(path, opener)
+    except FileNotFoundError:
+        return None
+    if manifest.indexes.get(INDEX_NAMES[suffix]) is None:
+        return None
+    with opener(tiered_sibling(path, INDEXES_SUFFIX)) as src:
+        return tiered_index_bytes(src, manifest, suffix)
+
+
 __all__ = [
     "INDEXES_SUFFIX",
     "LOG_SUFFIX",
@@ -535,10 +611,15 @@ __all__ = [
     "TieredKey",
     "TieredManifest",
     "decode_chunk_sizes",
+    "is_tiered_log",
+    "load_manifest",
     "open_chunked",
+    "open_tiered_log",
+    "read_tiered_index",
     "parse_manifest",
     "parse_tiered_key",
     "read_manifest",
     "tiered_index_bytes",
+    "tiered_index_target",
     "tiered_sibling",
 ]
