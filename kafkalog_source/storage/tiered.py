@@ -450,7 +450,7 @@ class ChunkedSource(ByteSource):
             data = self._chunk(i)
             off = at - i * chunk_size
             n = min(len(data) - off, end - at)
-            view[got : got + n] = data[off : off + n]
+            view[got : got + n] = memoryview(data)[off : off + n]
             got += n
         return got
 
