@@ -101,6 +101,22 @@ class FileChangedError(CorruptDataError):
     """
 
 
+class StorageError(KafkaLogError, OSError):
+    """A store that failed to serve bytes after the retries: names the URI and the byte range.
+
+    Not a :class:`CorruptDataError`: the data may be fine, so ``ignoreCorruptFiles`` does not
+    skip it; the task fails (and Spark retries it).
+    """
+
+    def __init__(self, reason: str, uri: str, start: int | None = None, end: int | None = None):
+        self.reason = reason
+        self.uri = uri
+        self.start = start
+        self.end = end
+        where = uri if start is None else f"{uri}: bytes [{start}, {end})"
+        super().__init__(f"{where}: {reason}")
+
+
 class ColumnLimitError(KafkaLogError):
     """One Arrow record batch would hold more than 2 GiB - 1 bytes in one binary column.
 

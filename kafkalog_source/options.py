@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .errors import OptionError
@@ -32,6 +33,186 @@ ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 # (topic, partition) -> offset or timestamp; topic None means "any topic" (global bound)
 PartitionMap = dict[tuple[str, int], int]
+
+
+# Filesystem options (fs.<store>.<argument>), see storage/filesystems.py.
+# URI scheme -> the store its fs.<store>.* options configure
+STORE_OF_SCHEME = {
+    "s3": "s3",
+    "s3a": "s3",
+    "s3n": "s3",
+    "gs": "gs",
+    "gcs": "gs",
+    "abfs": "abfs",
+    "abfss": "abfs",
+    "hdfs": "hdfs",
+    "viewfs": "hdfs",
+}
+NATIVE_STORES = ("s3", "gs", "abfs", "hdfs")
+
+# The constructor arguments of pyarrow's filesystems (pyarrow 15-26) that are not strings, and how
+# an option string becomes one. Every other argument is passed as the string given.
+_BOOL_ARGS = {
+    "anonymous",
+    "background_writes",
+    "allow_delayed_open",
+    "allow_bucket_creation",
+    "allow_bucket_deletion",
+    "check_directory_existence_before_creation",
+    "force_virtual_addressing",
+}
+_INT_ARGS = {"load_frequency", "port", "replication", "buffer_size", "default_block_size"}
+_FLOAT_ARGS = {"request_timeout", "connect_timeout"}
+_SECONDS_ARGS = {"retry_time_limit"}
+_JSON_ARGS = {"proxy_options", "extra_conf", "default_metadata"}
+# kafkalog's own: S3's retry strategy as a number of attempts
+RETRY_ARG = "retry_max_attempts"
+
+_KNOWN_ARGS = {
+    "s3": {
+        "access_key",
+        "secret_key",
+        "session_token",
+        "anonymous",
+        "role_arn",
+        "session_name",
+        "external_id",
+        "load_frequency",
+        "region",
+        "request_timeout",
+        "connect_timeout",
+        "scheme",
+        "endpoint_override",
+        "background_writes",
+        "default_metadata",
+        "proxy_options",
+        "allow_delayed_open",
+        "allow_bucket_creation",
+        "allow_bucket_deletion",
+        "check_directory_existence_before_creation",
+        "force_virtual_addressing",
+        "tls_ca_file_path",
+        RETRY_ARG,
+    },
+    "gs": {
+        "anonymous",
+        "access_token",
+        "target_service_account",
+        "credential_token_expiration",
+        "default_bucket_location",
+        "scheme",
+        "endpoint_override",
+        "default_metadata",
+        "retry_time_limit",
+        "project_id",
+    },
+    "abfs": {
+        "account_name",
+        "account_key",
+        "blob_storage_authority",
+        "blob_storage_scheme",
+        "client_id",
+        "client_secret",
+        "dfs_storage_authority",
+        "dfs_storage_scheme",
+        "sas_token",
+        "tenant_id",
+    },
+    "hdfs": {
+        "host",
+        "port",
+        "user",
+        "replication",
+        "buffer_size",
+        "default_block_size",
+        "kerb_ticket",
+        "extra_conf",
+    },
+}
+
+_SECRET = re.compile(r"key|secret|token|password|passwd|credential|sas|auth", re.IGNORECASE)
+MASK = "****"
+
+
+def is_secret(name: str) -> bool:
+    """Whether an argument's value must never be shown (keys, secrets, tokens, passwords)."""
+    return bool(_SECRET.search(name))
+
+
+def _typed(option: str, arg: str, value: Any, native: bool) -> Any:
+    """An option's value as the constructor argument ``arg`` wants it."""
+    if not isinstance(value, str):
+        return value
+    s = value.strip()
+    shown = MASK if is_secret(arg) else repr(value)
+    try:
+        if arg in _BOOL_ARGS or (not native and s.lower() in ("true", "false")):
+            if s.lower() not in ("true", "false"):
+                raise ValueError
+            return s.lower() == "true"
+        if arg in _INT_ARGS or arg == RETRY_ARG:
+            return int(s)
+        if arg in _FLOAT_ARGS:
+            return float(s)
+        if arg in _SECONDS_ARGS:
+            return timedelta(seconds=float(s))
+        if arg in _JSON_ARGS:
+            return json.loads(s)
+    except (ValueError, json.JSONDecodeError):
+        raise OptionError(f"option {option!r}: malformed value {shown}") from None
+    if not native and re.fullmatch(r"-?[0-9]+", s):
+        return int(s)
+    return value
+
+
+@dataclass(frozen=True, repr=False)
+class StoreOptions:
+    """How remote objects are reached and read: constructor arguments per store, read-ahead and
+    retries. Part of :class:`~kafkalog_source.options.ReadOptions`; secrets masked in ``repr``."""
+
+    # ((store, argument, value), ...), sorted: hashable, so it keys the filesystem cache
+    args: tuple[tuple[str, str, Any], ...] = ()
+    read_ahead_bytes: int = 8 * MiB  # one ranged request of a sequential read
+    read_ahead_requests: int = 2  # ranged requests in flight ahead of the decoder
+    retries: int = 3  # attempts after the first for a failed ranged read
+
+    def args_for(self, store: str) -> dict[str, Any]:
+        """The constructor arguments given for ``store`` (``s3``, ``gs``, ``abfs``, ``hdfs``, or an
+        fsspec protocol)."""
+        return {a: v for s, a, v in self.args if s == store}
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"fs.{s}.{a}={MASK if is_secret(a) else repr(v)}" for s, a, v in self.args
+        )
+        return (
+            f"StoreOptions({shown}{', ' if shown else ''}read_ahead_bytes={self.read_ahead_bytes}, "
+            f"read_ahead_requests={self.read_ahead_requests}, retries={self.retries})"
+        )
+
+
+def parse_fs_option(name: str, value: Any) -> tuple[str, str, Any]:
+    """``fs.<store>.<argument>`` = value → ``(store, argument, typed value)``; OptionError for a
+    malformed name, an argument the store's filesystem does not take, or a malformed value."""
+    parts = name.split(".", 2)
+    if len(parts) != 3 or parts[0].lower() != "fs" or not parts[1] or not parts[2]:
+        raise OptionError(
+            f"option {name!r}: filesystem options are named fs.<store>.<argument>, "
+            "e.g. fs.s3.endpoint_override"
+        )
+    store = STORE_OF_SCHEME.get(parts[1].lower(), parts[1].lower())
+    arg = parts[2].lower()
+    native = store in NATIVE_STORES
+    if native and arg not in _KNOWN_ARGS[store]:
+        import difflib
+
+        close = difflib.get_close_matches(arg, sorted(_KNOWN_ARGS[store]), n=1, cutoff=0.6)
+        hint = f"; did you mean fs.{store}.{close[0]}?" if close else ""
+        raise OptionError(
+            f"option {name!r}: the {store} filesystem takes no argument {arg!r}{hint} "
+            f"(known: {', '.join(sorted(_KNOWN_ARGS[store]))})"
+        )
+    return store, arg, _typed(name, arg, value, native)
 
 
 @dataclass(frozen=True)
@@ -68,6 +249,11 @@ class ReadOptions:
     ignore_missing_files: bool = False
     ignore_corrupt_files: bool = False
     allow_empty: bool = False  # a path with no segment file reads as empty instead of failing
+    # planning: walk a remote segment's batch headers to split it or find an offset bound when it
+    # has no usable .index (downloads the segment on the driver); false: such a segment is one piece
+    remote_header_walk: bool = False
+    # remote stores: fs.<store>.<argument> options, read-ahead and retries (secrets masked in repr)
+    store: StoreOptions | None = None  # None: the defaults (or those of the enclosing command)
     # raw option names as given, for error messages
     given: tuple[str, ...] = field(default=(), compare=False)
 
@@ -246,6 +432,10 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     "ignoreMissingFiles": ("ignore_missing_files", _bool),
     "ignoreCorruptFiles": ("ignore_corrupt_files", _bool),
     "allowEmpty": ("allow_empty", _bool),
+    "readAheadBytes": ("store.read_ahead_bytes", _size),
+    "readAheadRequests": ("store.read_ahead_requests", lambda n, v: _int(n, v, 0)),
+    "remoteRetries": ("store.retries", lambda n, v: _int(n, v, 0)),
+    "remoteHeaderWalk": ("remote_header_walk", _bool),
 }
 _BY_LOWER = {k.lower(): k for k in _PARSERS}
 
@@ -264,6 +454,7 @@ def parse_options(
         for k, v in source.items():
             merged[str(k)] = v
     collected_paths: list[str] = []
+    fs_args: list[tuple[str, str, Any]] = []
     values: dict[str, Any] = {}
     seen: dict[str, str] = {}
     for raw_name, value in merged.items():
@@ -274,6 +465,11 @@ def parse_options(
             continue
         if lower == "paths":
             collected_paths.extend(_parse_paths(value))
+            continue
+        if lower.startswith("fs."):
+            if value is not None:
+                fs_args.append(parse_fs_option(raw_name, value))
+                seen[f"fs:{lower}"] = raw_name
             continue
         canonical = _BY_LOWER.get(lower)
         if canonical is None:
@@ -288,6 +484,9 @@ def parse_options(
     if paths is not None:
         single = isinstance(paths, (str, bytes, os.PathLike))
         collected_paths.extend(os.fsdecode(p) for p in ([paths] if single else list(paths)))
+    store = {k[6:]: values.pop(k) for k in list(values) if k.startswith("store.")}
+    if fs_args or store:
+        values["store"] = StoreOptions(args=tuple(sorted(fs_args, key=lambda a: a[:2])), **store)
     opts = ReadOptions(paths=tuple(collected_paths), given=tuple(seen.values()), **values)
     _check_combinations(opts)
     return opts
@@ -313,7 +512,8 @@ def _unknown_message(name: str) -> str:
 
     close = difflib.get_close_matches(name.lower(), list(_BY_LOWER), n=1, cutoff=0.6)
     hint = f"; did you mean {_BY_LOWER[close[0]]!r}?" if close else ""
-    return f"unknown option {name!r}{hint} (known: {', '.join(sorted(OPTION_NAMES))})"
+    known = ", ".join(sorted(OPTION_NAMES))
+    return f"unknown option {name!r}{hint} (known: {known}, and fs.<store>.<argument>)"
 
 
 def _check_combinations(o: ReadOptions) -> None:

@@ -88,6 +88,10 @@ class ReadStats:
     control_bytes: int = 0  # control batches not asked for (includeControlRecords=false)
     corrupt_file_bytes: int = 0  # ignoreCorruptFiles: the rest of a file after the damage
     missing_file_bytes: int = 0  # ignoreMissingFiles: planned bytes of a file that disappeared
+    # storage: what the byte sources fetched (read-ahead included) and the requests they made
+    source_bytes: int = 0
+    source_requests: int = 0
+    listing_requests: int = 0  # remote listing and metadata calls made by discovery
     unlogged_problems: int = 0  # problems counted and kept, but not logged (per-file cap)
     events_dropped: int = 0  # events past MAX_EVENTS: counted, not kept
     events: list[ReadEvent] = field(default_factory=list)

@@ -81,3 +81,99 @@ def spark():
     session = local_session(app_name="kafkalog-tests", master="local[2]")
     yield session
     session.stop()
+
+
+# -- object storage: a real S3-compatible server (moto in server mode) on 127.0.0.1 --------------
+
+
+class S3Server:
+    """A moto S3 server this test session started: its endpoint, reader options and a client."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        # what a user passes to read from it (the credentials are moto's: any value works)
+        self.options = {
+            "fs.s3.endpoint_override": endpoint,
+            "fs.s3.access_key": "testing-key",
+            "fs.s3.secret_key": "testing-secret-value",
+            "fs.s3.region": "us-east-1",
+        }
+        from pyarrow import fs as pafs
+
+        self.fs = pafs.S3FileSystem(
+            endpoint_override=endpoint,
+            access_key="testing-key",
+            secret_key="testing-secret-value",
+            region="us-east-1",
+            allow_bucket_creation=True,
+        )
+        self._buckets: set[str] = set()
+
+    def bucket(self, name: str) -> str:
+        """Create bucket ``name`` (once); return ``s3://name``."""
+        if name not in self._buckets:
+            self.fs.create_dir(name)
+            self._buckets.add(name)
+        return f"s3://{name}"
+
+    def put(self, key: str, data: bytes) -> None:
+        """Write one object ``bucket/key``."""
+        self.bucket(key.split("/", 1)[0])
+        with self.fs.open_output_stream(key) as f:
+            f.write(data)
+
+    def upload(self, local: Path, prefix: str) -> str:
+        """Copy a local file or directory tree to ``prefix`` (``bucket/some/dir``); return the
+        ``s3://`` URI of the copy."""
+        local = Path(local)
+        if local.is_file():
+            self.put(prefix, local.read_bytes())
+        else:
+            for f in sorted(local.rglob("*")):
+                if f.is_file():
+                    self.put(f"{prefix}/{f.relative_to(local).as_posix()}", f.read_bytes())
+        return f"s3://{prefix}"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Start ``moto_server`` (S3 API) on 127.0.0.1 for the session; stop it at the end."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    import time
+    import urllib.request
+
+    port = _free_port()
+    log_file = tmp_path_factory.mktemp("moto") / "moto.log"
+    with open(log_file, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).read()
+            break
+        except OSError as exc:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"moto did not start: {log_file.read_text()[-2000:]}") from exc
+            time.sleep(0.2)
+    try:
+        yield S3Server(endpoint)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -62,6 +62,7 @@ import os
 import sys
 from typing import Any, TextIO
 
+from ..storage.source import file_stat
 from .common import add_common_arguments, command_options, non_negative
 from .dump_indexes import IndexDump
 from .dump_log import EXIT_INCOMPLETE as EXIT_INCOMPLETE
@@ -72,7 +73,8 @@ from .progress import Progress, wanted
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 PROGRESS_MIN_BYTES = 64 << 20
 EXIT_IO = 1  # a file that cannot be opened is bad input too (the CLI's one exit code convention)
-DUMP_OPTIONS = ("maxBatchBytes",)  # the reader options dump uses (its reader, for records)
+# the reader options dump uses (its reader, for records; the store options, for remote files)
+DUMP_OPTIONS = ("maxBatchBytes", "readAheadBytes", "readAheadRequests", "remoteRetries")
 
 
 def register(subparsers: Any) -> None:
@@ -191,10 +193,8 @@ class Dumper(LogDump, IndexDump):
         self.non_consecutive: list[tuple[str, Any]] = []
         total = 0
         for f in list(args.files) + [x for i in args.files_opt for x in i.split(",") if x]:
-            try:
-                total += os.path.getsize(f)
-            except OSError:
-                pass
+            st = file_stat(f)
+            total += st[0] if st is not None else 0
         show = wanted(args.quiet) and not _isatty(out) and total >= PROGRESS_MIN_BYTES
         self.progress = Progress("dump", total, show)
         self._done_bytes = 0

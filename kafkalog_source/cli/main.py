@@ -24,6 +24,7 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 # Subcommand modules, in help order.
 COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert")
@@ -90,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args) or EXIT_OK)
+        with _store_of(args):
+            return int(args.run(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("kafkalog: interrupted", file=sys.stderr)
         return 130
@@ -99,6 +101,23 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"kafkalog: error: {one_line(exc)}", file=sys.stderr)
         return exit_code(exc)
+
+
+# the options that say how remote stores are reached, besides fs.<store>.<argument>
+_STORE_OPTIONS = ("readaheadbytes", "readaheadrequests", "remoteretries")
+
+
+def _store_of(args: argparse.Namespace) -> Any:
+    """A context in which every file the command opens uses the ``-o fs.*`` store options."""
+    from ..options import parse_options
+    from ..storage.source import using_store
+    from .common import parse_option_args
+
+    items = parse_option_args(getattr(args, "option", None) or [])
+    store = {
+        k: v for k, v in items.items() if k.lower().startswith("fs.") or k.lower() in _STORE_OPTIONS
+    }
+    return using_store(parse_options(store).store if store else None)
 
 
 def exit_code(exc: BaseException) -> int:

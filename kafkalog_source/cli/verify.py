@@ -62,7 +62,6 @@ import os
 import sys
 from typing import Any
 
-from ..logformat import segment_base_offset
 from ..storage.source import open_source
 from . import segments as seg
 from .common import add_common_arguments, command_options
@@ -83,6 +82,9 @@ EXIT_PROBLEMS = 1
 _FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
 VERIFY_OPTIONS = (
     "maxBatchBytes",
+    "readAheadBytes",
+    "readAheadRequests",
+    "remoteRetries",
     "failOnDataLoss",
     "recursiveFileLookup",
     "pathGlobFilter",
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     """Verify every segment under the paths; print problems and summaries."""
     from ..options import parse_options
     from ..stats import ReadStats
-    from ..storage.discovery import discover
+    from ..storage.discovery import discover, parent_directory, segment_bases
     from .main import CommandError
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
@@ -142,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     groups: dict[str, list[Any]] = {}
     for s in found:
-        groups.setdefault(os.path.dirname(os.path.abspath(s.path)), []).append(s)
+        groups.setdefault(parent_directory(s.path), []).append(s)
     total_bytes = sum(s.size for s in found)
     progress = Progress("verify", total_bytes, wanted(args.quiet))
     out = sys.stdout
@@ -153,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     done = 0
     try:
         for directory, segs in groups.items():
-            later = _segment_bases(directory)
+            later = segment_bases(directory, selection.store)
             state = _Partition()
             previous: SegmentReport | None = None
             previous_base: int | None = None
@@ -247,15 +249,6 @@ def _summary(label: str, r: SegmentReport) -> str:
     if r.warnings:
         parts.append(_count(len(r.warnings), "warning"))
     return f"{label}: {counts}: {', '.join(parts)}"
-
-
-def _segment_bases(directory: str) -> list[int]:
-    """Base offsets of the ``<20 digits>.log`` files in a directory."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    return sorted(b for n in names if (b := segment_base_offset(n)) is not None)
 
 
 # ------------------------------------------------------------------------------ one segment

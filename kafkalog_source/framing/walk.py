@@ -114,6 +114,10 @@ class HeaderWalk(Generic[H]):
         self.batches = 0
         self._buf = b""
         self._buf_pos = 0
+        # a walk reads front to back: a remote source fetches large blocks ahead instead of one
+        # request per header (a local one gets posix_fadvise SEQUENTIAL)
+        if self.end - start > block:
+            source.sequential(start, self.end)
 
     def bytes_at(self, pos: int, n: int) -> bytes:
         """``n`` bytes at ``pos`` (fewer at the end of the file), from the walk's last read when

@@ -6,7 +6,6 @@ transactional batches from a walk of the batch headers, and its ``.txnindex`` en
 from __future__ import annotations
 
 import logging
-import os
 import struct
 import threading
 from collections import OrderedDict
@@ -26,7 +25,7 @@ from ..framing.walk import (
     Stop,
 )
 from ..storage.indexes import read_txn_index, sibling_path
-from ..storage.source import open_source
+from ..storage.source import file_stat, open_source
 
 log = logging.getLogger("kafkalog")
 
@@ -180,19 +179,11 @@ _segment_events = 0
 _walks = 0  # header walks done (for tests and diagnostics)
 
 
-def _stat_key(path: str) -> tuple | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
-
-
 def _summary_key(path: str) -> tuple | None:
-    log_key = _stat_key(path)
+    log_key = file_stat(path)
     if log_key is None:
         return None
-    return (os.path.realpath(path), log_key, _stat_key(sibling_path(path, ".txnindex")))
+    return (log_key, file_stat(sibling_path(path, ".txnindex")))
 
 
 def summarize_segment(path: str, base_offset: int | None = None) -> SegmentSummary | None:
@@ -207,7 +198,7 @@ def summarize_segment(path: str, base_offset: int | None = None) -> SegmentSumma
             _segments.move_to_end(key)
             return hit
     try:
-        first, nxt, events, error, counts = _walk(path, key[1][0])
+        first, nxt, events, error, counts = _walk(path, key[0][0])
     except OSError as e:
         log.warning("cannot read %s for transaction markers (%s); skipping it", path, e)
         return None

@@ -38,10 +38,11 @@ module groups the segments into logs and ties the steps together.
 from __future__ import annotations
 
 import logging
-import os
 
 from ..options import ReadOptions
-from ..storage.discovery import SegmentFile, discover
+from ..storage.discovery import SegmentFile, discover, parent_directory
+from ..storage.filesystems import is_remote
+from ..storage.source import remote_totals, using_store
 from .extents import _Extent, _partition_extents
 from .packing import _ranges, _splits_for, max_split_bytes
 from .probe import SegmentProbe
@@ -55,7 +56,7 @@ log = logging.getLogger("kafkalog")
 def _group_key(seg: SegmentFile) -> tuple:
     """Segments that form one partition log: same directory (one replica's log), and same topic
     and partition when known. The same topic-partition found in two log dirs is two logs."""
-    directory = os.path.dirname(os.path.abspath(seg.path))
+    directory = parent_directory(seg.path)
     pk = seg.partition_key
     if pk is not None:
         return (0, pk[0], pk[1], directory)
@@ -74,6 +75,20 @@ def plan(
     pruning: Pruning | None = None,
 ) -> list[Split]:
     """Plan a read: the splits (Spark input partitions) covering every batch the query needs."""
+    before = remote_totals()
+    with using_store(options.store):
+        splits = _plan(options, segments, pruning)
+    fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
+    if requests:
+        log.info("planning fetched %d bytes in %d requests from remote stores", fetched, requests)
+    return splits
+
+
+def _plan(
+    options: ReadOptions,
+    segments: list[SegmentFile] | None,
+    pruning: Pruning | None,
+) -> list[Split]:
     if segments is None:
         segments = discover(options)
     pruning = pruning or Pruning()
@@ -88,7 +103,10 @@ def plan(
     probes: list[SegmentProbe] = []
     try:
         for gkey in sorted(groups):
-            group = [SegmentProbe(s) for s in sorted(groups[gkey], key=_segment_order)]
+            group = [
+                SegmentProbe(s, not is_remote(s.path) or options.remote_header_walk)
+                for s in sorted(groups[gkey], key=_segment_order)
+            ]
             probes.extend(group)
             pkey = (gkey[1], gkey[2]) if gkey[0] == 0 else None
             group_extents = _partition_extents(pkey, group, options, pruning)

@@ -60,8 +60,13 @@ class _Reach:
 class SegmentProbe:
     """Planning-time view of one segment file: its indexes and its batch boundaries."""
 
-    def __init__(self, seg: SegmentFile) -> None:
+    def __init__(self, seg: SegmentFile, may_walk: bool = True) -> None:
+        """``may_walk`` false: only index entries and the headers they point at are read, never a
+        run of headers (a remote segment, unless ``remoteHeaderWalk``); where an answer needs a
+        walk the probe answers conservatively (the whole segment), except for timestamps."""
         self.seg = seg
+        self.may_walk = may_walk
+        self.walk_refused = False
         self.path = seg.path
         self.size = seg.size
         self._src: ByteSource | None = None
@@ -172,10 +177,16 @@ class SegmentProbe:
             return None
         return h if self._chain_ok(h) else None
 
-    def walk(self, start: int, end: int | None = None) -> Iterator[BatchHeader]:
+    def walk(
+        self, start: int, end: int | None = None, required: bool = False
+    ) -> Iterator[BatchHeader]:
         """Full (61-byte) headers of the batches from ``start`` (:func:`walk_classified`);
-        stops quietly at a tail, and at corruption (recorded in ``walk_error``)."""
+        stops quietly at a tail, and at corruption (recorded in ``walk_error``). Without
+        ``may_walk`` and not ``required``, yields nothing and sets ``walk_refused``."""
         self.walk_error = None
+        if not self.may_walk and not required:
+            self.walk_refused = True
+            return
         end = self.size if end is None else end
         try:
             for item in walk_classified(self.source, self.path, start, end):
@@ -216,7 +227,7 @@ class SegmentProbe:
             n += 1
             if cap is not None and n >= cap:
                 return _Reach("gave_up", pos)
-        if self.walk_error is not None:
+        if self.walk_error is not None or self.walk_refused:
             return _Reach("gave_up", pos)
         return _Reach("none", pos)
 
@@ -240,7 +251,7 @@ class SegmentProbe:
         offs, poss = self.offset_index()
         i = int(np.searchsorted(poss, cut, side="left"))
         for j in range(i, min(i + _INDEX_TRIES, len(poss))):
-            if poss[j] - cut > slack:
+            if poss[j] - cut > slack and self.may_walk:  # (without walks: any later entry)
                 break
             h = self.verified(int(poss[j]), prev.last_offset, int(offs[j]))
             if h is not None:
@@ -288,7 +299,7 @@ class SegmentProbe:
         for b in self.walk(start.position):
             if b.max_timestamp > t_last:
                 return None
-        if self.walk_error is not None:
+        if self.walk_error is not None or self.walk_refused:
             return None
         return t_last
 
@@ -310,7 +321,8 @@ class SegmentProbe:
                 start = h.position
             else:
                 log.debug("%s: time index entry %d does not match the log; walking", self.path, k)
-        for h in self.walk(start):
+        # required: a timestamp start must be exact (the reader's rule applies within one range)
+        for h in self.walk(start, required=True):
             if h.max_timestamp >= t and (h.magic < 2 or h.records_count != 0):
                 return h
         return None

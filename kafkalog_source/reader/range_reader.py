@@ -99,7 +99,7 @@ class RangeReader(
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         try:
-            src = open_source(rng.path)
+            src = open_source(rng.path, self.opts.store)
         except FileNotFoundError:
             if self.opts.ignore_missing_files:
                 self._skip_missing_file()
@@ -114,6 +114,8 @@ class RangeReader(
             self._skip_rest_of_file(exc)
         finally:
             src.close()
+            self.stats.source_bytes += src.bytes_read
+            self.stats.source_requests += src.requests
             self.stats.end_file(rng.path)
         if self.sink.rows:
             yield from self._flush()
@@ -124,7 +126,7 @@ class RangeReader(
         return st.bytes_decoded + sum(st.skipped_bytes_by_reason().values())
 
     def _read(self, src: ByteSource) -> Iterator[pa.RecordBatch]:
-        windows = SegmentWindows(src, src.size, PAD, self.rng.path)
+        windows = SegmentWindows(src, src.size, PAD, self.rng.path, self.rng.start, self.rng.end)
         self._range_total = max(0, min(self.rng.end, windows.size) - self.rng.start)
         self.stats.bytes_total += self._range_total
         self._accounted0 = self._accounted()

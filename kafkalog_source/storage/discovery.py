@@ -20,9 +20,13 @@ would mean guessing which segments it supersedes, so we read the segments as the
 one line per skipped swap file. Naming a transient file or a ``-delete`` directory explicitly
 reads it (with a warning): that is how one recovers data a broker was about to drop.
 
-Paths may be plain local paths, ``file:`` URIs, or contain ``*``, ``?`` and ``[...]`` glob
-patterns (expanded like Spark does when the literal path does not exist). Other URI schemes are
-refused for now.
+Paths may be plain local paths, ``file:`` URIs, or URIs of a remote store (``s3://``, ``gs://``,
+``abfs://``, ``hdfs://``, fsspec schemes; :mod:`.filesystems`), and may contain ``*``, ``?`` and
+``[...]`` glob patterns (expanded like Spark does when the literal path does not exist). Local
+directories are listed with ``scandir``; a remote root is listed with one recursive listing call,
+and its tree rebuilt in memory, so a log directory of thousands of partitions costs one paged
+listing, not one call per directory. Object stores have no real directories: a prefix with objects
+below it is a directory.
 """
 
 from __future__ import annotations
@@ -34,12 +38,13 @@ import os
 import re
 import stat as stat_module
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from typing import Any
 
 from ..errors import OptionError, PathError
 from ..logformat import segment_base_offset
-from ..options import ReadOptions
+from ..options import ReadOptions, StoreOptions
 from ..stats import ReadEvent, ReadStats
+from .filesystems import Location, display_uri, is_remote, local_path, resolve
 
 log = logging.getLogger("kafkalog")
 
@@ -49,7 +54,6 @@ TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 NOT_LOG_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 _GLOB_CHARS = re.compile(r"[*?\[]")
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
 @dataclass(frozen=True)
@@ -85,21 +89,186 @@ def parse_partition_dir(name: str, allow_suffixed: bool = False) -> tuple[str, i
     return topic, int(part)
 
 
-def local_path(path: str) -> str:
-    """Strip a ``file:`` scheme (``file:///x``, ``file:/x``, ``file://localhost/x``); refuse others."""
-    m = _SCHEME.match(path)
-    if m is None or len(m.group(1)) == 1:  # no scheme, or a drive letter
+@dataclass(frozen=True)
+class _Entry:
+    """One directory entry or stat result, the same for every store."""
+
+    path: str  # as shown: a local path, or a URI of the form the user typed
+    is_dir: bool
+    size: int
+    mtime: float  # epoch milliseconds
+    key: str  # identity for deduplication: the real path, or the URI
+
+    @property
+    def name(self) -> str:
+        return _basename(self.path)
+
+
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1] if "://" in path else os.path.basename(path)
+
+
+def _parent(path: str) -> str:
+    """The directory holding ``path`` (a local path or a URI)."""
+    if "://" in path:
+        head, _, _ = path.rstrip("/").rpartition("/")
+        return head
+    return os.path.dirname(os.path.abspath(path))
+
+
+class _LocalLister:
+    """Local directories: ``os.scandir`` and ``stat`` (symbolic links followed)."""
+
+    def stat(self, path: str) -> _Entry | None:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        return self._entry(path, st)
+
+    @staticmethod
+    def _entry(path: str, st: os.stat_result) -> _Entry:
+        is_dir = stat_module.S_ISDIR(st.st_mode)
+        if not is_dir and not stat_module.S_ISREG(st.st_mode):
+            return _Entry(path, False, -1, 0.0, path)  # a fifo, socket or device: not read
+        return _Entry(path, is_dir, st.st_size, st.st_mtime_ns / 1e6, os.path.realpath(path))
+
+    def list_dir(self, directory: str) -> list[_Entry] | None:
+        """The entries of ``directory``; None when it does not exist, [] when it is a file."""
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            return []
+        except OSError as e:
+            raise PathError(f"cannot list directory {directory}: {e}") from e
+        out = []
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    out.append(_Entry(entry.path, True, 0, 0.0, entry.path))
+                    continue
+                if segment_base_offset(entry.name) is None:  # not stat-ed: only its name matters
+                    out.append(_Entry(entry.path, False, 0, 0.0, entry.path))
+                    continue
+                out.append(self._entry(entry.path, entry.stat()))
+            except FileNotFoundError:  # deleted since the listing
+                continue
+            except OSError:
+                continue
+        return out
+
+    def glob(self, pattern: str) -> list[str]:
+        return sorted(glob.glob(pattern))
+
+    def lexists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def real(self, path: str) -> str:
+        return os.path.realpath(path)
+
+
+class _RemoteLister:
+    """Objects in a store: one recursive listing per root (a store with no directories lists a
+    prefix in one paged call), the directory tree rebuilt from it in memory."""
+
+    def __init__(self, store: StoreOptions | None) -> None:
+        self.store = store
+        self.requests = 0  # listing and metadata calls made
+        self._dirs: dict[str, list[_Entry]] = {}  # directory URI -> entries
+        self._listed: list[str] = []  # roots listed recursively
+
+    def _location(self, uri: str) -> Location:
+        return resolve(uri, self.store)
+
+    def _info_entry(self, loc: Location, info: Any) -> _Entry | None:
+        from pyarrow.fs import FileType
+
+        uri = loc.to_uri(info.path)
+        if info.type == FileType.Directory:
+            return _Entry(uri, True, 0, 0.0, uri)
+        if info.type == FileType.File:
+            mtime = info.mtime_ns / 1e6 if info.mtime_ns is not None else 0.0
+            return _Entry(uri, False, int(info.size or 0), mtime, uri)
+        return None
+
+    def stat(self, path: str) -> _Entry | None:
+        for entries in self._dirs.get(_parent(path), ()), ():
+            for e in entries:
+                if e.path == path:
+                    return e
+        loc = self._location(path)
+        self.requests += 1
+        try:
+            info = loc.fs.get_file_info(loc.path)
+        except OSError as e:
+            raise PathError(f"cannot look up {display_uri(path)}: {e}") from e
+        entry = self._info_entry(loc, info)
+        if entry is not None and entry.is_dir and not loc.path.rstrip("/"):
+            return entry
+        return entry
+
+    def list_dir(self, directory: str) -> list[_Entry] | None:
+        directory = directory.rstrip("/")
+        if directory in self._dirs:
+            return self._dirs[directory]
+        if any(directory.startswith(root + "/") for root in self._listed):
+            return []  # below a listed root and not seen: empty (or a file)
+        loc = self._location(directory)
+        from pyarrow.fs import FileSelector
+
+        self.requests += 1
+        try:
+            infos = loc.fs.get_file_info(
+                FileSelector(loc.path.rstrip("/"), recursive=True, allow_not_found=True)
+            )
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise PathError(f"cannot list {display_uri(directory)}: {e}") from e
+        self._listed.append(directory)
+        tree: dict[str, list[_Entry]] = {directory: []}
+        for info in infos:
+            entry = self._info_entry(loc, info)
+            if entry is None:
+                continue
+            tree.setdefault(_parent(entry.path), []).append(entry)
+            if entry.is_dir:
+                tree.setdefault(entry.path, [])
+        self._dirs.update(tree)
+        if not infos:
+            st = self.stat(directory)
+            if st is None:
+                return None
+            if not st.is_dir:
+                return []
+        return tree[directory]
+
+    def glob(self, pattern: str) -> list[str]:
+        """The URIs matching ``pattern``, component by component (``*`` stays in one level)."""
+        m = _GLOB_CHARS.search(pattern)
+        assert m is not None
+        base = pattern[: m.start()].rpartition("/")[0]
+        want = pattern.rstrip("/").split("/")
+        self.list_dir(base)
+        out = []
+        for d, entries in list(self._dirs.items()):
+            if not d.startswith(base):
+                continue
+            for e in entries:
+                have = e.path.rstrip("/").split("/")
+                if len(have) == len(want) and all(
+                    fnmatch.fnmatchcase(h, w) for h, w in zip(have, want, strict=True)
+                ):
+                    out.append(e.path)
+        return sorted(set(out))
+
+    def lexists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def real(self, path: str) -> str:
         return path
-    scheme = m.group(1).lower()
-    if scheme != "file":
-        raise OptionError(
-            f"path {path!r}: the {scheme}:// scheme is not supported yet; only local or mounted "
-            "paths (plain paths or file: URIs) can be read"
-        )
-    parts = urlsplit(path)
-    if parts.netloc not in ("", "localhost"):
-        raise OptionError(f"path {path!r}: file: URIs with a host are not supported")
-    return unquote(parts.path) or "/"
 
 
 class _Collector:
@@ -113,6 +282,21 @@ class _Collector:
         self.filtered = 0  # segment files left out by pathGlobFilter / modifiedBefore / After
         self.others = 0  # entries looked at that are not segment files
         self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
+        self.local = _LocalLister()
+        self._remote: _RemoteLister | None = None
+
+    def lister(self, path: str) -> _LocalLister | _RemoteLister:
+        """The lister for ``path``'s store."""
+        if not is_remote(path):
+            return self.local
+        if self._remote is None:
+            self._remote = _RemoteLister(self.options.store)
+        return self._remote
+
+    @property
+    def listing_requests(self) -> int:
+        """Listing and metadata requests made to remote stores."""
+        return 0 if self._remote is None else self._remote.requests
 
     def missing(self, path: str, shown: str) -> None:
         if not self.options.ignore_missing_files:
@@ -129,36 +313,31 @@ class _Collector:
 
     def add(
         self,
-        path: str,
+        entry: _Entry,
         topic: str | None,
         partition: int | None,
         base_offset: int | None,
-        st: os.stat_result | None = None,
     ) -> None:
         o = self.options
-        name = os.path.basename(path)
-        if o.path_glob_filter is not None and not fnmatch.fnmatchcase(name, o.path_glob_filter):
+        if o.path_glob_filter is not None and not fnmatch.fnmatchcase(
+            entry.name, o.path_glob_filter
+        ):
             self.filtered += 1
             return
-        if st is None:
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                self.missing(path, path)
-                return
-        if not stat_module.S_ISREG(st.st_mode):
+        if entry.is_dir or entry.size < 0:
             return
-        mtime = st.st_mtime_ns / 1e6
+        mtime = entry.mtime
         if (o.modified_before is not None and not mtime < o.modified_before) or (
             o.modified_after is not None and not mtime > o.modified_after
         ):
             self.filtered += 1
             return
-        key = os.path.realpath(path)
-        if key in self.found:
-            log.debug("%s reached twice; reading it once", path)
+        if entry.key in self.found:
+            log.debug("%s reached twice; reading it once", entry.path)
             return
-        self.found[key] = SegmentFile(path, topic, partition, base_offset, st.st_size, mtime)
+        self.found[entry.key] = SegmentFile(
+            entry.path, topic, partition, base_offset, entry.size, mtime
+        )
 
     def note_swap(self, path: str) -> None:
         self.swaps += 1
@@ -177,34 +356,20 @@ class _Collector:
 
     def scan_files(self, directory: str, tp: tuple[str, int] | None) -> list[str]:
         """Add the segment files directly inside ``directory``; return its subdirectories."""
-        subdirs: list[str] = []
-        try:
-            entries = list(os.scandir(directory))
-        except FileNotFoundError:
+        entries = self.lister(directory).list_dir(directory)
+        if entries is None:
             self.missing(directory, directory)
-            return subdirs
-        except NotADirectoryError:
-            return subdirs
-        except OSError as e:
-            raise PathError(f"cannot list directory {directory}: {e}") from e
+            return []
+        subdirs: list[str] = []
         for entry in entries:
             name = entry.name
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                continue
-            if is_dir:
+            if entry.is_dir:
                 subdirs.append(entry.path)
                 continue
             base = segment_base_offset(name)
             if base is not None:
-                try:
-                    st = entry.stat()
-                except FileNotFoundError:
-                    self.missing(entry.path, entry.path)
-                    continue
                 topic, part = tp if tp is not None else (None, None)
-                self.add(entry.path, topic, part, base, st)
+                self.add(entry, topic, part, base)
             elif name.endswith(".swap") and ".log" in name:
                 self.others += 1
                 self.note_swap(entry.path)
@@ -216,12 +381,12 @@ class _Collector:
 
     def scan_directory(self, directory: str) -> None:
         """A partition directory, or a log directory holding partition directories."""
-        name = os.path.basename(os.path.normpath(directory))
+        name = _basename(os.path.normpath(directory) if "://" not in directory else directory)
         own = parse_partition_dir(name, allow_suffixed=True)
         if name.endswith(SKIPPED_DIR_SUFFIXES):
             log.warning("reading %s although its name marks it as not live (§5.2)", directory)
         for sub in self.scan_files(directory, own):
-            sub_name = os.path.basename(sub)
+            sub_name = _basename(sub)
             if sub_name.endswith(SKIPPED_DIR_SUFFIXES):
                 log.info("skipping %s: a replica being deleted, moved or left stray", sub)
                 continue
@@ -233,23 +398,26 @@ class _Collector:
 
     def scan_recursive(self, directory: str) -> None:
         """Every segment file below ``directory``, at any depth (recursiveFileLookup)."""
+        lister = self.lister(directory)
         seen: set[str] = set()
         stack = [directory]
         while stack:
             d = stack.pop()
-            real = os.path.realpath(d)
+            real = lister.real(d)
             if real in seen:
                 continue
             seen.add(real)
-            tp = parse_partition_dir(os.path.basename(os.path.normpath(d)))
+            name = _basename(os.path.normpath(d) if "://" not in d else d)
+            tp = parse_partition_dir(name)
             for sub in reversed(self.scan_files(d, tp)):
-                if os.path.basename(sub).endswith(SKIPPED_DIR_SUFFIXES):
+                if _basename(sub).endswith(SKIPPED_DIR_SUFFIXES):
                     log.info("skipping %s: a replica being deleted, moved or left stray", sub)
                     continue
                 stack.append(sub)
 
-    def add_explicit_file(self, path: str, st: os.stat_result) -> None:
-        name = os.path.basename(path)
+    def add_explicit_file(self, entry: _Entry) -> None:
+        path = entry.path
+        name = entry.name
         if name.endswith(NOT_LOG_SUFFIXES) or name in (
             "leader-epoch-checkpoint",
             "meta.properties",
@@ -262,21 +430,38 @@ class _Collector:
         base = int(m.group(1)) if m else None
         if name.endswith(TRANSIENT_SUFFIXES):
             log.warning("reading %s although its suffix marks it as not live (§5.3)", path)
-        parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        parent = _basename(_parent(path))
         tp = parse_partition_dir(parent, allow_suffixed=True)
         topic, part = tp if tp is not None else (None, None)
-        self.add(path, topic, part, base, st)
+        self.add(entry, topic, part, base)
+
+
+def parent_directory(path: str) -> str:
+    """The directory holding ``path``: an absolute local path, or the URI of the prefix."""
+    return _parent(path)
+
+
+def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int]:
+    """Base offsets of the ``<20 digits>.log`` files in a directory (local or remote); [] when it
+    cannot be listed."""
+    lister: _LocalLister | _RemoteLister = (
+        _RemoteLister(store) if is_remote(directory) else _LocalLister()
+    )
+    try:
+        entries = lister.list_dir(directory) or []
+    except (PathError, OptionError):
+        return []
+    bases = (segment_base_offset(e.name) for e in entries if not e.is_dir)
+    return sorted(b for b in bases if b is not None)
 
 
 def _expand(raw: str, collector: _Collector) -> list[str]:
-    """One user path → existing local paths (glob-expanded when needed)."""
-    path = local_path(raw)
-    if os.path.lexists(path) or not _GLOB_CHARS.search(path):
-        if not os.path.exists(path):
-            collector.missing(path, raw)
-            return []
+    """One user path → existing paths (glob-expanded when needed): local paths, or URIs."""
+    path = raw if is_remote(raw) else local_path(raw)
+    lister = collector.lister(path)
+    if not _GLOB_CHARS.search(path) or lister.lexists(path):
         return [path]
-    matches = sorted(glob.glob(path))
+    matches = lister.glob(path)
     if not matches:
         collector.missing(path, raw)
     return matches
@@ -335,26 +520,33 @@ def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[Segme
     collector = _Collector(options, stats)
     for raw in options.paths:
         for path in _expand(raw, collector):
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
+            lister = collector.lister(path)
+            if is_remote(path) and lister.list_dir(path):  # one listing: a prefix with objects
+                entry: _Entry | None = _Entry(path, True, 0, 0.0, path)
+            else:
+                entry = lister.stat(path)
+            if entry is None:
                 collector.missing(path, raw)
                 continue
-            if stat_module.S_ISDIR(st.st_mode):
+            if entry.is_dir:
                 if options.recursive_file_lookup:
                     collector.scan_recursive(path)
                 else:
                     collector.scan_directory(path)
             else:
-                collector.add_explicit_file(path, st)
+                collector.add_explicit_file(entry)
     out = sorted(collector.found.values(), key=_sort_key)
     if not out and not options.allow_empty:
         raise PathError(_nothing_to_read(options, collector))
+    if stats is not None:
+        stats.listing_requests += collector.listing_requests
     log.debug(
-        "discovered %d segment files (%d bytes) under %d paths; skipped %d .swap files",
+        "discovered %d segment files (%d bytes) under %d paths (%d remote listing requests); "
+        "skipped %d .swap files",
         len(out),
         sum(s.size for s in out),
         len(options.paths),
+        collector.listing_requests,
         collector.swaps,
     )
     return out

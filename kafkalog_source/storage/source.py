@@ -1,25 +1,39 @@
 """Where every byte comes from: a :class:`ByteSource` is one open file, read by ranges.
 
 Every reader of segment bytes, index files and ``.txnindex`` files (the reader, the planner, the
-transaction scan, ``dump`` and ``verify``) goes through this interface, so another store (object
-storage through ``pyarrow.fs``, say) is one more implementation here and one more branch in
-:func:`open_source`. There is one implementation today, :class:`LocalFileSource` (``os.open`` and
-``pread``); nothing maps the file, so a file that shrinks while it is read shows up as a short
-read (:meth:`ByteSource.read_fully_into` raises :class:`~kafkalog_source.errors.FileChangedError`).
+transaction scan, ``dump`` and ``verify``) goes through this interface, and :func:`open_source`
+picks the implementation from the path:
+
+* :class:`LocalFileSource`: a local path or ``file:`` URI, read with ``pread``. Nothing maps the
+  file, so a file that shrinks while it is read shows up as a short read
+  (:meth:`ByteSource.read_fully_into` raises :class:`~kafkalog_source.errors.FileChangedError`).
+* :class:`RemoteFileSource`: an object in a store (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``,
+  fsspec schemes; see :mod:`.filesystems`), read with ranged requests. A sequential read fetches
+  ``readAheadBytes`` per request with ``readAheadRequests`` requests in flight ahead of the
+  decoder, and never past the range being read; failed requests are retried with backoff.
 
 A source counts what it does (``bytes_read``, ``requests``): a remote store bills per request.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
 import os
-import re
+import threading
+import time
 from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..errors import FileChangedError
+from ..errors import FileChangedError, StorageError
+from ..options import StoreOptions
+from .filesystems import Location, display_uri, is_remote, local_path, resolve
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+log = logging.getLogger("kafkalog")
 
 
 class ByteSource(ABC):
@@ -52,8 +66,9 @@ class ByteSource(ABC):
         """Hint that ``[pos, pos + n)`` will be read soon (a no-op where nothing can be done)."""
         return None
 
-    def sequential(self) -> None:
-        """Hint that the file will be read front to back (a no-op where nothing can be done)."""
+    def sequential(self, start: int = 0, end: int | None = None) -> None:
+        """Hint that ``[start, end)`` (``end`` None: to the end of the file) will be read front to
+        back (a no-op where nothing can be done)."""
         return None
 
     @abstractmethod
@@ -133,9 +148,9 @@ class LocalFileSource(ByteSource):
         """``posix_fadvise(WILLNEED)`` over the range, where the platform has it."""
         self._advise(pos, n, "POSIX_FADV_WILLNEED")
 
-    def sequential(self) -> None:
-        """``posix_fadvise(SEQUENTIAL)`` over the file, where the platform has it."""
-        self._advise(0, 0, "POSIX_FADV_SEQUENTIAL")
+    def sequential(self, start: int = 0, end: int | None = None) -> None:
+        """``posix_fadvise(SEQUENTIAL)`` over the range, where the platform has it."""
+        self._advise(start, 0 if end is None else max(0, end - start), "POSIX_FADV_SEQUENTIAL")
 
     def _advise(self, pos: int, n: int, what: str) -> None:
         if hasattr(os, "posix_fadvise"):
@@ -158,17 +173,209 @@ class LocalFileSource(ByteSource):
         self.fd = -1
 
 
-def open_source(path: str, options: Any = None) -> ByteSource:
-    """Open ``path`` for ranged reads: a local path or a ``file://`` URI (other stores later).
+_totals = [0, 0]  # bytes fetched and requests made by every RemoteFileSource of this process
+_totals_lock = threading.Lock()
+
+
+def remote_totals() -> tuple[int, int]:
+    """``(bytes, requests)`` fetched from remote stores by this process so far (planning reports
+    the difference over a plan)."""
+    with _totals_lock:
+        return _totals[0], _totals[1]
+
+
+class RemoteFileSource(ByteSource):
+    """An object in a remote store, read with ranged requests through a ``pyarrow.fs`` file.
+
+    Random reads (index entries, batch headers) are one request each. After :meth:`sequential`,
+    reads are served from blocks of ``read_ahead_bytes`` fetched by background threads, up to
+    ``read_ahead_requests`` blocks ahead of the one being read and never past the hinted end, so
+    fetching the next block overlaps decoding this one and memory stays bounded by
+    ``(read_ahead_requests + 1) * read_ahead_bytes``. Every request that fails with an ``OSError``
+    (throttling, a reset connection) is retried ``retries`` times with exponential backoff; then
+    :class:`~kafkalog_source.errors.StorageError` names the URI and the byte range.
+    """
+
+    def __init__(self, location: Location, store: StoreOptions | None = None) -> None:
+        """Open the object at ``location`` (one metadata request)."""
+        self.location = location
+        self.store = store or StoreOptions()
+        self._shown = display_uri(location.uri)
+        self._file = self._retrying(lambda: location.fs.open_input_file(location.path), 0, 0)
+        super().__init__(location.uri, self._file.size())
+        self.requests += 1
+        with _totals_lock:
+            _totals[1] += 1
+        self._blocks: deque[tuple[int, int, Future]] = deque()  # (start, end, future of bytes)
+        self._seq_end: int | None = None  # None: not sequential
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _retrying(self, call: Any, start: int, end: int) -> Any:
+        """``call()``, retried on OSError with backoff; StorageError when the retries run out."""
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except FileNotFoundError:
+                raise
+            except OSError as exc:
+                if attempt >= self.store.retries:
+                    raise StorageError(
+                        f"read failed after {attempt + 1} attempts: {exc}", self._shown, start, end
+                    ) from exc
+                delay = min(0.1 * (2**attempt), 5.0)
+                log.info(
+                    "%s: bytes [%d, %d): %s; retrying in %.1fs", self._shown, start, end, exc, delay
+                )
+                time.sleep(delay)
+                attempt += 1
+
+    def _fetch(self, pos: int, n: int) -> bytes:
+        data = self._retrying(lambda: self._file.read_at(n, pos), pos, pos + n)
+        with self._lock:  # read-ahead threads count too: bytes_read is what was fetched
+            self.requests += 1
+            self.bytes_read += len(data)
+        with _totals_lock:
+            _totals[0] += len(data)
+            _totals[1] += 1
+        return data
+
+    def read(self, pos: int, n: int) -> bytes:
+        """See :meth:`ByteSource.read` (one ranged request, or the read-ahead blocks)."""
+        n = max(0, min(n, self.size - pos))
+        if n == 0:
+            return b""
+        if self._seq_end is not None:
+            buf = bytearray(n)
+            got = self.read_into(pos, buf)
+            return bytes(buf[:got])
+        return self._fetch(pos, n)
+
+    def read_into(self, pos: int, buffer: Any) -> int:
+        """See :meth:`ByteSource.read_into`."""
+        view = memoryview(buffer).cast("B")
+        want = min(len(view), max(0, self.size - pos))
+        if want == 0:
+            return 0
+        if self._seq_end is None:
+            data = self._fetch(pos, want)
+            view[: len(data)] = data
+            return len(data)
+        got = 0
+        while got < want:
+            p = pos + got
+            if p >= self._seq_end:  # past the hinted range: exactly what is asked, no read-ahead
+                data = self._fetch(p, want - got)
+                view[got : got + len(data)] = data
+                got += len(data)
+                break
+            start, data = self._block_at(p)
+            off = p - start
+            take = min(want - got, len(data) - off)
+            if take <= 0:  # the store returned fewer bytes than the object's size
+                break
+            view[got : got + take] = data[off : off + take]
+            got += take
+        return got
+
+    def _block_at(self, p: int) -> tuple[int, bytes]:
+        """The read-ahead block holding byte ``p``; schedules the blocks after it."""
+        blocks = self._blocks
+        while blocks and blocks[0][1] <= p:
+            blocks.popleft()  # read past: dropped (a finished future holds its bytes only)
+        if not blocks or p < blocks[0][0]:
+            for _, _, fut in blocks:
+                fut.cancel()
+            blocks.clear()
+        size = self.store.read_ahead_bytes
+        limit = min(self.size, self._seq_end or 0)
+        want = 1 + self.store.read_ahead_requests
+        nxt = blocks[-1][1] if blocks else p
+        while len(blocks) < want and nxt < limit:
+            end = min(nxt + size, limit)
+            blocks.append((nxt, end, self._submit(nxt, end - nxt)))
+            nxt = end
+        start, _, fut = blocks[0]
+        return start, fut.result()
+
+    def _submit(self, pos: int, n: int) -> Future:
+        if self._pool is None:
+            workers = max(1, self.store.read_ahead_requests)
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kafkalog-readahead")
+        return self._pool.submit(self._fetch, pos, n)
+
+    def sequential(self, start: int = 0, end: int | None = None) -> None:
+        """Read ``[start, end)`` through the read-ahead blocks (see the class docstring)."""
+        self._seq_end = self.size if end is None else min(end, self.size)
+
+    def current_size(self) -> int:
+        """The object's size now (one metadata request; -1 when it cannot be told)."""
+        try:
+            return int(self.location.fs.get_file_info(self.location.path).size or 0)
+        except OSError:
+            return -1
+
+    def close(self) -> None:
+        """Drop the read-ahead blocks and close the file."""
+        for _, _, fut in self._blocks:
+            fut.cancel()
+        self._blocks.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        try:
+            self._file.close()
+        except OSError:
+            pass
+
+
+_current_store: contextvars.ContextVar[StoreOptions | None] = contextvars.ContextVar(
+    "kafkalog_store", default=None
+)
+
+
+@contextlib.contextmanager
+def using_store(store: StoreOptions | None) -> Iterator[None]:
+    """Within the block, :func:`open_source` and :func:`file_stat` calls that pass no store use
+    ``store`` (the options of the read being planned or the command being run)."""
+    token = _current_store.set(store)
+    try:
+        yield
+    finally:
+        _current_store.reset(token)
+
+
+def open_source(path: str, store: StoreOptions | None = None) -> ByteSource:
+    """Open ``path`` for ranged reads: a local path, a ``file:`` URI, or a remote URI read through
+    the filesystem that ``store`` (the options' :class:`StoreOptions`; by default the one of the
+    enclosing :func:`using_store`) configures.
 
     Raises what opening the file raises (``FileNotFoundError``, ...)."""
-    m = _SCHEME.match(path)
-    if m is not None:
-        scheme = m.group(1).lower()
-        if scheme != "file":
-            raise ValueError(f"{path}: no byte source for {scheme}:// (local files only)")
-        path = path[len("file://") :]
-    return LocalFileSource(path)
+    if is_remote(path):
+        store = store or _current_store.get()
+        return RemoteFileSource(resolve(path, store), store)
+    return LocalFileSource(local_path(path))
+
+
+def file_stat(path: str, store: StoreOptions | None = None) -> tuple[int, int, str] | None:
+    """``(size, mtime_ns, identity)`` of a file or object; None when it does not exist or cannot
+    be looked up. Identity is the real path of a local file, the URI of an object."""
+    if is_remote(path):
+        loc = resolve(path, store or _current_store.get())
+        try:
+            info = loc.fs.get_file_info(loc.path)
+        except OSError:
+            return None
+        if info.type != 2:  # pyarrow.fs.FileType.File
+            return None
+        return (int(info.size or 0), int(info.mtime_ns or 0), path)
+    try:
+        local = local_path(path)
+        st = os.stat(local)
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns, f"{os.path.realpath(local)}#{st.st_ino}")
 
 
 def as_source(where: ByteSource | int, path: str | None = None) -> ByteSource:
@@ -178,4 +385,13 @@ def as_source(where: ByteSource | int, path: str | None = None) -> ByteSource:
     return LocalFileSource(path or f"<fd {where}>", fd=where)
 
 
-__all__ = ["ByteSource", "LocalFileSource", "as_source", "open_source"]
+__all__ = [
+    "ByteSource",
+    "LocalFileSource",
+    "RemoteFileSource",
+    "as_source",
+    "file_stat",
+    "open_source",
+    "remote_totals",
+    "using_store",
+]

@@ -24,16 +24,23 @@ class SegmentWindows:
     """Hands out padded byte windows of one open file, read into one reused buffer."""
 
     def __init__(
-        self, source: ByteSource | int, size: int, pad: int, path: str | None = None
+        self,
+        source: ByteSource | int,
+        size: int,
+        pad: int,
+        path: str | None = None,
+        start: int = 0,
+        end: int | None = None,
     ) -> None:
-        """Windows of ``source`` (a :class:`ByteSource`, or an open descriptor to wrap)."""
+        """Windows of ``source`` (a :class:`ByteSource`, or an open descriptor to wrap), to be
+        read front to back over ``[start, end)``."""
         self.source = as_source(source, path)
         self.size = size
         self.pad = pad
         self.path = path
         self._buf: np.ndarray | None = None
-        if size >= _SEQUENTIAL_FROM:
-            self.source.sequential()
+        if (size if end is None else min(end, size)) - start >= _SEQUENTIAL_FROM:
+            self.source.sequential(start, end)
 
     def window(self, pos: int, length: int) -> tuple[np.ndarray, int]:
         """Bytes ``[pos, pos + length)`` of the file: ``(array, length)``, with ``pad`` zero bytes

@@ -1,0 +1,222 @@
+"""Which store a path lives in: URIs → ``pyarrow.fs`` filesystems, configured by ``fs.*`` options.
+
+A path with no scheme, or a ``file:`` URI, is a local file and never comes here (local files are
+read with ``pread``, see :mod:`.source`). For the other schemes:
+
+=====================  ==========================================  ==================================
+scheme                 filesystem                                  path inside it
+=====================  ==========================================  ==================================
+``s3``, ``s3a``,       ``pyarrow.fs.S3FileSystem``                 ``bucket/key``
+``s3n``
+``gs``, ``gcs``        ``pyarrow.fs.GcsFileSystem``                ``bucket/key``
+``abfs``, ``abfss``    ``pyarrow.fs.AzureFileSystem`` (the         ``container/path``
+                       account from ``container@account.…``)
+``hdfs``, ``viewfs``   ``pyarrow.fs.HadoopFileSystem`` (libhdfs)   ``/path``
+anything else          fsspec's filesystem for the scheme, in      as fsspec strips the scheme
+                       ``PyFileSystem(FSSpecHandler(...))``
+=====================  ==========================================  ==================================
+
+Credentials come from each filesystem's own chain (environment, profile, instance role). Options
+named ``fs.<store>.<argument>`` (``<store>`` one of ``s3``, ``gs``, ``abfs``, ``hdfs`` or an fsspec
+protocol) are passed to that store's constructor: ``fs.s3.endpoint_override``,
+``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``, ``fs.abfs.account_key``, ... They are
+part of the options, so they reach executors in the pickled reader; their values never appear in
+``repr``, logs or error messages when the name says they are secret (keys, tokens, passwords).
+
+Filesystems are built once per process and per configuration.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..errors import OptionError
+from ..options import MASK, RETRY_ARG, STORE_OF_SCHEME, StoreOptions, is_secret
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def local_path(path: str) -> str:
+    """A local path: strips a ``file:`` scheme (``file:///x``, ``file:/x``, ``file://localhost/x``);
+    refuses a remote URI (those go through :func:`resolve`)."""
+    m = _SCHEME.match(path)
+    if m is None or len(m.group(1)) == 1:  # no scheme, or a drive letter
+        return path
+    scheme = m.group(1).lower()
+    if scheme != "file":
+        raise ValueError(f"{path}: not a local path")
+    parts = urlsplit(path)
+    if parts.netloc not in ("", "localhost"):
+        raise OptionError(f"path {path!r}: file: URIs with a host are not supported")
+    return unquote(parts.path) or "/"
+
+
+def scheme_of(path: str) -> str | None:
+    """The lower-case URI scheme of ``path``; None for a plain path (or a Windows drive letter)."""
+    m = _SCHEME.match(path)
+    if m is None or len(m.group(1)) == 1:
+        return None
+    return m.group(1).lower()
+
+
+def is_remote(path: str) -> bool:
+    """Whether ``path`` names an object in a store other than the local filesystem."""
+    scheme = scheme_of(path)
+    return scheme is not None and scheme != "file"
+
+
+def display_uri(uri: str) -> str:
+    """``uri`` with any ``user:password@`` part masked, for messages."""
+    parts = urlsplit(uri)
+    if parts.password is None and not (parts.username and is_secret("key")):
+        return uri
+    if "@" not in parts.netloc or parts.scheme in ("abfs", "abfss"):
+        return uri
+    host = parts.netloc.rsplit("@", 1)[1]
+    return uri.replace(parts.netloc, f"{MASK}@{host}", 1)
+
+
+@dataclass(frozen=True)
+class Location:
+    """A remote URI resolved: the filesystem, the path inside it, and how to turn a path of that
+    filesystem back into a URI of the same form (so listings and errors show what the user typed)."""
+
+    uri: str
+    fs: Any  # pyarrow.fs.FileSystem
+    path: str
+    head: str  # uri = head + path_in_fs (with the leading part adjusted, see to_uri)
+    strip: str  # the leading part of a filesystem path that the URI form leaves out
+
+    def to_uri(self, fs_path: str) -> str:
+        """The URI of another path of the same filesystem."""
+        p = fs_path
+        if self.strip and p.startswith(self.strip):
+            p = p[len(self.strip) :]
+        return self.head + p.lstrip("/") if self.head.endswith("/") else self.head + p
+
+    def child(self, fs_path: str) -> Location:
+        """The location of another path of the same filesystem."""
+        return Location(self.to_uri(fs_path), self.fs, fs_path, self.head, self.strip)
+
+
+_cache: dict[tuple, Any] = {}
+_cache_lock = threading.Lock()
+
+
+def _filesystem(key: tuple, build: Any) -> Any:
+    with _cache_lock:
+        fs = _cache.get(key)
+    if fs is None:
+        fs = build()
+        with _cache_lock:
+            fs = _cache.setdefault(key, fs)
+    return fs
+
+
+def _constructor_error(store: str, exc: Exception, store_options: StoreOptions) -> OptionError:
+    names = ", ".join(f"fs.{store}.{a}" for a in store_options.args_for(store)) or "none"
+    return OptionError(
+        f"cannot build the {store} filesystem from the options given ({names}): "
+        f"{type(exc).__name__}: {_masked(str(exc), store_options)}"
+    )
+
+
+def _masked(text: str, store_options: StoreOptions) -> str:
+    for _s, a, v in store_options.args:
+        if is_secret(a) and isinstance(v, str) and v:
+            text = text.replace(v, MASK)
+    return text
+
+
+def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
+    """The filesystem and path of a remote ``uri``, the filesystem built (or reused) from the
+    options. Raises :class:`OptionError` for a scheme no filesystem serves or bad arguments."""
+    so = store_options or StoreOptions()
+    scheme = scheme_of(uri)
+    if scheme is None or scheme == "file":
+        raise ValueError(f"{uri}: not a remote URI")
+    parts = urlsplit(uri)
+    store = STORE_OF_SCHEME.get(scheme, scheme)
+    kwargs = so.args_for(store)
+    frozen = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+    try:
+        if store == "s3":
+            from pyarrow import fs as pafs
+
+            retry = kwargs.pop(RETRY_ARG, None)
+            if retry is not None:
+                kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retry)
+            fs = _filesystem(("s3", frozen), lambda: pafs.S3FileSystem(**kwargs))
+            return Location(uri, fs, parts.netloc + parts.path, f"{scheme}://", "")
+        if store == "gs":
+            from pyarrow import fs as pafs
+
+            fs = _filesystem(("gs", frozen), lambda: pafs.GcsFileSystem(**kwargs))
+            return Location(uri, fs, parts.netloc + parts.path, f"{scheme}://", "")
+        if store == "abfs":
+            from pyarrow import fs as pafs
+
+            container, at, host = parts.netloc.partition("@")
+            if not at or not container:
+                raise OptionError(
+                    f"path {uri!r}: an abfs URI names container@account.dfs.core.windows.net"
+                )
+            kwargs.setdefault("account_name", host.split(".", 1)[0])
+            fs = _filesystem(("abfs", frozen, host), lambda: pafs.AzureFileSystem(**kwargs))
+            return Location(
+                uri,
+                fs,
+                container + parts.path,
+                f"{scheme}://{parts.netloc}",
+                container,
+            )
+        if store == "hdfs":
+            from pyarrow import fs as pafs
+
+            kwargs.setdefault("host", parts.hostname or "default")
+            if parts.port is not None:
+                kwargs.setdefault("port", parts.port)
+            fs = _filesystem(
+                ("hdfs", frozen, parts.netloc), lambda: pafs.HadoopFileSystem(**kwargs)
+            )
+            return Location(uri, fs, parts.path or "/", f"{scheme}://{parts.netloc}", "")
+        return _fsspec_location(uri, scheme, kwargs, frozen)
+    except OptionError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise _constructor_error(store, exc, so) from None
+
+
+def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Location:
+    try:
+        import fsspec
+        from fsspec.registry import known_implementations
+    except ImportError:
+        raise OptionError(
+            f"path {uri!r}: the {scheme}:// scheme needs fsspec (pip install 'kafkalog[fsspec]'); "
+            "s3, gs, abfs and hdfs need nothing more"
+        ) from None
+    if scheme not in known_implementations and scheme not in fsspec.available_protocols():
+        raise OptionError(f"path {uri!r}: no filesystem for the {scheme}:// scheme")
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    def build() -> Any:
+        try:
+            return PyFileSystem(FSSpecHandler(fsspec.filesystem(scheme, **kwargs)))
+        except ImportError as exc:
+            raise OptionError(
+                f"path {uri!r}: the {scheme}:// filesystem needs {exc.name}"
+            ) from None
+
+    fs = _filesystem(("fsspec", scheme, frozen), build)
+    inner = fs.handler.fs
+    path = inner._strip_protocol(uri)
+    strip = "/" if path.startswith("/") and not uri[len(scheme) + 3 :].startswith("/") else ""
+    return Location(uri, fs, path, f"{scheme}://", strip)
+
+
+__all__ = ["Location", "display_uri", "is_remote", "local_path", "resolve", "scheme_of"]
