@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pytest
 import zstandard
 from conftest import BROKER_WRITTEN, SAMPLES, require_shared
@@ -33,7 +32,9 @@ from kafkalog_source.errors import (
     EncryptedSegmentError,
     FileChangedError,
 )
-from kafkalog_source.storage.source import ByteSource, LocalFileSource, open_source
+from kafkalog_source.reader import read_table
+from kafkalog_source.stats import ReadStats
+from kafkalog_source.storage.source import ByteSource, LocalFileSource, open_stored
 from kafkalog_source.storage.tiered import (
     ChunkedSource,
     decode_chunk_sizes,
@@ -383,52 +384,37 @@ def test_encrypted_segment_names_the_manifest(tmp_path: Path, compression: bool)
 # through the Arrow API ------------------------------------------------------------------------
 
 
-def _tiered_open_source(path: str, *args, **kwargs) -> ByteSource:
-    """Open a tiered .log through its manifest (storage-layer functions only), other paths as is."""
-    if is_tiered_log(path):
-        return open_tiered_log(path, open_source)
-    return open_source(path, *args, **kwargs)
-
-
-def _read_whole(path: str, size: int) -> pa.Table:
-    from kafkalog_source.arrow.schema import output_projection
-    from kafkalog_source.options import parse_options
-    from kafkalog_source.planning.splits import SegmentRange
-    from kafkalog_source.reader.api import read_range
-
-    opts = parse_options({}, paths=path)
-    batches = list(read_range(SegmentRange(path, 0, size), opts, output_projection(opts)))
-    return pa.Table.from_batches(batches, schema=output_projection(opts).schema)
-
-
 @pytest.mark.parametrize(
     "log", [*SAMPLE_LOGS, SAMPLES / "transactions-0" / "00000000000000000019.log"],
     ids=lambda p: p.parent.name + "/" + p.name[16:20],
 )  # fmt: skip
-def test_arrow_read_of_tiered_equals_original(tmp_path: Path, monkeypatch, log: Path) -> None:
-    import kafkalog_source.reader.range_reader as rr
-
-    seg = write_tiered(tmp_path, log, chunk_size=333)
-    want = _read_whole(str(log), log.stat().st_size)
-    monkeypatch.setattr(rr, "open_source", _tiered_open_source)
-    got = _read_whole(str(seg.log), len(seg.original))
+def test_arrow_read_of_tiered_equals_original(tmp_path: Path, log: Path) -> None:
+    seg = write_tiered(tmp_path, log, chunk_size=333, topic=log.parent.name.rsplit("-", 1)[0])
+    want = read_table(str(log))
+    stats = ReadStats()
+    got = read_table(str(seg.log), stats=stats)
     assert got.num_rows == want.num_rows > 0 and got.equals(want)
+    assert stats.bytes_total == len(seg.original)  # the segment's size, not the object's
 
 
-def test_flip_inside_a_chunk_is_caught_downstream(tmp_path: Path, monkeypatch) -> None:
+def test_flip_inside_a_chunk_is_caught_downstream(tmp_path: Path) -> None:
     """zstd frames carry no checksum (the plugin sets none): a flipped byte inside a chunk may
     decompress, and then the Kafka batch CRC catches it; nothing is returned silently."""
-    import kafkalog_source.reader.range_reader as rr
-
     seg = write_tiered(tmp_path, SAMPLES / "magic2-none-0" / "00000000000000000000.log",
                        chunk_size=1000)  # fmt: skip
     start, size = read_manifest(LocalFileSource(str(seg.manifest))).stored_range(2)
     blob = bytearray(seg.log.read_bytes())
     blob[start + size // 2] ^= 0x01
     seg.log.write_bytes(bytes(blob))
-    monkeypatch.setattr(rr, "open_source", _tiered_open_source)
     with pytest.raises(CorruptDataError):
-        _read_whole(str(seg.log), len(seg.original))
+        read_table(str(seg.log))
+    stats = ReadStats()
+    kept = read_table(str(seg.log), stats=stats, ignoreCorruptFiles="true")
+    assert (
+        stats.corrupt_files == 1
+        and kept.num_rows
+        < read_table(str(SAMPLES / "magic2-none-0" / "00000000000000000000.log")).num_rows
+    )
 
 
 def test_store_helpers_index_paths_and_manifest_cache(tmp_path: Path) -> None:
@@ -446,7 +432,7 @@ def test_store_helpers_index_paths_and_manifest_cache(tmp_path: Path) -> None:
 
     def opener(p: str) -> ByteSource:
         opened.append(p)
-        return open_source(p)
+        return open_stored(p)
 
     m = load_manifest(path, opener)
     assert load_manifest(stem + ".indexes", opener) is m  # cached: opened, not read again
@@ -456,4 +442,4 @@ def test_store_helpers_index_paths_and_manifest_cache(tmp_path: Path) -> None:
     with open_tiered_log(path, opener) as src:
         assert isinstance(src, ChunkedSource) and src.read(0, src.size) == log.read_bytes()
     seg.manifest.unlink()
-    assert read_tiered_index(path, ".index", open_source) is None  # no manifest: no index
+    assert read_tiered_index(path, ".index", open_stored) is None  # no manifest: no index

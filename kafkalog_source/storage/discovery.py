@@ -37,14 +37,16 @@ import logging
 import os
 import re
 import stat as stat_module
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import OptionError, PathError
+from ..errors import CorruptDataError, OptionError, PathError
 from ..logformat import segment_base_offset
 from ..options import ReadOptions, StoreOptions
 from ..stats import ReadEvent, ReadStats
 from .filesystems import Location, display_uri, is_remote, local_path, resolve
+from .source import open_stored
+from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
 log = logging.getLogger("kafkalog")
 
@@ -149,7 +151,8 @@ class _LocalLister:
                 if entry.is_dir():
                     out.append(_Entry(entry.path, True, 0, 0.0, entry.path))
                     continue
-                if segment_base_offset(entry.name) is None:  # not stat-ed: only its name matters
+                if segment_base_offset(entry.name) is None and not is_tiered_log(entry.path):
+                    # not stat-ed: only its name matters
                     out.append(_Entry(entry.path, False, 0, 0.0, entry.path))
                     continue
                 out.append(self._entry(entry.path, entry.stat()))
@@ -370,6 +373,8 @@ class _Collector:
             if base is not None:
                 topic, part = tp if tp is not None else (None, None)
                 self.add(entry, topic, part, base)
+            elif is_tiered_log(entry.path):
+                self.add_tiered(entry)
             elif name.endswith(".swap") and ".log" in name:
                 self.others += 1
                 self.note_swap(entry.path)
@@ -385,6 +390,9 @@ class _Collector:
         own = parse_partition_dir(name, allow_suffixed=True)
         if name.endswith(SKIPPED_DIR_SUFFIXES):
             log.warning("reading %s although its name marks it as not live (§5.2)", directory)
+        if is_tiered_topic_dir(name):  # tiered storage: {topic}-{topicId}/{partition}/
+            self.scan_tiered_topic(directory)
+            return
         for sub in self.scan_files(directory, own):
             sub_name = _basename(sub)
             if sub_name.endswith(SKIPPED_DIR_SUFFIXES):
@@ -393,8 +401,67 @@ class _Collector:
             tp = parse_partition_dir(sub_name)
             if tp is not None:
                 self.scan_files(sub, tp)
+            elif is_tiered_topic_dir(sub_name):
+                self.scan_tiered_topic(sub)
             else:
                 self.others += 1
+
+    def scan_tiered_topic(self, directory: str) -> None:
+        """A tiered-storage topic directory: the segments of its ``{partition}`` subdirectories."""
+        for sub in self.scan_files(directory, None):
+            if is_tiered_partition_dir(sub):
+                self.scan_files(sub, None)
+            else:
+                self.others += 1
+
+    def add_tiered(self, entry: _Entry) -> None:
+        """A tiered-storage ``.log`` object: topic, partition and base offset from its key, its
+        size (the segment's, not the stored object's) from its manifest."""
+        from .tiered import parse_tiered_key
+
+        key = parse_tiered_key(entry.path)
+        assert key is not None
+        o = self.options
+        if o.path_glob_filter is not None and not fnmatch.fnmatchcase(
+            entry.name, o.path_glob_filter
+        ):
+            self.filtered += 1
+            return
+        try:
+            manifest = load_manifest(entry.path, lambda p: open_stored(p, o.store))
+        except FileNotFoundError:
+            self.note_tiered_orphan(entry.path)
+            return
+        except CorruptDataError as exc:
+            if not o.ignore_corrupt_files:
+                raise
+            msg = f"skipping {entry.path}: {exc} (ignoreCorruptFiles)"
+            if self.stats is not None:
+                self.stats.corrupt_files += 1
+                self.stats.record(
+                    ReadEvent("corrupt file", exc.reason, exc.path, message=msg), capped=False
+                )
+            else:
+                log.warning(msg)
+            return
+        sized = replace(entry, size=manifest.original_size)
+        self.add(sized, key.topic, key.partition, key.base_offset)
+
+    def note_tiered_orphan(self, path: str) -> None:
+        """A tiered ``.log`` object without its ``.rsm-manifest``: an upload the plugin had not
+        finished (it writes the manifest last), so not a segment of the topic yet."""
+        msg = (
+            f"skipping {path}: a tiered-storage .log object without its .rsm-manifest (an upload "
+            "not finished or a deletion half done); kafkalog cannot tell how it is stored"
+        )
+        self.others += 1
+        if self.stats is not None:
+            self.stats.record(
+                ReadEvent("tiered orphan", "no .rsm-manifest beside it", path, message=msg),
+                capped=False,
+            )
+        else:
+            log.warning(msg)
 
     def scan_recursive(self, directory: str) -> None:
         """Every segment file below ``directory``, at any depth (recursiveFileLookup)."""
@@ -426,6 +493,9 @@ class _Collector:
                 f"path {path!r} is a Kafka index, snapshot or checkpoint file, not a log segment; "
                 "name the .log file or its directory"
             )
+        if is_tiered_log(path):
+            self.add_tiered(entry)
+            return
         m = _EXPLICIT_NAME.match(name)
         base = int(m.group(1)) if m else None
         if name.endswith(TRANSIENT_SUFFIXES):

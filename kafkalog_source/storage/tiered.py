@@ -124,6 +124,22 @@ def parse_tiered_key(path: str) -> TieredKey | None:
     )
 
 
+def is_tiered_topic_dir(name: str) -> bool:
+    """True when a directory name is ``{topic}-{topicId}`` (a tiered-storage topic directory)."""
+    return _TOPIC_DIR.match(name) is not None
+
+
+def is_tiered_partition_dir(path: str) -> bool:
+    """True when ``path`` is ``…/{topic}-{topicId}/{partition}``."""
+    parts = path.rstrip("/").rsplit("/", 2)
+    return (
+        len(parts) == 3
+        and _PARTITION.match(parts[2]) is not None
+        and int(parts[2]) <= _INT_MAX
+        and is_tiered_topic_dir(parts[1])
+    )
+
+
 def tiered_sibling(path: str, suffix: str) -> str:
     """The key of a tiered segment's ``.log``, ``.indexes`` or ``.rsm-manifest`` object, from the
     key of any of the three; ``ValueError`` when ``path`` ends in none of them."""
@@ -471,9 +487,16 @@ class ChunkedSource(ByteSource):
         b, s = self.manifest.stored_range(last)
         self.inner.will_need(a, b + s - a)
 
-    def sequential(self) -> None:
-        """Pass the hint on to the inner source."""
-        self.inner.sequential()
+    def sequential(self, start: int = 0, end: int | None = None) -> None:
+        """Pass the hint on for the stored bytes of the chunks that hold ``[start, end)``."""
+        m = self.manifest
+        end = self.size if end is None else min(end, self.size)
+        if start >= end:
+            return
+        first, last = start // m.chunk_size, (end - 1) // m.chunk_size
+        a = m.stored_offsets[first]
+        b, s = m.stored_range(last)
+        self.inner.sequential(a, b + s)
 
     def current_size(self) -> int:
         """The original size while the ``.log`` object keeps its size, else -1."""
@@ -530,7 +553,7 @@ def tiered_index_bytes(indexes: ByteSource, manifest: TieredManifest, suffix: st
 
 
 # ---------------------------------------------------------------------------- store integration
-# ``opener`` is how the caller opens a location as a ByteSource (open_source with its store
+# ``opener`` is how the caller opens a location as stored (source.open_stored with its store
 # options); these helpers only add the layout's rules on top.
 
 Opener = Callable[[str], ByteSource]
@@ -612,6 +635,8 @@ __all__ = [
     "TieredManifest",
     "decode_chunk_sizes",
     "is_tiered_log",
+    "is_tiered_partition_dir",
+    "is_tiered_topic_dir",
     "load_manifest",
     "open_chunked",
     "open_tiered_log",
