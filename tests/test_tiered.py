@@ -443,3 +443,186 @@ def test_store_helpers_index_paths_and_manifest_cache(tmp_path: Path) -> None:
         assert isinstance(src, ChunkedSource) and src.read(0, src.size) == log.read_bytes()
     seg.manifest.unlink()
     assert read_tiered_index(path, ".index", open_stored) is None  # no manifest: no index
+
+
+# a bucket's worth of tiered segments, local and in S3 ---------------------------------------------
+
+# (sample dir, topic, partition, compression, chunk size)
+TREE = [
+    ("multi-segment-0", "multi-segment", 0, True, 1000),
+    ("transactions-0", "transactions", 0, False, 4096),
+    ("orders-0", "orders", 0, True, 512),
+    ("orders-1", "orders", 1, True, 300),
+]
+
+
+def _bucket(root: Path, prefix: str = "tiered/") -> dict[str, Path]:
+    """TREE laid out as the plugin would under ``root/prefix``; returns original .log by key."""
+    out = {}
+    for n, (d, topic, part, comp, chunk) in enumerate(TREE):
+        for k, log in enumerate(sorted((SAMPLES / d).glob("*.log"))):
+            seg = write_tiered(
+                root, log, prefix=prefix, topic=topic, partition=part, compression=comp,
+                chunk_size=chunk, topic_id=(topic.encode() * 16)[:16],
+                segment_id=bytes([n, k] * 8),
+            )  # fmt: skip
+            out[str(seg.log)] = log
+    return out
+
+
+def _originals() -> list[str]:
+    return [str(SAMPLES / d) for d, *_ in TREE]
+
+
+def _sorted(t):
+    return t.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+
+
+def test_discovery_finds_the_layout_with_topic_partition_and_segment_size(tmp_path: Path) -> None:
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.storage.discovery import discover
+
+    written = _bucket(tmp_path)
+    found = discover(parse_options({}, paths=str(tmp_path / "tiered")))
+    assert sorted(s.path for s in found) == sorted(written)
+    for s in found:
+        log = written[s.path]
+        assert (s.topic, s.partition) == {(d): (t, p) for d, t, p, *_ in TREE}[log.parent.name]
+        assert s.base_offset == int(log.name[:20]) and s.size == log.stat().st_size
+    # a topic directory, a partition directory, one object, and recursiveFileLookup
+    topic_dir = next(p for p in (tmp_path / "tiered").iterdir() if p.name.startswith("orders-"))
+    assert len(discover(parse_options({}, paths=str(topic_dir)))) == 2
+    assert len(discover(parse_options({}, paths=str(topic_dir / "1")))) == 1
+    one = next(iter(written))
+    assert [s.path for s in discover(parse_options({}, paths=one))] == [one]
+    deep = discover(parse_options({"recursiveFileLookup": "true"}, paths=str(tmp_path)))
+    assert sorted(s.path for s in deep) == sorted(written)
+    # pathGlobFilter and modifiedAfter apply to the .log object
+    assert not discover(
+        parse_options({"pathGlobFilter": "0*.log", "allowEmpty": "true"}, paths=str(tmp_path))
+    )
+
+
+def test_arrow_read_of_a_tiered_bucket_equals_the_broker_dirs(tmp_path: Path) -> None:
+    _bucket(tmp_path)
+    root = str(tmp_path / "tiered")
+    for opts in ({}, {"isolationLevel": "read_committed"}, {"maxPartitionBytes": "1k", "openCostInBytes": "0"}):  # fmt: skip
+        got = _sorted(read_table(root, **opts))
+        want = _sorted(read_table(_originals(), **opts))
+        assert got.num_rows == want.num_rows > 0 and got.equals(want), opts
+
+
+def test_planning_uses_the_indexes_object_and_cuts_as_for_local_files(tmp_path: Path) -> None:
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.planning.planner import plan
+    from kafkalog_source.storage.indexes import read_offset_index, read_txn_index, sibling_path
+
+    written = _bucket(tmp_path)
+    for tiered, log in written.items():
+        for read, suffix in ((read_offset_index, ".index"), (read_txn_index, ".txnindex")):
+            a, b = read(sibling_path(tiered, suffix)), read(sibling_path(str(log), suffix))
+            assert (a is None and b is None) or all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))  # fmt: skip
+    opts = {"maxPartitionBytes": "1k", "openCostInBytes": "0"}
+
+    def pieces(paths):
+        splits = plan(parse_options(opts, paths=paths))
+        return sorted((r.topic, r.partition, r.segment_base_offset, r.start, r.end)
+                      for s in splits for r in s.ranges)  # fmt: skip
+
+    assert pieces(str(tmp_path / "tiered")) == pieces(_originals())
+
+
+def test_orphans_and_encrypted_segments_in_a_bucket(tmp_path: Path) -> None:
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.storage.discovery import discover
+
+    written = _bucket(tmp_path)
+    orphan = sorted(written)[0]
+    Path(orphan[:-4] + ".rsm-manifest").unlink()
+    stats = ReadStats()
+    found = discover(parse_options({}, paths=str(tmp_path / "tiered")), stats)
+    assert orphan not in {s.path for s in found} and len(found) == len(written) - 1
+    assert [e.path for e in stats.events if e.kind == "tiered orphan"] == [orphan]
+    enc = write_tiered(tmp_path, SAMPLES / "orders-0" / "00000000000000000000.log",
+                       topic="secret", encryption=True)  # fmt: skip
+    with pytest.raises(EncryptedSegmentError, match=str(enc.manifest)):
+        read_table(str(tmp_path / "tiered"))
+    Path(str(enc.manifest)).write_text("{}")
+    with pytest.raises(CorruptDataError, match="malformed tiered-storage manifest: version"):
+        read_table(str(tmp_path / "tiered"))
+    stats = ReadStats()
+    opts = parse_options({"ignoreCorruptFiles": "true"}, paths=str(tmp_path / "tiered"))
+    assert len(discover(opts, stats)) == len(written) - 1 and stats.corrupt_files == 1
+    assert [e.path for e in stats.events if e.kind == "corrupt file"] == [str(enc.manifest)]
+    t = read_table(str(tmp_path / "tiered"), ignoreCorruptFiles="true")
+    assert t.num_rows > 0
+
+
+def test_s3_bucket_end_to_end(s3_server, tmp_path: Path) -> None:
+    """The plugin's layout in a real S3 server: discovery, planning inside segments, Arrow read."""
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.planning.planner import plan
+    from kafkalog_source.storage.discovery import discover
+    from kafkalog_source.storage.source import remote_totals
+
+    _bucket(tmp_path)
+    uri = s3_server.upload(tmp_path / "tiered", "kafkalog-tiered/tiered")
+    opts = s3_server.options
+    found = discover(parse_options(opts, paths=uri))
+    local = discover(parse_options({}, paths=str(tmp_path / "tiered")))
+    assert [(s.topic, s.partition, s.base_offset, s.size) for s in found] == [
+        (s.topic, s.partition, s.base_offset, s.size) for s in local
+    ]
+    for extra in ({}, {"isolationLevel": "read_committed"}, {"maxPartitionBytes": "1k", "openCostInBytes": "0"}):  # fmt: skip
+        stats = ReadStats()
+        got = _sorted(read_table(uri, stats=stats, **opts, **extra))
+        assert got.equals(_sorted(read_table(_originals(), **extra))), extra
+        assert stats.source_requests > 0
+    # planning reads the .indexes objects: cuts inside compressed segments, as for local files
+    before = remote_totals()
+    splits = plan(parse_options(dict(opts, maxPartitionBytes="1k", openCostInBytes="0"), paths=uri))
+    fetched = remote_totals()[0] - before[0]
+    assert sum(len(s.ranges) for s in splits) > len(found)
+    assert fetched > 0
+
+
+def test_s3_big_compressed_segment_split_inside(s3_server, tmp_path: Path) -> None:
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.planning.planner import plan
+
+    log = require_shared(
+        BROKER_WRITTEN / "rjmfernandes-flink-on-prem/data/orders-0/00000000000000000000.log"
+    )
+    seg = write_tiered(tmp_path, log, chunk_size=1 << 20, topic="orders")
+    uri = s3_server.upload(tmp_path / "tiered", "kafkalog-tiered-big/tiered")
+    opts = dict(s3_server.options, maxPartitionBytes="512k", openCostInBytes="0")
+    splits = plan(parse_options(opts, paths=uri))
+    pieces = sorted((r.start, r.end) for s in splits for r in s.ranges)
+    assert len(pieces) > 1 and pieces[0][0] == 0 and pieces[-1][1] == len(seg.original)
+    assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:], strict=False))
+    stats = ReadStats()
+    got = read_table(uri, stats=stats, **opts).sort_by("offset")
+    assert got.equals(read_table(str(log)))
+    # every range fetches only the chunks it needs: far less than one object per range
+    assert stats.source_bytes < 2 * seg.log.stat().st_size + len(pieces) * (2 << 20)
+
+
+@pytest.mark.spark
+def test_spark_read_of_a_tiered_bucket_in_s3(spark, s3_server, tmp_path: Path) -> None:
+    """Spark over the plugin's layout in S3, split inside (compressed) segments: every record
+    once, as from the broker directories."""
+    _bucket(tmp_path)
+    uri = s3_server.upload(tmp_path / "tiered", "kafkalog-tiered-spark/tiered")
+    df = (
+        spark.read.format("kafkalog")
+        .options(**s3_server.options, maxPartitionBytes="1k", openCostInBytes="0")
+        .load(uri)
+    )
+    assert df.rdd.getNumPartitions() > sum(1 for d, *_ in TREE for _ in (SAMPLES / d).glob("*.log"))
+    cols = ["topic", "partition", "offset", "timestamp", "key", "value", "headers"]
+    got = sorted((tuple(r) for r in df.select(*cols).collect()), key=repr)
+    want = _sorted(read_table(_originals())).select(cols).to_pylist()
+    assert len(got) == len(want) > 100
+    assert sorted((r["topic"], r["partition"], r["offset"]) for r in want) == sorted(
+        (t, p, o) for t, p, o, *_ in got
+    )
