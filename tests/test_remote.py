@@ -95,7 +95,10 @@ def test_a_constructor_error_never_shows_a_secret() -> None:
     store = parse_options({"fs.s3.secret_key": "TOPSECRET", "fs.s3.proxy_options": "{}"}).store
     # pyarrow refuses an empty proxy dict: the message names the options, not their values
     with pytest.raises(OptionError) as exc:
-        resolve("s3://bucket/x", StoreOptions(args=(*store.args, ("s3", "scheme", 7))))
+        resolve(
+            "s3://bucket/x",
+            StoreOptions(args=(*store.args, ("s3", "region", "x"), ("s3", "scheme", 7))),
+        )
     assert "TOPSECRET" not in str(exc.value)
     assert "fs.s3.secret_key" in str(exc.value)
 
@@ -292,3 +295,91 @@ def test_cli_verify_dump_and_query_take_s3_uris(s3_server, logs) -> None:
     assert dump.returncode == 0, dump.stderr
     assert dump.stdout.splitlines()[1:] == local.stdout.splitlines()[1:]
     assert "testing-secret-value" not in dump.stdout + dump.stderr + verify.stdout + verify.stderr
+
+
+# -- transient errors: a store whose reads fail now and then ----------------------------------
+
+
+class _Flaky:
+    """Failure plan of the flaky store below: every ``every``-th read raises (0: none)."""
+
+    every = 0
+    reads = 0
+    failed = 0
+
+
+def _flaky_store() -> str:
+    """Register ``kafkalogflaky://``: fsspec's in-memory store whose reads fail as planned
+    (a connection reset), the way a throttled or flaky object store does."""
+    fsspec = pytest.importorskip("fsspec")
+    from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
+
+    class FlakyFile(MemoryFile):
+        def read(self, *args):  # type: ignore[no-untyped-def]
+            _Flaky.reads += 1
+            if _Flaky.every and _Flaky.reads % _Flaky.every == 0:
+                _Flaky.failed += 1
+                raise ConnectionResetError("connection reset by peer")
+            return super().read(*args)
+
+    class FlakyFileSystem(MemoryFileSystem):
+        protocol = "kafkalogflaky"
+        store: dict = {}
+        pseudo_dirs = [""]
+
+        @classmethod
+        def _strip_protocol(cls, path: str) -> str:
+            if path.startswith("kafkalogflaky://"):
+                path = path[len("kafkalogflaky://") :]
+            return MemoryFileSystem._strip_protocol(path)
+
+        def _open(self, path, mode="rb", **kwargs):  # type: ignore[no-untyped-def]
+            f = super()._open(path, mode, **kwargs)
+            return FlakyFile(self, path, f.getvalue()) if "r" in mode else f
+
+    fsspec.register_implementation("kafkalogflaky", FlakyFileSystem, clobber=True)
+    fs = fsspec.filesystem("kafkalogflaky")
+    for d in SAMPLE_DIRS:
+        for f in (SAMPLES / d).iterdir():
+            fs.pipe(f"/archive/{d}/{f.name}", f.read_bytes())
+    return "kafkalogflaky://archive"
+
+
+@pytest.mark.parametrize("directory", ["magic2-zstd-0", "magic1-snappy-0", "magic0-gzip-0"])
+def test_transient_errors_are_retried(directory: str, caplog) -> None:
+    root = _flaky_store()
+    _Flaky.every, _Flaky.reads, _Flaky.failed = 2, 0, 0  # every other read fails
+    try:
+        with caplog.at_level(logging.INFO, logger="kafkalog"):
+            got = read_table(f"{root}/{directory}", remoteRetries="3", readAheadBytes="1k")
+    finally:
+        _Flaky.every = 0
+    assert _Flaky.failed > 0
+    assert got.equals(read_table(str(SAMPLES / directory)))
+    assert sum("retrying" in r.getMessage() for r in caplog.records) == _Flaky.failed
+
+
+def test_a_store_that_keeps_failing_names_the_uri_and_range() -> None:
+    root = _flaky_store()
+    _Flaky.every, _Flaky.reads = 1, 0
+    try:
+        with pytest.raises(StorageError) as exc:
+            read_table(f"{root}/magic2-none-0", remoteRetries="2")
+    finally:
+        _Flaky.every = 0
+    message = str(exc.value)
+    assert message.startswith(f"{root}/magic2-none-0/00000000000000000000.log: bytes [")
+    assert "after 3 attempts" in message and "connection reset" in message
+
+
+def test_cli_convert_reads_s3(s3_server, logs, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    o = [x for k, v in s3_server.options.items() for x in ("-o", f"{k}={v}")]
+    out = tmp_path / "out"
+    done = run_cli("convert", *o, "-q", f"{logs}/magic2-snappy-0", str(out), "--engine", "arrow")
+    assert done.returncode == 0, done.stderr
+    got = pq.read_table(out).sort_by("offset")
+    local = read_table(str(SAMPLES / "magic2-snappy-0"))
+    assert got.column("offset").to_pylist() == local.column("offset").to_pylist()
+    assert got.column("value").to_pylist() == local.column("value").to_pylist()

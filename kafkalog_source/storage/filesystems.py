@@ -132,6 +132,22 @@ def _masked(text: str, store_options: StoreOptions) -> str:
     return text
 
 
+_regions: dict[str, str | None] = {}
+
+
+def _bucket_region(bucket: str) -> str | None:
+    """The AWS region of ``bucket`` (one request, once per bucket and process); None when it
+    cannot be told (the SDK's default region applies then)."""
+    if bucket not in _regions:
+        from pyarrow import fs as pafs
+
+        try:
+            _regions[bucket] = pafs.resolve_s3_region(bucket)
+        except (OSError, ValueError):
+            _regions[bucket] = None
+    return _regions[bucket]
+
+
 def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
     """The filesystem and path of a remote ``uri``, the filesystem built (or reused) from the
     options. Raises :class:`OptionError` for a scheme no filesystem serves or bad arguments."""
@@ -150,7 +166,12 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
             retry = kwargs.pop(RETRY_ARG, None)
             if retry is not None:
                 kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retry)
-            fs = _filesystem(("s3", frozen), lambda: pafs.S3FileSystem(**kwargs))
+            region = None
+            if "region" not in kwargs and "endpoint_override" not in kwargs and parts.netloc:
+                region = _bucket_region(parts.netloc)  # AWS itself: the bucket's region
+                if region is not None:
+                    kwargs["region"] = region
+            fs = _filesystem(("s3", frozen, region), lambda: pafs.S3FileSystem(**kwargs))
             return Location(uri, fs, parts.netloc + parts.path, f"{scheme}://", "")
         if store == "gs":
             from pyarrow import fs as pafs
@@ -194,14 +215,17 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
 def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Location:
     try:
         import fsspec
-        from fsspec.registry import known_implementations
     except ImportError:
         raise OptionError(
             f"path {uri!r}: the {scheme}:// scheme needs fsspec (pip install 'kafkalog[fsspec]'); "
             "s3, gs, abfs and hdfs need nothing more"
         ) from None
-    if scheme not in known_implementations and scheme not in fsspec.available_protocols():
-        raise OptionError(f"path {uri!r}: no filesystem for the {scheme}:// scheme")
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ValueError:
+        raise OptionError(f"path {uri!r}: no filesystem for the {scheme}:// scheme") from None
+    except ImportError as exc:
+        raise OptionError(f"path {uri!r}: the {scheme}:// filesystem needs {exc}") from None
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     def build() -> Any:
