@@ -10,7 +10,11 @@ Each path may be (SEGMENT_SPEC §5):
   subdirectory that parses as a partition directory. So a partition directory and a log
   directory (``log.dirs`` entry) both work, and so does a log dir whose own name happens to look
   like a partition (``kafka-logs-1``);
-* with ``recursiveFileLookup``: every ``<20 digits>.log`` below the directory, at any depth.
+* with ``recursiveFileLookup``: every ``<20 digits>.log`` below the directory, at any depth;
+* Kafka tiered storage in the Aiven plugin's layout (:mod:`.tiered`): a directory named
+  ``{topic}-{topicId}`` holds ``{partition}`` directories of
+  ``{20 digits}-{segmentId}.log`` objects; topic, partition and base offset come from the key,
+  the segment's size from its ``.rsm-manifest`` (a ``.log`` without one is skipped and logged).
 
 Skipped without being read: ``.deleted``, ``.cleaned`` and ``.swap`` files, partition
 directories being deleted, moved or left stray (``-delete``, ``-future``, ``-stray``), and every
