@@ -626,3 +626,27 @@ def test_spark_read_of_a_tiered_bucket_in_s3(spark, s3_server, tmp_path: Path) -
     assert sorted((r["topic"], r["partition"], r["offset"]) for r in want) == sorted(
         (t, p, o) for t, p, o, *_ in got
     )
+
+
+def test_cli_verify_and_dump_read_the_layout(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    for i, log in enumerate(sorted((SAMPLES / "transactions-0").glob("*.log"))):
+        write_tiered(tmp_path, log, topic="transactions", chunk_size=700,
+                     segment_id=bytes([i] * 16))  # fmt: skip
+    root = tmp_path / "tiered"
+    ok = run_cli("verify", str(root))
+    want = run_cli("verify", str(SAMPLES / "transactions-0"))
+    assert ok.returncode == want.returncode == 0, ok.stderr
+    assert ok.stdout.splitlines()[-1] == want.stdout.splitlines()[-1]  # the same totals
+    log19 = next(root.glob("*/0/00000000000000000019-*.log"))
+    dump = run_cli("dump", str(log19))
+    assert dump.returncode == 0 and "Log starting offset: 19" in dump.stdout
+    assert "no base offset" not in dump.stdout + dump.stderr
+    # verify checks the .index held in the .indexes object
+    indexes = next(root.glob("*/0/00000000000000000000-*.indexes"))
+    blob = bytearray(indexes.read_bytes())
+    blob[4] ^= 0x7F  # the position of offset index entry 0
+    indexes.write_bytes(bytes(blob))
+    bad = run_cli("verify", str(root))
+    assert bad.returncode != 0 and "entry 0" in bad.stdout + bad.stderr
