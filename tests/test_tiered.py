@@ -501,6 +501,13 @@ def test_discovery_finds_the_layout_with_topic_partition_and_segment_size(tmp_pa
     assert not discover(
         parse_options({"pathGlobFilter": "0*.log", "allowEmpty": "true"}, paths=str(tmp_path))
     )
+    later = {"modifiedAfter": "2999-01-01T00:00:00", "allowEmpty": "true"}
+    assert not discover(parse_options(later, paths=str(tmp_path / "tiered")))
+    # verify's view of a partition directory: the base offsets of its segments
+    from kafkalog_source.storage.discovery import segment_bases
+
+    multi = next(p for p in (tmp_path / "tiered").iterdir() if p.name.startswith("multi-"))
+    assert segment_bases(str(multi / "0")) == [1000, 1048, 1096]
 
 
 def test_arrow_read_of_a_tiered_bucket_equals_the_broker_dirs(tmp_path: Path) -> None:

@@ -289,6 +289,7 @@ class _Collector:
         self.filtered = 0  # segment files left out by pathGlobFilter / modifiedBefore / After
         self.others = 0  # entries looked at that are not segment files
         self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
+        self.tiered: list[_Entry] = []  # tiered-storage .log objects whose manifests are unread
         self.local = _LocalLister()
         self._remote: _RemoteLister | None = None
 
@@ -419,37 +420,64 @@ class _Collector:
                 self.others += 1
 
     def add_tiered(self, entry: _Entry) -> None:
-        """A tiered-storage ``.log`` object: topic, partition and base offset from its key, its
-        size (the segment's, not the stored object's) from its manifest."""
-        from .tiered import parse_tiered_key
-
-        key = parse_tiered_key(entry.path)
-        assert key is not None
+        """A tiered-storage ``.log`` object: kept for :meth:`resolve_tiered` when the file
+        filters let it through."""
         o = self.options
         if o.path_glob_filter is not None and not fnmatch.fnmatchcase(
             entry.name, o.path_glob_filter
         ):
             self.filtered += 1
             return
-        try:
-            manifest = load_manifest(entry.path, lambda p: open_stored(p, o.store))
-        except FileNotFoundError:
-            self.note_tiered_orphan(entry.path)
+        if (o.modified_before is not None and not entry.mtime < o.modified_before) or (
+            o.modified_after is not None and not entry.mtime > o.modified_after
+        ):
+            self.filtered += 1
             return
-        except CorruptDataError as exc:
-            if not o.ignore_corrupt_files:
-                raise
-            msg = f"skipping {entry.path}: {exc} (ignoreCorruptFiles)"
-            if self.stats is not None:
-                self.stats.corrupt_files += 1
-                self.stats.record(
-                    ReadEvent("corrupt file", exc.reason, exc.path, message=msg), capped=False
-                )
-            else:
-                log.warning(msg)
+        self.tiered.append(entry)
+
+    def resolve_tiered(self) -> None:
+        """Add the tiered-storage segments found: topic, partition and base offset from the key,
+        the size (the segment's, not the stored object's) from the manifest, the manifests read
+        a few at a time."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .tiered import parse_tiered_key
+
+        pending, self.tiered = self.tiered, []
+        if not pending:
             return
-        sized = replace(entry, size=manifest.original_size)
-        self.add(sized, key.topic, key.partition, key.base_offset)
+        store = self.options.store
+
+        def load(entry: _Entry) -> Any:
+            try:
+                return load_manifest(entry.path, lambda p: open_stored(p, store))
+            except (FileNotFoundError, CorruptDataError) as exc:
+                return exc
+
+        workers = min(16, len(pending)) if any(is_remote(e.path) for e in pending) else 1
+        with ThreadPoolExecutor(workers, thread_name_prefix="kafkalog-manifests") as pool:
+            results = list(pool.map(load, pending))
+        for entry, manifest in zip(pending, results, strict=True):
+            if isinstance(manifest, FileNotFoundError):
+                self.note_tiered_orphan(entry.path)
+                continue
+            if isinstance(manifest, CorruptDataError):
+                if not self.options.ignore_corrupt_files:
+                    raise manifest
+                msg = f"skipping {entry.path}: {manifest} (ignoreCorruptFiles)"
+                if self.stats is not None:
+                    self.stats.corrupt_files += 1
+                    self.stats.record(
+                        ReadEvent("corrupt file", manifest.reason, manifest.path, message=msg),
+                        capped=False,
+                    )
+                else:
+                    log.warning(msg)
+                continue
+            key = parse_tiered_key(entry.path)
+            assert key is not None
+            sized = replace(entry, size=manifest.original_size)
+            self.add(sized, key.topic, key.partition, key.base_offset)
 
     def note_tiered_orphan(self, path: str) -> None:
         """A tiered ``.log`` object without its ``.rsm-manifest``: an upload the plugin had not
@@ -516,8 +544,8 @@ def parent_directory(path: str) -> str:
 
 
 def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int]:
-    """Base offsets of the ``<20 digits>.log`` files in a directory (local or remote); [] when it
-    cannot be listed."""
+    """Base offsets of the ``<20 digits>.log`` files (or tiered-storage ``.log`` objects) in a
+    directory (local or remote); [] when it cannot be listed."""
     lister: _LocalLister | _RemoteLister = (
         _RemoteLister(store) if is_remote(directory) else _LocalLister()
     )
@@ -525,7 +553,11 @@ def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int
         entries = lister.list_dir(directory) or []
     except (PathError, OptionError):
         return []
-    bases = (segment_base_offset(e.name) for e in entries if not e.is_dir)
+    bases = (
+        int(e.name[:20]) if is_tiered_log(e.path) else segment_base_offset(e.name)
+        for e in entries
+        if not e.is_dir
+    )
     return sorted(b for b in bases if b is not None)
 
 
@@ -609,6 +641,7 @@ def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[Segme
                     collector.scan_directory(path)
             else:
                 collector.add_explicit_file(entry)
+    collector.resolve_tiered()
     out = sorted(collector.found.values(), key=_sort_key)
     if not out and not options.allow_empty:
         raise PathError(_nothing_to_read(options, collector))

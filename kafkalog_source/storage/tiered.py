@@ -47,6 +47,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 import struct
 import threading
@@ -58,6 +59,7 @@ from typing import Any
 import zstandard
 
 from ..errors import CorruptDataError, DecompressionError, EncryptedSegmentError, FileChangedError
+from .filesystems import is_remote, local_path
 from .source import ByteSource
 
 LOG_SUFFIX = ".log"
@@ -569,18 +571,31 @@ def is_tiered_log(path: str) -> bool:
     return k is not None and k.suffix == LOG_SUFFIX
 
 
+def _cache_key(uri: str) -> tuple:
+    """A remote manifest is keyed by its URI: the plugin writes it once, under a segment id that
+    is never reused, so a cache hit costs no request. A local file (a copy one may edit) is keyed
+    by its size and modification time too."""
+    if is_remote(uri):
+        return (uri,)
+    try:
+        st = os.stat(local_path(uri))
+    except (OSError, ValueError):
+        return (uri, None)
+    return (uri, st.st_size, st.st_mtime_ns)
+
+
 def load_manifest(path: str, opener: Opener) -> TieredManifest:
     """The parsed manifest of the tiered segment whose ``.log`` (or other object) is ``path``,
-    read once per process (a segment id is never reused, so its manifest never changes; the
-    object's size is part of the cache key all the same)."""
+    read once per process (see :func:`_cache_key`); raises ``FileNotFoundError`` when there is
+    none and :class:`~kafkalog_source.errors.CorruptDataError` when it is malformed."""
     uri = tiered_sibling(path, MANIFEST_SUFFIX)
+    key = _cache_key(uri)
+    with _manifests_lock:
+        hit = _manifests.get(key)
+        if hit is not None:
+            _manifests.move_to_end(key)
+            return hit
     with opener(uri) as src:
-        key = (uri, src.size)
-        with _manifests_lock:
-            hit = _manifests.get(key)
-            if hit is not None:
-                _manifests.move_to_end(key)
-                return hit
         manifest = read_manifest(src)
     with _manifests_lock:
         _manifests[key] = manifest
