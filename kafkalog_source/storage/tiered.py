@@ -456,10 +456,10 @@ class ChunkedSource(ByteSource):
 
     def read_into(self, pos: int, buffer: Any) -> int:
         """See :meth:`ByteSource.read_into`."""
-        view = memoryview(buffer).cast("B")
-        end = min(pos + len(view), self.size)
         if pos < 0:
             raise ValueError(f"negative position {pos}")
+        view = memoryview(buffer).cast("B")
+        end = min(pos + len(view), self.size)
         got = 0
         chunk_size = self.manifest.chunk_size
         while pos + got < end:
