@@ -249,6 +249,10 @@ class ReadOptions:
     ignore_missing_files: bool = False
     ignore_corrupt_files: bool = False
     allow_empty: bool = False  # a path with no segment file reads as empty instead of failing
+    # streams (readStream): admission control per micro-batch, as Spark's Kafka and file sources
+    max_offsets_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    max_files_per_trigger: int | None = None
     # planning: walk a remote segment's batch headers to split it or find an offset bound when it
     # has no usable .index (downloads the segment on the driver); false: such a segment is one piece
     remote_header_walk: bool = False
@@ -361,14 +365,26 @@ def _partition_json(
 def _offsets(name: str, v: Any, default: str) -> str | PartitionMap:
     if isinstance(v, str) and v.strip().lower() in ("earliest", "latest"):
         s = v.strip().lower()
-        if name == "startingOffsets" and s == "latest":
-            # Spark allows it for streaming only; for a batch read of an archive it is empty.
-            raise OptionError("option 'startingOffsets': 'latest' is not allowed for batch reads")
+        # startingOffsets=latest is for streams only: the batch planner refuses it (check_batch)
         if name == "endingOffsets" and s == "earliest":
             raise OptionError("option 'endingOffsets': 'earliest' is not allowed for batch reads")
         return s
-    forbid = LATEST if name == "startingOffsets" else EARLIEST
+    forbid = None if name == "startingOffsets" else EARLIEST  # latest (-1): streams only
     return _partition_json(name, v, allow_special=True, forbid=forbid)
+
+
+def check_batch(o: ReadOptions) -> None:
+    """Refuse what only a stream may use: a start at the latest offset (a batch read of an
+    archive from its end is empty), as Spark's Kafka source does for batch queries."""
+    if o.starting_offsets == "latest":
+        raise OptionError("option 'startingOffsets': 'latest' is not allowed for batch reads")
+    if isinstance(o.starting_offsets, dict):
+        for (topic, part), v in sorted(o.starting_offsets.items()):
+            if v == LATEST:
+                raise OptionError(
+                    f"option 'startingOffsets': {topic}-{part}: latest (-1) is not allowed for "
+                    "batch reads"
+                )
 
 
 def _timestamp_ms(name: str, v: Any) -> float:
@@ -436,6 +452,9 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     "readAheadRequests": ("store.read_ahead_requests", lambda n, v: _int(n, v, 0)),
     "remoteRetries": ("store.retries", lambda n, v: _int(n, v, 0)),
     "remoteHeaderWalk": ("remote_header_walk", _bool),
+    "maxOffsetsPerTrigger": ("max_offsets_per_trigger", lambda n, v: _int(n, v, 1)),
+    "maxBytesPerTrigger": ("max_bytes_per_trigger", _size),
+    "maxFilesPerTrigger": ("max_files_per_trigger", lambda n, v: _int(n, v, 1)),
 }
 _BY_LOWER = {k.lower(): k for k in _PARSERS}
 
@@ -541,6 +560,17 @@ def _check_combinations(o: ReadOptions) -> None:
         raise OptionError(f"options {' and '.join(starts)} both set a start; use only one")
     if len(ends) > 1:
         raise OptionError(f"options {' and '.join(ends)} both set an end; use only one")
+    limits = [
+        n
+        for n, v in (
+            ("maxOffsetsPerTrigger", o.max_offsets_per_trigger),
+            ("maxBytesPerTrigger", o.max_bytes_per_trigger),
+            ("maxFilesPerTrigger", o.max_files_per_trigger),
+        )
+        if v is not None
+    ]
+    if len(limits) > 1:  # Spark gives a Python stream one read limit
+        raise OptionError(f"options {' and '.join(limits)} both limit a micro-batch; use one")
     if o.modified_before is not None and o.modified_after is not None:
         if o.modified_after >= o.modified_before:
             raise OptionError("option 'modifiedAfter' must be earlier than 'modifiedBefore'")

@@ -177,3 +177,156 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+# -- object storage: Azure Blob Storage through Azurite (the Azure emulator, from npm) -------------
+
+# Azurite's well-known development account (public, documented by Microsoft: not a secret)
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+class AzuriteServer:
+    """An Azurite blob service this test session started: its reader options and a filesystem."""
+
+    def __init__(self, authority: str) -> None:
+        self.authority = authority
+        # what a user passes to read from it; Azurite has no DFS (hierarchical namespace)
+        # endpoint, but pyarrow probes the DFS authority for it, so both point at Azurite
+        self.options = {
+            "fs.abfs.account_key": AZURITE_KEY,
+            "fs.abfs.blob_storage_authority": authority,
+            "fs.abfs.blob_storage_scheme": "http",
+            "fs.abfs.dfs_storage_authority": authority,
+            "fs.abfs.dfs_storage_scheme": "http",
+        }
+        from pyarrow import fs as pafs
+
+        self.fs = pafs.AzureFileSystem(
+            account_name=AZURITE_ACCOUNT,
+            account_key=AZURITE_KEY,
+            blob_storage_authority=authority,
+            blob_storage_scheme="http",
+            dfs_storage_authority=authority,
+            dfs_storage_scheme="http",
+        )
+        self._containers: set[str] = set()
+
+    def uri(self, path: str) -> str:
+        """The ``abfs://`` URI of ``container/some/path``."""
+        container, _, rest = path.partition("/")
+        return f"abfs://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net/{rest}".rstrip("/")
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write one blob ``container/path`` (creating the container once)."""
+        container = path.split("/", 1)[0]
+        if container not in self._containers:
+            self.fs.create_dir(container)
+            self._containers.add(container)
+        with self.fs.open_output_stream(path) as f:
+            f.write(data)
+
+    def upload(self, local: Path, prefix: str) -> str:
+        """Copy a local file or directory tree to ``prefix`` (``container/some/dir``); return the
+        ``abfs://`` URI of the copy."""
+        local = Path(local)
+        if local.is_file():
+            self.put(prefix, local.read_bytes())
+        else:
+            for f in sorted(local.rglob("*")):
+                if f.is_file():
+                    self.put(f"{prefix}/{f.relative_to(local).as_posix()}", f.read_bytes())
+        return self.uri(prefix)
+
+
+def _azurite_command() -> list[str]:
+    """How to run Azurite's blob service here: ``$KAFKALOG_AZURITE`` (the ``azurite-blob``
+    script; set by .ci/run), ``azurite-blob`` on PATH, in .ci/.azurite or ./node_modules, or
+    ``npx --no-install azurite-blob``. Skips the calling test when there is none."""
+    import shlex
+    import shutil
+
+    given = os.environ.get("KAFKALOG_AZURITE")
+    if given:  # asked for explicitly: a wrong value is an error, not a skip
+        cmd = shlex.split(given)
+        if not (Path(cmd[0]).is_file() or shutil.which(cmd[0])):
+            raise RuntimeError(f"KAFKALOG_AZURITE={given!r}: no such program")
+        return cmd
+    if shutil.which("node") is None:
+        pytest.skip("Azurite tests need Node.js (node is not on PATH)")
+    for candidate in (
+        shutil.which("azurite-blob"),
+        ROOT / ".ci" / ".azurite" / "node_modules" / ".bin" / "azurite-blob",
+        ROOT / "node_modules" / ".bin" / "azurite-blob",
+    ):
+        if candidate and Path(candidate).is_file():
+            return [str(candidate)]
+    npx = shutil.which("npx")
+    if npx is not None:
+        try:
+            probe = subprocess.run(
+                [npx, "--no-install", "azurite-blob", "--version"],
+                capture_output=True,
+                timeout=60,
+                cwd=ROOT,
+            )
+        except subprocess.TimeoutExpired:
+            probe = None
+        if probe is not None and probe.returncode == 0:
+            return [npx, "--no-install", "azurite-blob"]
+    pytest.skip(
+        "Azurite is not installed (npm install --prefix .ci/.azurite azurite@3.35.0, "
+        "or set KAFKALOG_AZURITE to its azurite-blob script)"
+    )
+
+
+@pytest.fixture(scope="session")
+def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Start Azurite's blob service on 127.0.0.1 for the session; stop it at the end."""
+    import signal
+    import time
+    import urllib.error
+    import urllib.request
+
+    cmd = _azurite_command()
+    port = _free_port()
+    workdir = tmp_path_factory.mktemp("azurite")
+    log_file = workdir / "azurite.log"
+    args = ["--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(workdir)]
+    args += ["--skipApiVersionCheck", "--loose", "--disableTelemetry", "--silent"]
+    with open(log_file, "wb") as out:
+        # its own process group: npx runs Azurite in a child process, stopped with it
+        proc = subprocess.Popen(
+            [*cmd, *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,  # where npx looks for node_modules
+            start_new_session=True,
+        )
+    authority = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"http://{authority}/{AZURITE_ACCOUNT}?comp=list", timeout=2)
+            break
+        except urllib.error.HTTPError:
+            break  # it answers (unsigned requests are refused): it is up
+        except OSError as exc:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                raise RuntimeError(
+                    f"Azurite did not start: {log_file.read_text()[-2000:]}"
+                ) from exc
+            time.sleep(0.2)
+    try:
+        yield AzuriteServer(authority)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -7,7 +7,18 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kafkalog_source"
 # bottom first, as the README's Architecture section lists them
-LAYERS = ["kernel", "codecs", "storage", "framing", "arrow", "planning", "reader", "spark", "cli"]
+LAYERS = [
+    "kernel",
+    "codecs",
+    "storage",
+    "framing",
+    "arrow",
+    "planning",
+    "reader",
+    "streaming",
+    "spark",
+    "cli",
+]
 SHARED = {"errors", "logformat", "options", "stats"}  # modules any layer may use
 
 

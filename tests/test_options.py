@@ -28,10 +28,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_segments"
         ({"mode": "lenient"}, "option 'mode': expected one of FAILFAST, DROPMALFORMED, PERMISSIVE"),
         ({"isolationLevel": "serializable"}, "option 'isolationLevel': expected one of"),
         ({"compiledCodecs": "off"}, "option 'compiledCodecs': expected true or false"),
-        ({"startingOffsets": "latest"}, "'latest' is not allowed for batch reads"),
         ({"endingOffsets": "earliest"}, "'earliest' is not allowed for batch reads"),
         # Spark's Kafka source rejects these for batch queries too: -1 = latest, -2 = earliest
-        ({"startingOffsets": '{"t":{"0":-1}}'}, "t-0: latest (-1) is not allowed for batch"),
         ({"endingOffsets": '{"t":{"3":-2}}'}, "t-3: earliest (-2) is not allowed for batch"),
         ({"startingOffsets": '{"t":{"0":-5}}'}, "t-0: -5 is not an offset"),
         ({"startingOffsets": "{not json"}, "option 'startingOffsets': not valid JSON"),
@@ -111,3 +109,18 @@ def test_the_arrow_api_rejects_unknown_options() -> None:
         kl.read_table(SAMPLES / "magic2-none-0", includeHeader=False)
     with pytest.raises(OptionError, match="option 'mode'"):
         next(kl.iter_batches(SAMPLES / "magic2-none-0", mode="skip"))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("latest", "'latest' is not allowed for batch reads"),
+        ('{"t":{"0":-1}}', "t-0: latest (-1) is not allowed for batch"),
+    ],
+)
+def test_a_latest_start_is_for_streams_only(value: str, message: str) -> None:
+    from kafkalog_source.options import check_batch
+
+    opts = parse_options({"startingOffsets": value})  # a stream may start at the latest offset
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_batch(opts)

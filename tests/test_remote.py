@@ -383,3 +383,13 @@ def test_cli_convert_reads_s3(s3_server, logs, tmp_path: Path) -> None:
     local = read_table(str(SAMPLES / "magic2-snappy-0"))
     assert got.column("offset").to_pylist() == local.column("offset").to_pylist()
     assert got.column("value").to_pylist() == local.column("value").to_pylist()
+
+
+def test_read_committed_over_s3_equals_local(s3_server, logs) -> None:
+    """The transaction scan lists the partition's segments in the bucket and reads its markers."""
+    for d in [d for d in SAMPLE_DIRS if "transaction" in d or "txn" in d]:
+        opts = dict(s3_server.options, isolationLevel="read_committed")
+        remote = read_table(f"{logs}/{d}", **opts)
+        local = read_table(str(SAMPLES / d), isolationLevel="read_committed")
+        assert remote.equals(local)
+        assert remote.num_rows < read_table(str(SAMPLES / d)).num_rows  # some were aborted

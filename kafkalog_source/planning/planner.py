@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 
-from ..options import ReadOptions
+from ..options import ReadOptions, check_batch
 from ..storage.discovery import SegmentFile, discover, parent_directory
 from ..storage.filesystems import is_remote
 from ..storage.source import remote_totals, using_store
@@ -75,6 +75,7 @@ def plan(
     pruning: Pruning | None = None,
 ) -> list[Split]:
     """Plan a read: the splits (Spark input partitions) covering every batch the query needs."""
+    check_batch(options)
     before = remote_totals()
     with using_store(options.store):
         splits = _plan(options, segments, pruning)

@@ -43,7 +43,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..framing.headers import LEGACY_MIN_SIZE, PREFIX_SIZE
-from ..storage.discovery import SEGMENT_NAME, SegmentFile
+from ..storage.discovery import SEGMENT_NAME, SegmentFile, parent_directory, segment_bases
+from ..storage.filesystems import is_remote
 from ..storage.indexes import sibling_path
 from ..storage.source import open_source
 from . import markers
@@ -197,6 +198,10 @@ def _offset_at(path: str, pos: int) -> int | None:
     return offset
 
 
+def _key(path: str) -> str:
+    return path if is_remote(path) else os.path.realpath(path)
+
+
 def _log_files(segments: Iterable[SegmentFile | str]) -> list[tuple[str, int | None]]:
     """The files of the partition log the segments belong to: every ``<20 digits>.log`` in their
     directory, plus the given files themselves, in base-offset order."""
@@ -207,18 +212,12 @@ def _log_files(segments: Iterable[SegmentFile | str]) -> list[tuple[str, int | N
         if base is None:
             m = SEGMENT_NAME.match(os.path.basename(path))
             base = int(m.group(1)) if m else None
-        files.setdefault(os.path.realpath(path), (path, base))
-        dirs.add(os.path.dirname(os.path.abspath(path)))
+        files.setdefault(_key(path), (path, base))
+        dirs.add(parent_directory(path))
     for d in dirs:
-        try:
-            names = os.listdir(d)
-        except OSError:
-            continue
-        for name in names:
-            m = SEGMENT_NAME.match(name)
-            if m:
-                p = os.path.join(d, name)
-                files.setdefault(os.path.realpath(p), (p, int(m.group(1))))
+        for base in segment_bases(d):
+            p = f"{d}/{base:020d}.log" if is_remote(d) else os.path.join(d, f"{base:020d}.log")
+            files.setdefault(_key(p), (p, base))
     return sorted(
         files.values(),
         key=lambda pb: (0, pb[1], pb[0]) if pb[1] is not None else (1, 0, pb[0]),

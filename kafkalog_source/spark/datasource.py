@@ -65,7 +65,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    Filter,
+    InputPartition,
+)
 from pyspark.sql.pandas.types import to_arrow_schema  # needs pyarrow only, not pandas
 from pyspark.sql.types import StructType
 
@@ -133,6 +139,14 @@ class KafkaLogDataSource(DataSource):
         pushdown = FILTER_PRUNING and _in_pushdown_worker()
         cls = KafkaLogPushdownReader if pushdown else KafkaLogReader
         return cls(self.read_options, projection, arrow_schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A stream reader (``spark.readStream``) for ``schema``, see :mod:`.stream`."""
+        from .stream import KafkaLogStreamReader
+
+        projection, arrow_schema = check_schema(schema, output_projection(self.read_options))
+        rename = None if arrow_schema.equals(projection.schema) else arrow_schema
+        return KafkaLogStreamReader(self.read_options, projection, rename)
 
 
 def _in_pushdown_worker() -> bool:

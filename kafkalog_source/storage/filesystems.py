@@ -28,8 +28,11 @@ Filesystems are built once per process and per configuration.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -148,10 +151,32 @@ def _bucket_region(bucket: str) -> str | None:
     return _regions[bucket]
 
 
+_current_store: contextvars.ContextVar[StoreOptions | None] = contextvars.ContextVar(
+    "kafkalog_store", default=None
+)
+
+
+@contextlib.contextmanager
+def using_store(store: StoreOptions | None) -> Iterator[None]:
+    """Within the block, opening or listing a remote path with no store options given uses
+    ``store`` (the options of the read being planned, or of the command being run)."""
+    token = _current_store.set(store)
+    try:
+        yield
+    finally:
+        _current_store.reset(token)
+
+
+def current_store() -> StoreOptions | None:
+    """The store options of the enclosing :func:`using_store` block, if any."""
+    return _current_store.get()
+
+
 def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
     """The filesystem and path of a remote ``uri``, the filesystem built (or reused) from the
-    options. Raises :class:`OptionError` for a scheme no filesystem serves or bad arguments."""
-    so = store_options or StoreOptions()
+    options (by default those of the enclosing :func:`using_store`). Raises
+    :class:`OptionError` for a scheme no filesystem serves or bad arguments."""
+    so = store_options or _current_store.get() or StoreOptions()
     scheme = scheme_of(uri)
     if scheme is None or scheme == "file":
         raise ValueError(f"{uri}: not a remote URI")
@@ -243,4 +268,13 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
     return Location(uri, fs, path, f"{scheme}://", strip)
 
 
-__all__ = ["Location", "display_uri", "is_remote", "local_path", "resolve", "scheme_of"]
+__all__ = [
+    "Location",
+    "current_store",
+    "display_uri",
+    "is_remote",
+    "local_path",
+    "resolve",
+    "scheme_of",
+    "using_store",
+]

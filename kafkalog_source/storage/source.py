@@ -17,21 +17,26 @@ A source counts what it does (``bytes_read``, ``requests``): a remote store bill
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
 import os
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..errors import FileChangedError, StorageError
 from ..options import StoreOptions
-from .filesystems import Location, display_uri, is_remote, local_path, resolve
+from .filesystems import (
+    Location,
+    current_store,
+    display_uri,
+    is_remote,
+    local_path,
+    resolve,
+    using_store,
+)
 
 log = logging.getLogger("kafkalog")
 
@@ -330,22 +335,6 @@ class RemoteFileSource(ByteSource):
             pass
 
 
-_current_store: contextvars.ContextVar[StoreOptions | None] = contextvars.ContextVar(
-    "kafkalog_store", default=None
-)
-
-
-@contextlib.contextmanager
-def using_store(store: StoreOptions | None) -> Iterator[None]:
-    """Within the block, :func:`open_source` and :func:`file_stat` calls that pass no store use
-    ``store`` (the options of the read being planned or the command being run)."""
-    token = _current_store.set(store)
-    try:
-        yield
-    finally:
-        _current_store.reset(token)
-
-
 def open_source(path: str, store: StoreOptions | None = None) -> ByteSource:
     """Open ``path`` for ranged reads: a local path, a ``file:`` URI, or a remote URI read through
     the filesystem that ``store`` (the options' :class:`StoreOptions`; by default the one of the
@@ -356,7 +345,7 @@ def open_source(path: str, store: StoreOptions | None = None) -> ByteSource:
     :class:`~.tiered.ChunkedSource` when it is compressed.
 
     Raises what opening the file raises (``FileNotFoundError``, ...)."""
-    store = store or _current_store.get()
+    store = store or current_store()
     from .tiered import is_tiered_log, open_tiered_log
 
     if is_tiered_log(path):
@@ -366,7 +355,7 @@ def open_source(path: str, store: StoreOptions | None = None) -> ByteSource:
 
 def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
     """The object or file at ``path`` as it is stored (no tiered-storage decoding)."""
-    store = store or _current_store.get()
+    store = store or current_store()
     if is_remote(path):
         return RemoteFileSource(resolve(path, store), store)
     return LocalFileSource(local_path(path))
@@ -376,7 +365,7 @@ def file_stat(path: str, store: StoreOptions | None = None) -> tuple[int, int, s
     """``(size, mtime_ns, identity)`` of a file or object; None when it does not exist or cannot
     be looked up. Identity is the real path of a local file, the URI of an object."""
     if is_remote(path):
-        loc = resolve(path, store or _current_store.get())
+        loc = resolve(path, store)
         try:
             info = loc.fs.get_file_info(loc.path)
         except OSError:

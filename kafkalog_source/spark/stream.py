@@ -1,0 +1,119 @@
+"""``spark.readStream.format("kafkalog")``: a ``DataSourceStreamReader`` over a growing archive.
+
+The offsets, limits and micro-batch plans are :class:`~kafkalog_source.streaming.source.
+StreamSource`'s; this module maps them to Spark's stream reader API (Spark >= 4.2: read limits,
+``reportLatestOffset`` and ``SupportsTriggerAvailableNow``). Each micro-batch's splits are
+decoded by the same reader as a batch read. Spark keeps this object on the driver for the whole
+query, so the archive's listing and the walks of growing segments are cached between triggers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from ..arrow.schema import Projection
+from ..options import ReadOptions
+from ..stats import ReadStats
+from ..streaming.source import (
+    Limit,
+    StreamSource,
+    offsets_from_json,
+    offsets_to_json,
+    reader_options,
+    stream_fail_on_data_loss,
+)
+
+log = logging.getLogger("kafkalog")
+
+
+class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of the records appended to an archive since the last one."""
+
+    def __init__(
+        self, options: ReadOptions, projection: Projection, rename: pa.Schema | None
+    ) -> None:
+        self.read_options = reader_options(options)
+        self.projection = projection
+        self.rename = rename
+        self.source = StreamSource(options, stream_fail_on_data_loss(options))
+        self._latest: dict | None = None
+
+    def initialOffset(self) -> dict:
+        """The first run's start: startingOffsets / startingTimestamp / ...ByTimestamp."""
+        return offsets_to_json(self.source.initial())
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """maxOffsetsPerTrigger, maxBytesPerTrigger or maxFilesPerTrigger, else everything."""
+        o = self.read_options
+        if o.max_offsets_per_trigger is not None:
+            return ReadMaxRows(o.max_offsets_per_trigger)
+        if o.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(o.max_bytes_per_trigger)
+        if o.max_files_per_trigger is not None:
+            return ReadMaxFiles(o.max_files_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """The end of the next micro-batch (``start`` when nothing is new)."""
+        end = self.source.latest(offsets_from_json(start), _limit(limit))
+        self._latest = offsets_to_json(self.source.latest(end, Limit()))
+        return offsets_to_json(end)
+
+    def reportLatestOffset(self) -> dict | None:
+        """Every partition's available end, for the query's progress."""
+        return self._latest
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: read what is there now, in bounded micro-batches, then stop."""
+        self.source.prepare_available_now()
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        """The splits reading ``start <= offset < end`` in every partition."""
+        from .datasource import SplitPartition
+
+        splits = self.source.plan(offsets_from_json(start), offsets_from_json(end))
+        return [SplitPartition(s) for s in splits]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Decode one split, as a batch read does."""
+        from .datasource import SplitPartition, _log_summary
+
+        if not isinstance(partition, SplitPartition):
+            return
+        from ..reader import read_split
+
+        stats = ReadStats()
+        for batch in read_split(partition.split, self.read_options, self.projection, stats):
+            if self.rename is not None:
+                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.rename)
+            yield batch
+        _log_summary(partition.split, stats)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the archive is only read."""
+
+    def stop(self) -> None:
+        """Nothing to release."""
+
+
+def _limit(limit: Any) -> Limit:
+    if isinstance(limit, ReadMaxRows):
+        return Limit("offsets", limit.max_rows)
+    if isinstance(limit, ReadMaxBytes):
+        return Limit("bytes", limit.max_bytes)
+    if isinstance(limit, ReadMaxFiles):
+        return Limit("files", limit.max_files)
+    return Limit()

@@ -1,0 +1,434 @@
+"""The driver side of a stream over a growing archive: offsets, limits and micro-batch plans.
+
+Offsets are per topic and partition, the next offset to read, shaped like those of Spark's Kafka
+source (``{"orders": {"0": 1234, "1": 99}}``). A micro-batch from ``start`` to ``end`` reads, in
+every partition, the records with ``start <= offset < end``: the batch planner does that exactly
+(``startingOffsets`` / ``endingOffsets`` maps), cutting ranges on batch boundaries and dropping
+the records outside the bounds, so a micro-batch boundary may fall inside a Kafka batch and no
+record is read twice or skipped.
+
+**What is available.** A partition's end is the offset after the last complete batch of its last
+segment: the last segment may still be growing, and a batch being appended (a truncated tail)
+ends it quietly. The end is found by walking batch headers from the last ``.index`` entry, and
+each later trigger walks only the bytes appended since (the walk is cached per segment file).
+With ``isolationLevel=read_committed`` the end is also at most the partition's last stable
+offset: the first offset of a transaction still undecided in the data (no marker yet), so its
+records come in the micro-batch that sees its marker.
+
+**Admission control** (Spark's names): ``maxOffsetsPerTrigger`` (offsets), ``maxBytesPerTrigger``
+(segment bytes, estimated within a segment from its offsets and size) and ``maxFilesPerTrigger``
+(segment files touched). A limit is shared between partitions in proportion to their backlog, as
+Spark's Kafka source does, and every micro-batch makes progress.
+
+**Data loss.** A partition whose next offset lies below its first segment's base offset lost
+records to retention; a partition that disappears lost all that was not read. With
+``failOnDataLoss`` (true by default for streams, as in Spark's Kafka source) the query fails
+naming the partition and offsets; with false the loss is logged, counted in :attr:`lost`, and the
+stream goes on from the earliest offset. A segment rewritten by compaction keeps its offsets, so
+it is not read again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..arrow.schema import output_projection
+from ..errors import DataLossError, OptionError
+from ..options import EARLIEST, LATEST, ReadOptions
+from ..planning.planner import plan
+from ..planning.probe import SegmentProbe
+from ..planning.splits import NO_LIMIT, Split
+from ..planning.transactions import log_transactions
+from ..storage.discovery import SegmentFile, discover, parent_directory
+from ..storage.filesystems import using_store
+
+log = logging.getLogger("kafkalog")
+
+PartitionKey = tuple[str, int]
+Offsets = dict[PartitionKey, int]
+
+
+def offsets_to_json(offsets: Offsets) -> dict[str, dict[str, int]]:
+    """``{(topic, partition): offset}`` → ``{"topic": {"partition": offset}}`` (sorted)."""
+    out: dict[str, dict[str, int]] = {}
+    for (topic, part), off in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(part)] = int(off)
+    return out
+
+
+def offsets_from_json(data: Any) -> Offsets:
+    """The inverse of :func:`offsets_to_json`; OptionError for anything else."""
+    out: Offsets = {}
+    if not isinstance(data, dict):
+        raise OptionError(f"stream offsets must be a JSON object, got {data!r}")
+    for topic, parts in data.items():
+        if not isinstance(parts, dict):
+            raise OptionError(f"stream offsets of topic {topic!r} must be an object")
+        for part, off in parts.items():
+            try:
+                out[(str(topic), int(part))] = int(off)
+            except (TypeError, ValueError):
+                raise OptionError(
+                    f"stream offset {topic}-{part}: not an integer: {off!r}"
+                ) from None
+    return out
+
+
+@dataclass(frozen=True)
+class Limit:
+    """How much one micro-batch may take: ``kind`` is ``all``, ``offsets``, ``bytes`` or
+    ``files``, ``amount`` the maximum."""
+
+    kind: str = "all"
+    amount: int = 0
+
+
+@dataclass
+class PartitionLog:
+    """One partition of the archive as the stream sees it now."""
+
+    key: PartitionKey
+    segments: list[SegmentFile]  # in base-offset order
+    earliest: int  # the first segment's base offset
+    end: int  # the offset after the last complete batch (capped by the LSO, read_committed)
+
+
+@dataclass
+class _EndCache:
+    size: int
+    mtime: float
+    last_pos: int  # start of the last complete batch walked (-1: none)
+    end: int  # the offset after it
+
+
+@dataclass
+class StreamSource:
+    """Offsets and micro-batch plans over the archive that ``options`` names."""
+
+    options: ReadOptions
+    fail_on_data_loss: bool = True
+    lost: int = 0  # offsets lost to retention (failOnDataLoss=false)
+    _ends: dict[str, _EndCache] = field(default_factory=dict)
+    _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
+
+    # -- what the archive holds ---------------------------------------------------------------
+    def snapshot(self) -> dict[PartitionKey, PartitionLog]:
+        """List the archive and find each partition's available end (cheap after the first
+        call: only bytes appended since the last call are walked)."""
+        with using_store(self.options.store):
+            segments = discover(self.options.replace(allow_empty=True))
+            groups: dict[PartitionKey, list[SegmentFile]] = {}
+            homes: dict[PartitionKey, str] = {}
+            for seg in segments:
+                key = seg.partition_key
+                if key is None:
+                    raise OptionError(
+                        f"{seg.path}: a stream needs each segment in a <topic>-<partition> "
+                        "directory (its offsets are kept per topic and partition)"
+                    )
+                home = parent_directory(seg.path)
+                if homes.setdefault(key, home) != home:
+                    raise OptionError(
+                        f"partition {key[0]}-{key[1]} is in two directories ({homes[key]} and "
+                        f"{home}); a stream reads each partition from one place"
+                    )
+                groups.setdefault(key, []).append(seg)
+            out: dict[PartitionKey, PartitionLog] = {}
+            live = set()
+            for key, segs in groups.items():
+                segs.sort(key=lambda s: s.base_offset if s.base_offset is not None else -1)
+                earliest = segs[0].base_offset or 0
+                end = self._end_of(segs[-1], earliest)
+                live.add(segs[-1].path)
+                if self.options.isolation_level == "read_committed":
+                    lso = log_transactions(segs).last_stable_offset
+                    if lso < end:
+                        end = max(lso, earliest)
+                out[key] = PartitionLog(key, segs, earliest, end)
+            for path in list(self._ends):
+                if path not in live:
+                    del self._ends[path]
+        return out
+
+    def _end_of(self, seg: SegmentFile, floor: int) -> int:
+        """The offset after the last complete batch of ``seg`` (its base offset when it has none)."""
+        base = seg.base_offset if seg.base_offset is not None else floor
+        hit = self._ends.get(seg.path)
+        if hit is not None and hit.size == seg.size and hit.mtime == seg.mtime:
+            return hit.end
+        probe = SegmentProbe(seg)
+        try:
+            start = None
+            if hit is not None and hit.size <= seg.size and hit.last_pos >= 0:
+                start = hit.last_pos  # appended to: walk only what is new
+                end = hit.end
+            else:
+                h = probe.index_start(NO_LIMIT - 1)  # the last entry of the .index that checks out
+                start = h.position if h is not None else 0
+                end = base
+            last_pos = -1 if hit is None or hit.size > seg.size else hit.last_pos
+            for h in probe.walk(start, required=True):
+                last_pos, end = h.position, max(end, h.last_offset + 1)
+            if probe.walk_error is not None:
+                self._damaged(seg, probe.walk_error)
+        finally:
+            probe.close()
+        self._ends[seg.path] = _EndCache(seg.size, seg.mtime, last_pos, end)
+        return end
+
+    def _damaged(self, seg: SegmentFile, error: Exception) -> None:
+        o = self.options
+        if o.mode == "FAILFAST" and not o.ignore_corrupt_files:
+            raise error
+        log.warning(
+            "%s: the stream stops before damage in the last segment (%s); data after it is read "
+            "once a later segment exists",
+            seg.path,
+            error,
+        )
+
+    # -- offsets ------------------------------------------------------------------------------
+    def initial(self) -> Offsets:
+        """Where a new query starts: ``startingOffsets`` (earliest, latest or a JSON map), or the
+        first offset at or after ``startingTimestamp`` / ``startingOffsetsByTimestamp``."""
+        logs = self.snapshot()
+        o = self.options
+        out: Offsets = {}
+        for key, p in logs.items():
+            if isinstance(o.starting_offsets, dict):
+                v = o.starting_offsets.get(key, EARLIEST)
+                out[key] = p.earliest if v == EARLIEST else p.end if v == LATEST else v
+            else:
+                out[key] = p.end if o.starting_offsets == "latest" else p.earliest
+        ts = {k: o.starting_timestamp for k in logs} if o.starting_timestamp is not None else {}
+        if o.starting_offsets_by_timestamp is not None:
+            ts.update({k: t for k, t in o.starting_offsets_by_timestamp.items() if k in logs})
+        for key, t in ts.items():
+            out[key] = self._offset_for_time(logs[key], t)
+        return out
+
+    def _offset_for_time(self, p: PartitionLog, t: int) -> int:
+        """The first offset of ``p`` whose timestamp is >= ``t``; ``p.end`` when there is none."""
+        opts = self.options.replace(
+            starting_offsets="earliest",
+            ending_offsets={p.key: p.end},
+            starting_timestamp=None,
+            starting_offsets_by_timestamp={p.key: t},
+            ending_timestamp=None,
+            ending_offsets_by_timestamp=None,
+            include_headers=False,
+            max_partition_bytes=1 << 62,  # one range per segment, read in offset order below
+        )
+        ranges = sorted(
+            (r for split in plan(opts, p.segments) for r in split.ranges),
+            key=lambda r: (r.segment_base_offset or 0, r.start),
+        )
+        from ..reader import read_range  # the kernels: only for a timestamp start
+
+        projection = output_projection(opts)
+        for rng in ranges:
+            for batch in read_range(rng, opts, projection):  # the batch holding the answer
+                if batch.num_rows:
+                    return int(batch.column("offset")[0].as_py())
+        return p.end
+
+    def latest(self, start: Offsets, limit: Limit) -> Offsets:
+        """The end of the next micro-batch from ``start``: everything available (within the
+        AvailableNow target), cut by ``limit``; ``start`` itself when there is nothing new."""
+        logs = self.snapshot()
+        start = self._checked_start(start, logs)
+        avail: Offsets = {}
+        for key, p in logs.items():
+            end = p.end
+            if self._target is not None:
+                if key not in self._target:
+                    continue
+                end = min(end, self._target[key])
+            avail[key] = max(end, start.get(key, p.earliest))
+        out = dict(start)
+        begin = {k: start.get(k, logs[k].earliest) for k in avail}
+        out.update(_admit(begin, avail, limit, logs))
+        return out
+
+    def _checked_start(self, start: Offsets, logs: dict[PartitionKey, PartitionLog]) -> Offsets:
+        """``start`` with retention losses applied (or raised, with failOnDataLoss)."""
+        out = dict(start)
+        for key, off in start.items():
+            p = logs.get(key)
+            if p is None:
+                self._loss(f"partition {key[0]}-{key[1]} is gone from the archive", key, off, None)
+                continue
+            if off < p.earliest:
+                self._loss(
+                    f"partition {key[0]}-{key[1]}: offsets {off} to {p.earliest - 1} were deleted "
+                    "(retention) before the stream read them",
+                    key,
+                    off,
+                    p.earliest,
+                )
+                out[key] = p.earliest
+            elif off > p.end and self._target is None:
+                log.warning(
+                    "partition %s-%d: the stream is at offset %d but the archive ends at %d "
+                    "(replaced or truncated?); waiting for offsets past %d",
+                    key[0],
+                    key[1],
+                    off,
+                    p.end,
+                    off,
+                )
+        return out
+
+    def _loss(self, message: str, key: PartitionKey, lo: int, hi: int | None) -> None:
+        if self.fail_on_data_loss:
+            raise DataLossError(
+                f"{message}. Set failOnDataLoss=false to log such losses and go on", None, None
+            )
+        if hi is not None:
+            self.lost += hi - lo
+        log.warning("%s; going on (failOnDataLoss=false)", message)
+
+    def prepare_available_now(self) -> None:
+        """Trigger.AvailableNow: stop at what is available now."""
+        self._target = {k: p.end for k, p in self.snapshot().items()}
+
+    # -- micro-batches ------------------------------------------------------------------------
+    def plan(self, start: Offsets, end: Offsets) -> list[Split]:
+        """The splits that read every record with ``start <= offset < end``, per partition."""
+        begin = {k: start.get(k, EARLIEST) for k in end}
+        wanted = {k for k in end if end[k] > begin[k]}
+        if not wanted:
+            return []
+        logs = self.snapshot()
+        segments = [s for k in sorted(wanted) if k in logs for s in logs[k].segments]
+        if not segments:
+            return []
+        opts = self.options.replace(
+            starting_offsets={k: v for k, v in begin.items() if k in wanted},
+            ending_offsets={k: end[k] for k in wanted},
+            starting_timestamp=None,
+            starting_offsets_by_timestamp=None,
+            ending_timestamp=None,
+            ending_offsets_by_timestamp=None,
+            min_partitions=None,
+        )
+        return plan(opts, segments)
+
+
+def _admit(
+    begin: Offsets, avail: Offsets, limit: Limit, logs: dict[PartitionKey, PartitionLog]
+) -> Offsets:
+    """Per-partition ends within ``limit``, shared in proportion to each partition's backlog."""
+    backlog = {k: avail[k] - begin[k] for k in avail if avail[k] > begin[k]}
+    out = {k: max(avail[k], begin[k]) for k in avail}
+    if limit.kind == "all" or not backlog:
+        return out
+    if limit.kind == "files":
+        return _admit_files(begin, avail, backlog, limit.amount, logs)
+    if limit.kind == "bytes":
+        cost = {k: _bytes_between(logs[k], begin[k], avail[k]) for k in backlog}
+    else:
+        cost = {k: float(n) for k, n in backlog.items()}
+    total = sum(cost.values())
+    if total <= limit.amount:
+        return out
+    for k in backlog:
+        share = limit.amount * cost[k] / total  # this partition's part of the limit
+        if limit.kind == "bytes":
+            n = _offsets_within(logs[k], begin[k], avail[k], share)
+        else:
+            n = int(share)
+        out[k] = begin[k] + min(n, backlog[k])
+    if all(out[k] == begin[k] for k in backlog):  # always make progress: the largest backlog
+        k = max(backlog, key=lambda k: (cost[k], k))
+        out[k] = begin[k] + 1
+    return out
+
+
+def _segment_spans(p: PartitionLog) -> list[tuple[int, int, int]]:
+    """``(first offset, next segment's first offset, bytes)`` per segment."""
+    spans = []
+    for i, s in enumerate(p.segments):
+        lo = s.base_offset if s.base_offset is not None else p.earliest
+        nxt = p.segments[i + 1].base_offset if i + 1 < len(p.segments) else None
+        hi = nxt if nxt is not None else max(p.end, lo + 1)
+        spans.append((lo, max(hi, lo + 1), s.size))
+    return spans
+
+
+def _bytes_between(p: PartitionLog, lo: int, hi: int) -> float:
+    """Segment bytes holding offsets ``[lo, hi)``, interpolated within a segment."""
+    total = 0.0
+    for a, b, size in _segment_spans(p):
+        x, y = max(a, lo), min(b, hi)
+        if x < y:
+            total += size * (y - x) / (b - a)
+    return total
+
+
+def _offsets_within(p: PartitionLog, lo: int, hi: int, budget: float) -> int:
+    """How many offsets from ``lo`` fit in ``budget`` segment bytes (interpolated)."""
+    at = lo
+    for a, b, size in _segment_spans(p):
+        if b <= at or at >= hi:
+            continue
+        per = size / (b - a) if size else 0.0
+        span = min(b, hi) - at
+        cost = per * span
+        if cost <= budget:
+            budget -= cost
+            at += span
+        else:
+            return at - lo + (int(budget / per) if per else span)
+    return at - lo
+
+
+def _admit_files(
+    begin: Offsets,
+    avail: Offsets,
+    backlog: dict[PartitionKey, int],
+    files: int,
+    logs: dict[PartitionKey, PartitionLog],
+) -> Offsets:
+    """Ends that touch at most ``files`` segment files, taken round-robin across partitions."""
+    queues: dict[PartitionKey, list[int]] = {}
+    for k in backlog:
+        ends = [b for a, b, _ in _segment_spans(logs[k]) if b > begin[k] and a < avail[k]]
+        queues[k] = [min(e, avail[k]) for e in ends]
+    out = {k: max(avail[k], begin[k]) for k in avail}
+    for k in backlog:
+        out[k] = begin[k]
+    left = max(1, files)
+    while left > 0 and any(queues.values()):
+        for k in sorted(queues):
+            if left and queues[k]:
+                out[k] = queues[k].pop(0)
+                left -= 1
+    return out
+
+
+def stream_fail_on_data_loss(options: ReadOptions) -> bool:
+    """failOnDataLoss for a stream: true unless the user set it (Spark's Kafka source default)."""
+    return options.fail_on_data_loss if "failOnDataLoss" in options.given else True
+
+
+def reader_options(options: ReadOptions) -> ReadOptions:
+    """The options each micro-batch's reader uses: the batch checks of failOnDataLoss (offset
+    gaps between batches) only when the user set it, since compacted topics have such gaps."""
+    if "failOnDataLoss" in options.given:
+        return options
+    return options.replace(fail_on_data_loss=False)
+
+
+__all__ = [
+    "Limit",
+    "Offsets",
+    "PartitionLog",
+    "StreamSource",
+    "offsets_from_json",
+    "offsets_to_json",
+    "reader_options",
+    "stream_fail_on_data_loss",
+]
