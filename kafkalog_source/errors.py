@@ -76,6 +76,11 @@ class UnsupportedFormatError(CorruptDataError):
     """An unknown magic byte or compression codec, or a codec not allowed for the magic."""
 
 
+class EncryptedSegmentError(UnsupportedFormatError):
+    """A tiered-storage segment that its plugin encrypted: kafkalog cannot decrypt it (the error
+    names the segment's manifest)."""
+
+
 class DecompressionError(CorruptDataError):
     """A compressed payload failed to decompress, or decompresses past ``maxBatchBytes``."""
 

@@ -33,6 +33,7 @@ from ..errors import CorruptDataError
 from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail
 from ..framing.walk import walk_classified
 from ..storage.source import ByteSource, open_source
+from ..storage.tiered import is_tiered_log
 from . import segments as seg
 
 INT_MAX = 2**31 - 1
@@ -130,6 +131,8 @@ class LogDump:
         """Batch lines, record lines with deep iteration, and the trailing-bytes line."""
         name = os.path.basename(path)
         base = seg.base_offset_from_name(path)
+        if base is None and is_tiered_log(path):  # {offset}-{segmentId}.log (tiered storage)
+            base = int(os.path.basename(path)[:20])
         kind = "log"
         header_line: str | None = None
         extra: dict[str, Any] = {}

@@ -10,7 +10,11 @@ Each path may be (SEGMENT_SPEC §5):
   subdirectory that parses as a partition directory. So a partition directory and a log
   directory (``log.dirs`` entry) both work, and so does a log dir whose own name happens to look
   like a partition (``kafka-logs-1``);
-* with ``recursiveFileLookup``: every ``<20 digits>.log`` below the directory, at any depth.
+* with ``recursiveFileLookup``: every ``<20 digits>.log`` below the directory, at any depth;
+* Kafka tiered storage in the Aiven plugin's layout (:mod:`.tiered`): a directory named
+  ``{topic}-{topicId}`` holds ``{partition}`` directories of
+  ``{20 digits}-{segmentId}.log`` objects; topic, partition and base offset come from the key,
+  the segment's size from its ``.rsm-manifest`` (a ``.log`` without one is skipped and logged).
 
 Skipped without being read: ``.deleted``, ``.cleaned`` and ``.swap`` files, partition
 directories being deleted, moved or left stray (``-delete``, ``-future``, ``-stray``), and every
@@ -37,14 +41,16 @@ import logging
 import os
 import re
 import stat as stat_module
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import OptionError, PathError
+from ..errors import CorruptDataError, OptionError, PathError
 from ..logformat import segment_base_offset
 from ..options import ReadOptions, StoreOptions
 from ..stats import ReadEvent, ReadStats
 from .filesystems import Location, display_uri, is_remote, local_path, resolve
+from .source import open_stored
+from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
 log = logging.getLogger("kafkalog")
 
@@ -149,7 +155,8 @@ class _LocalLister:
                 if entry.is_dir():
                     out.append(_Entry(entry.path, True, 0, 0.0, entry.path))
                     continue
-                if segment_base_offset(entry.name) is None:  # not stat-ed: only its name matters
+                if segment_base_offset(entry.name) is None and not is_tiered_log(entry.path):
+                    # not stat-ed: only its name matters
                     out.append(_Entry(entry.path, False, 0, 0.0, entry.path))
                     continue
                 out.append(self._entry(entry.path, entry.stat()))
@@ -282,6 +289,7 @@ class _Collector:
         self.filtered = 0  # segment files left out by pathGlobFilter / modifiedBefore / After
         self.others = 0  # entries looked at that are not segment files
         self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
+        self.tiered: list[_Entry] = []  # tiered-storage .log objects whose manifests are unread
         self.local = _LocalLister()
         self._remote: _RemoteLister | None = None
 
@@ -370,6 +378,8 @@ class _Collector:
             if base is not None:
                 topic, part = tp if tp is not None else (None, None)
                 self.add(entry, topic, part, base)
+            elif is_tiered_log(entry.path):
+                self.add_tiered(entry)
             elif name.endswith(".swap") and ".log" in name:
                 self.others += 1
                 self.note_swap(entry.path)
@@ -385,6 +395,9 @@ class _Collector:
         own = parse_partition_dir(name, allow_suffixed=True)
         if name.endswith(SKIPPED_DIR_SUFFIXES):
             log.warning("reading %s although its name marks it as not live (§5.2)", directory)
+        if is_tiered_topic_dir(name):  # tiered storage: {topic}-{topicId}/{partition}/
+            self.scan_tiered_topic(directory)
+            return
         for sub in self.scan_files(directory, own):
             sub_name = _basename(sub)
             if sub_name.endswith(SKIPPED_DIR_SUFFIXES):
@@ -393,8 +406,94 @@ class _Collector:
             tp = parse_partition_dir(sub_name)
             if tp is not None:
                 self.scan_files(sub, tp)
+            elif is_tiered_topic_dir(sub_name):
+                self.scan_tiered_topic(sub)
             else:
                 self.others += 1
+
+    def scan_tiered_topic(self, directory: str) -> None:
+        """A tiered-storage topic directory: the segments of its ``{partition}`` subdirectories."""
+        for sub in self.scan_files(directory, None):
+            if is_tiered_partition_dir(sub):
+                self.scan_files(sub, None)
+            else:
+                self.others += 1
+
+    def add_tiered(self, entry: _Entry) -> None:
+        """A tiered-storage ``.log`` object: kept for :meth:`resolve_tiered` when the file
+        filters let it through."""
+        o = self.options
+        if o.path_glob_filter is not None and not fnmatch.fnmatchcase(
+            entry.name, o.path_glob_filter
+        ):
+            self.filtered += 1
+            return
+        if (o.modified_before is not None and not entry.mtime < o.modified_before) or (
+            o.modified_after is not None and not entry.mtime > o.modified_after
+        ):
+            self.filtered += 1
+            return
+        self.tiered.append(entry)
+
+    def resolve_tiered(self) -> None:
+        """Add the tiered-storage segments found: topic, partition and base offset from the key,
+        the size (the segment's, not the stored object's) from the manifest, the manifests read
+        a few at a time."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .tiered import parse_tiered_key
+
+        pending, self.tiered = self.tiered, []
+        if not pending:
+            return
+        store = self.options.store
+
+        def load(entry: _Entry) -> Any:
+            try:
+                return load_manifest(entry.path, lambda p: open_stored(p, store))
+            except (FileNotFoundError, CorruptDataError) as exc:
+                return exc
+
+        workers = min(16, len(pending)) if any(is_remote(e.path) for e in pending) else 1
+        with ThreadPoolExecutor(workers, thread_name_prefix="kafkalog-manifests") as pool:
+            results = list(pool.map(load, pending))
+        for entry, manifest in zip(pending, results, strict=True):
+            if isinstance(manifest, FileNotFoundError):
+                self.note_tiered_orphan(entry.path)
+                continue
+            if isinstance(manifest, CorruptDataError):
+                if not self.options.ignore_corrupt_files:
+                    raise manifest
+                msg = f"skipping {entry.path}: {manifest} (ignoreCorruptFiles)"
+                if self.stats is not None:
+                    self.stats.corrupt_files += 1
+                    self.stats.record(
+                        ReadEvent("corrupt file", manifest.reason, manifest.path, message=msg),
+                        capped=False,
+                    )
+                else:
+                    log.warning(msg)
+                continue
+            key = parse_tiered_key(entry.path)
+            assert key is not None
+            sized = replace(entry, size=manifest.original_size)
+            self.add(sized, key.topic, key.partition, key.base_offset)
+
+    def note_tiered_orphan(self, path: str) -> None:
+        """A tiered ``.log`` object without its ``.rsm-manifest``: an upload the plugin had not
+        finished (it writes the manifest last), so not a segment of the topic yet."""
+        msg = (
+            f"skipping {path}: a tiered-storage .log object without its .rsm-manifest (an upload "
+            "not finished or a deletion half done); kafkalog cannot tell how it is stored"
+        )
+        self.others += 1
+        if self.stats is not None:
+            self.stats.record(
+                ReadEvent("tiered orphan", "no .rsm-manifest beside it", path, message=msg),
+                capped=False,
+            )
+        else:
+            log.warning(msg)
 
     def scan_recursive(self, directory: str) -> None:
         """Every segment file below ``directory``, at any depth (recursiveFileLookup)."""
@@ -426,6 +525,9 @@ class _Collector:
                 f"path {path!r} is a Kafka index, snapshot or checkpoint file, not a log segment; "
                 "name the .log file or its directory"
             )
+        if is_tiered_log(path):
+            self.add_tiered(entry)
+            return
         m = _EXPLICIT_NAME.match(name)
         base = int(m.group(1)) if m else None
         if name.endswith(TRANSIENT_SUFFIXES):
@@ -442,8 +544,8 @@ def parent_directory(path: str) -> str:
 
 
 def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int]:
-    """Base offsets of the ``<20 digits>.log`` files in a directory (local or remote); [] when it
-    cannot be listed."""
+    """Base offsets of the ``<20 digits>.log`` files (or tiered-storage ``.log`` objects) in a
+    directory (local or remote); [] when it cannot be listed."""
     lister: _LocalLister | _RemoteLister = (
         _RemoteLister(store) if is_remote(directory) else _LocalLister()
     )
@@ -451,7 +553,11 @@ def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int
         entries = lister.list_dir(directory) or []
     except (PathError, OptionError):
         return []
-    bases = (segment_base_offset(e.name) for e in entries if not e.is_dir)
+    bases = (
+        int(e.name[:20]) if is_tiered_log(e.path) else segment_base_offset(e.name)
+        for e in entries
+        if not e.is_dir
+    )
     return sorted(b for b in bases if b is not None)
 
 
@@ -535,6 +641,7 @@ def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[Segme
                     collector.scan_directory(path)
             else:
                 collector.add_explicit_file(entry)
+    collector.resolve_tiered()
     out = sorted(collector.found.values(), key=_sort_key)
     if not out and not options.allow_empty:
         raise PathError(_nothing_to_read(options, collector))

@@ -28,7 +28,8 @@ import os
 
 import numpy as np
 
-from .source import open_source
+from .source import open_source, open_stored
+from .tiered import read_tiered_index, tiered_index_target
 
 log = logging.getLogger("kafkalog")
 
@@ -76,7 +77,11 @@ def read_whole(path: str) -> bytes:
 
 
 def read_index_bytes(path: str) -> bytes | None:
-    """The bytes of an index file, or None when it does not exist."""
+    """The bytes of an index file, or None when it does not exist. Beside a tiered-storage
+    ``.log`` key (:mod:`.tiered`), the index comes out of the segment's ``.indexes`` object."""
+    target = tiered_index_target(path)
+    if target is not None:
+        return read_tiered_index(target[0], target[1], open_stored)
     try:
         return read_whole(path)
     except FileNotFoundError:

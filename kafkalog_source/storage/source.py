@@ -340,9 +340,23 @@ def open_source(path: str, store: StoreOptions | None = None) -> ByteSource:
     the filesystem that ``store`` (the options' :class:`StoreOptions`; by default the one of the
     enclosing :func:`using_store`) configures.
 
+    A tiered-storage ``.log`` object (Aiven plugin layout, :mod:`.tiered`) opens as the segment's
+    original bytes: the object itself when its manifest names no transform, a
+    :class:`~.tiered.ChunkedSource` when it is compressed.
+
     Raises what opening the file raises (``FileNotFoundError``, ...)."""
+    store = store or current_store()
+    from .tiered import is_tiered_log, open_tiered_log
+
+    if is_tiered_log(path):
+        return open_tiered_log(path, lambda p: open_stored(p, store))
+    return open_stored(path, store)
+
+
+def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
+    """The object or file at ``path`` as it is stored (no tiered-storage decoding)."""
+    store = store or current_store()
     if is_remote(path):
-        store = store or current_store()
         return RemoteFileSource(resolve(path, store), store)
     return LocalFileSource(local_path(path))
 
@@ -381,6 +395,7 @@ __all__ = [
     "as_source",
     "file_stat",
     "open_source",
+    "open_stored",
     "remote_totals",
     "using_store",
 ]
