@@ -28,8 +28,10 @@ Filesystems are built once per process and per configuration.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
+import gc
 import re
 import threading
 from collections.abc import Iterator
@@ -110,13 +112,30 @@ _cache: dict[tuple, Any] = {}
 _cache_lock = threading.Lock()
 
 
+_release_registered = False
+
+
+def _release_filesystems() -> None:
+    """Drop the cached filesystems. Runs at exit before pyarrow finalizes its S3 client: an
+    S3FileSystem destroyed after that aborts the process ("terminate called ...")."""
+    with _cache_lock:
+        _cache.clear()
+    gc.collect()
+
+
 def _filesystem(key: tuple, build: Any) -> Any:
+    global _release_registered
     with _cache_lock:
         fs = _cache.get(key)
     if fs is None:
         fs = build()
         with _cache_lock:
             fs = _cache.setdefault(key, fs)
+            if not _release_registered:
+                # registered after pyarrow.fs (imported by ``build``) registered its own
+                # finalizer, so it runs first (atexit runs handlers last in, first out)
+                atexit.register(_release_filesystems)
+                _release_registered = True
     return fs
 
 
