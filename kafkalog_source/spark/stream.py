@@ -49,7 +49,6 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.projection = projection
         self.rename = rename
         self.source = StreamSource(options, stream_fail_on_data_loss(options))
-        self._latest: dict | None = None
 
     def initialOffset(self) -> dict:
         """The first run's start: startingOffsets / startingTimestamp / ...ByTimestamp."""
@@ -69,12 +68,11 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """The end of the next micro-batch (``start`` when nothing is new)."""
         end = self.source.latest(offsets_from_json(start), _limit(limit))
-        self._latest = offsets_to_json(self.source.latest(end, Limit()))
         return offsets_to_json(end)
 
     def reportLatestOffset(self) -> dict | None:
         """Every partition's available end, for the query's progress."""
-        return self._latest
+        return offsets_to_json(self.source.available) if self.source.available else None
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: read what is there now, in bounded micro-batches, then stop."""

@@ -112,6 +112,8 @@ class StreamSource:
     lost: int = 0  # offsets lost to retention (failOnDataLoss=false)
     _ends: dict[str, _EndCache] = field(default_factory=dict)
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
+    _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
+    available: Offsets = field(default_factory=dict)  # each partition's end at the last latest()
 
     # -- what the archive holds ---------------------------------------------------------------
     def snapshot(self) -> dict[PartitionKey, PartitionLog]:
@@ -237,7 +239,8 @@ class StreamSource:
     def latest(self, start: Offsets, limit: Limit) -> Offsets:
         """The end of the next micro-batch from ``start``: everything available (within the
         AvailableNow target), cut by ``limit``; ``start`` itself when there is nothing new."""
-        logs = self.snapshot()
+        logs = self._logs = self.snapshot()
+        self.available = {k: p.end for k, p in logs.items()}
         start = self._checked_start(start, logs)
         avail: Offsets = {}
         for key, p in logs.items():
@@ -301,7 +304,9 @@ class StreamSource:
         wanted = {k for k in end if end[k] > begin[k]}
         if not wanted:
             return []
-        logs = self.snapshot()
+        logs = self._logs  # the snapshot the end was chosen from, when it covers the batch
+        if logs is None or any(k not in logs or logs[k].end < end[k] for k in wanted):
+            logs = self.snapshot()  # a micro-batch replayed after a restart
         segments = [s for k in sorted(wanted) if k in logs for s in logs[k].segments]
         if not segments:
             return []
