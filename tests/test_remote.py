@@ -393,3 +393,8 @@ def test_read_committed_over_s3_equals_local(s3_server, logs) -> None:
         local = read_table(str(SAMPLES / d), isolationLevel="read_committed")
         assert remote.equals(local)
         assert remote.num_rows < read_table(str(SAMPLES / d)).num_rows  # some were aborted
+
+
+def test_a_uri_without_its_bucket_is_refused() -> None:
+    with pytest.raises(OptionError, match="names its bucket or container after two slashes"):
+        discover(parse_options(paths="s3:/kafka-logs/orders-0"))

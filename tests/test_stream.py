@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COLS = ["topic", "partition", "offset", "value"]
 
 
-def run_available_now(spark, src: Path, out: Path, ckpt: Path, **options: str) -> list:
+def run_available_now(spark, src: Path | str, out: Path, ckpt: Path, **options: str) -> list:
     """One scheduled run: AvailableNow from the checkpoint into Parquet; its progress reports."""
     q = (
         spark.readStream.format("kafkalog")
@@ -263,3 +263,46 @@ def test_cli_convert_with_a_checkpoint_writes_only_what_is_new(tmp_path: Path) -
     assert again.returncode == 0 and "(0 new rows" in again.stderr
     bad = run_cli(*args, "--engine", "arrow")
     assert bad.returncode == 2 and "--checkpoint runs a Spark stream" in bad.stderr
+
+
+def test_compaction_of_a_read_segment_is_not_read_again(tmp_path: Path) -> None:
+    """The cleaner rewrites a closed segment with fewer batches and the same offsets: the stream,
+    past it already, plans nothing new."""
+    a = Archive(tmp_path / "logs")
+    a.append(0, batches=4, per_batch=3)  # 0-11
+    a.roll(0)
+    a.append(0, batches=1, per_batch=3)  # 12-14
+    a.sync()
+    src = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    end = src.latest(src.initial(), Limit())
+    assert end == {("orders", 0): 15}
+    first = tmp_path / "logs" / "orders-0" / f"{0:020d}.log"
+    data = first.read_bytes()
+    kept = a.log(0).segments[0].entries[-1]  # keep only the last batch, at its own offsets
+    first.write_bytes(data[kept.position :])
+    assert src.latest(end, Limit()) == end
+    assert src.plan(end, end) == []
+
+
+@pytest.mark.spark
+def test_a_stream_over_s3(spark, s3_server, tmp_path: Path) -> None:
+    """The same stream over an S3 bucket: objects replaced by longer ones between runs."""
+    logs, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
+    a = Archive(logs)
+    a.append(0, batches=3, per_batch=4, codec="zstd")
+    a.sync()
+    uri = s3_server.upload(logs, "kafkalog-stream/kafka-logs")
+    run_available_now(spark, uri, out, ckpt, **s3_server.options)
+    a.append(0, batches=1, per_batch=2)
+    a.roll(0)
+    a.append(0, batches=2, per_batch=3, codec="gzip")
+    a.append(1, batches=1, per_batch=2)
+    a.sync()
+    s3_server.upload(logs, "kafkalog-stream/kafka-logs")
+    progress = run_available_now(spark, uri, out, ckpt, **s3_server.options)
+    assert any(
+        p["sources"] and json.loads(p["sources"][0]["latestOffset"] or "{}").get("orders")
+        for p in progress
+    )
+    got = output_rows(spark, out)
+    assert got == sorted(a.expected())

@@ -201,6 +201,11 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
         raise ValueError(f"{uri}: not a remote URI")
     parts = urlsplit(uri)
     store = STORE_OF_SCHEME.get(scheme, scheme)
+    if store in ("s3", "gs", "abfs") and not parts.netloc:
+        raise OptionError(
+            f"path {uri!r}: a {scheme} URI names its bucket or container after two slashes, "
+            f"like {scheme}://bucket/prefix"
+        )
     kwargs = so.args_for(store)
     frozen = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
     try:
