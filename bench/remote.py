@@ -122,9 +122,19 @@ def main(argv: list[str] | None = None) -> int:
             allow_bucket_creation=True,
         )
         s3.create_dir(BUCKET)
+        import boto3  # comes with moto; one PUT per object (moto fails multipart at this size)
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+        )
         for suffix in (".log", ".index"):
-            with s3.open_output_stream(f"{BUCKET}/{KEY}{suffix}") as out:
-                out.write(log.with_suffix(suffix).read_bytes())
+            client.put_object(
+                Bucket=BUCKET, Key=f"{KEY}{suffix}", Body=log.with_suffix(suffix).read_bytes()
+            )
         uri = f"s3://{BUCKET}/kafka-logs/bench-0"
         options = {
             "fs.s3.endpoint_override": endpoint,
