@@ -36,19 +36,9 @@ sys.path.insert(0, str(REPO))
 
 from segments import build_segment  # noqa: E402
 from spark import write_offset_index  # noqa: E402
+from timing import best_of  # noqa: E402
 
 MiB = 1024 * 1024
-
-
-def best_of(repeat: int, run: Any) -> float:
-    """The fastest of ``repeat`` timed calls, in seconds (one untimed call first)."""
-    run()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,10 +86,45 @@ def spark():
 # -- object storage: a real S3-compatible server (moto in server mode) on 127.0.0.1 --------------
 
 
-class S3Server:
+class _StoreServer:
+    """A store server the test session started: writes objects through a pyarrow filesystem."""
+
+    fs: Any
+
+    def __init__(self) -> None:
+        self._tops: set[str] = set()
+
+    def uri(self, path: str) -> str:
+        """The URI kafkalog reads ``top/some/path`` by (``top`` a bucket or container)."""
+        raise NotImplementedError
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write one object ``top/some/path`` (creating its bucket or container once)."""
+        top = path.split("/", 1)[0]
+        if top not in self._tops:
+            self.fs.create_dir(top)
+            self._tops.add(top)
+        with self.fs.open_output_stream(path) as f:
+            f.write(data)
+
+    def upload(self, local: Path, prefix: str) -> str:
+        """Copy a local file or directory tree to ``prefix`` (``top/some/dir``); return the URI
+        of the copy."""
+        local = Path(local)
+        if local.is_file():
+            self.put(prefix, local.read_bytes())
+        else:
+            for f in sorted(local.rglob("*")):
+                if f.is_file():
+                    self.put(f"{prefix}/{f.relative_to(local).as_posix()}", f.read_bytes())
+        return self.uri(prefix)
+
+
+class S3Server(_StoreServer):
     """A moto S3 server this test session started: its endpoint, reader options and a client."""
 
     def __init__(self, endpoint: str) -> None:
+        super().__init__()
         self.endpoint = endpoint
         # what a user passes to read from it (the credentials are moto's: any value works)
         self.options = {
@@ -107,32 +142,39 @@ class S3Server:
             region="us-east-1",
             allow_bucket_creation=True,
         )
-        self._buckets: set[str] = set()
 
     def bucket(self, name: str) -> str:
         """Create bucket ``name`` (once); return ``s3://name``."""
-        if name not in self._buckets:
+        if name not in self._tops:
             self.fs.create_dir(name)
-            self._buckets.add(name)
+            self._tops.add(name)
         return f"s3://{name}"
 
-    def put(self, key: str, data: bytes) -> None:
-        """Write one object ``bucket/key``."""
-        self.bucket(key.split("/", 1)[0])
-        with self.fs.open_output_stream(key) as f:
-            f.write(data)
+    def uri(self, path: str) -> str:
+        """The ``s3://`` URI of ``bucket/some/path``."""
+        return f"s3://{path}"
 
-    def upload(self, local: Path, prefix: str) -> str:
-        """Copy a local file or directory tree to ``prefix`` (``bucket/some/dir``); return the
-        ``s3://`` URI of the copy."""
-        local = Path(local)
-        if local.is_file():
-            self.put(prefix, local.read_bytes())
-        else:
-            for f in sorted(local.rglob("*")):
-                if f.is_file():
-                    self.put(f"{prefix}/{f.relative_to(local).as_posix()}", f.read_bytes())
-        return f"s3://{prefix}"
+
+def spark_remote_read_equals_local(spark: Any, uri: str, options: dict[str, str]) -> None:
+    """Assert that Spark's read of ``uri`` (a copy of sample_segments/ in a store), in splits cut
+    inside segments, gives exactly the rows of Spark's read of the local files."""
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.storage.discovery import discover
+
+    df = (
+        spark.read.format("kafkalog")
+        .options(**options, maxPartitionBytes="1k", openCostInBytes="0")
+        .load(uri)
+    )
+    segments = len(discover(parse_options(paths=str(SAMPLES))))
+    assert df.rdd.getNumPartitions() > segments  # splits inside segments
+    cols = ["topic", "partition", "offset", "timestamp", "key", "value", "headers"]
+    remote = sorted((tuple(r) for r in df.select(*cols).collect()), key=repr)
+    local_df = spark.read.format("kafkalog").load(str(SAMPLES))
+    expected = sorted((tuple(r) for r in local_df.select(*cols).collect()), key=repr)
+    assert len(remote) == len(expected) > 100
+    assert [r[:3] for r in remote] == [r[:3] for r in expected]
+    assert remote == expected
 
 
 def _free_port() -> int:
@@ -188,10 +230,11 @@ AZURITE_KEY = (
 )
 
 
-class AzuriteServer:
+class AzuriteServer(_StoreServer):
     """An Azurite blob service this test session started: its reader options and a filesystem."""
 
     def __init__(self, authority: str) -> None:
+        super().__init__()
         self.authority = authority
         # what a user passes to read from it; Azurite has no DFS (hierarchical namespace)
         # endpoint, but pyarrow probes the DFS authority for it, so both point at Azurite
@@ -212,33 +255,11 @@ class AzuriteServer:
             dfs_storage_authority=authority,
             dfs_storage_scheme="http",
         )
-        self._containers: set[str] = set()
 
     def uri(self, path: str) -> str:
         """The ``abfs://`` URI of ``container/some/path``."""
         container, _, rest = path.partition("/")
         return f"abfs://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net/{rest}".rstrip("/")
-
-    def put(self, path: str, data: bytes) -> None:
-        """Write one blob ``container/path`` (creating the container once)."""
-        container = path.split("/", 1)[0]
-        if container not in self._containers:
-            self.fs.create_dir(container)
-            self._containers.add(container)
-        with self.fs.open_output_stream(path) as f:
-            f.write(data)
-
-    def upload(self, local: Path, prefix: str) -> str:
-        """Copy a local file or directory tree to ``prefix`` (``container/some/dir``); return the
-        ``abfs://`` URI of the copy."""
-        local = Path(local)
-        if local.is_file():
-            self.put(prefix, local.read_bytes())
-        else:
-            for f in sorted(local.rglob("*")):
-                if f.is_file():
-                    self.put(f"{prefix}/{f.relative_to(local).as_posix()}", f.read_bytes())
-        return self.uri(prefix)
 
 
 def _azurite_command() -> list[str]:

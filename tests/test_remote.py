@@ -13,7 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BROKER_WRITTEN, SAMPLES, require_shared, run_cli
+from conftest import (
+    BROKER_WRITTEN,
+    SAMPLES,
+    require_shared,
+    run_cli,
+    spark_remote_read_equals_local,
+)
 
 from kafkalog_source.errors import OptionError, PathError, StorageError
 from kafkalog_source.options import StoreOptions, parse_options
@@ -266,20 +272,7 @@ def test_without_an_index_a_remote_segment_is_one_piece(s3_server, tmp_path: Pat
 def test_spark_read_over_s3_equals_local_with_splits_inside_segments(
     spark, s3_server, logs
 ) -> None:
-    df = (
-        spark.read.format("kafkalog")
-        .options(**s3_server.options, maxPartitionBytes="1k", openCostInBytes="0")
-        .load(logs)
-    )
-    segments = len(discover(parse_options(paths=str(SAMPLES))))
-    assert df.rdd.getNumPartitions() > segments  # splits inside segments
-    cols = ["topic", "partition", "offset", "timestamp", "key", "value", "headers"]
-    remote = sorted((tuple(r) for r in df.select(*cols).collect()), key=repr)
-    local_df = spark.read.format("kafkalog").load(str(SAMPLES))
-    expected = sorted((tuple(r) for r in local_df.select(*cols).collect()), key=repr)
-    assert len(remote) == len(expected) > 100
-    assert [(t, p, o) for t, p, o, *_ in remote] == [(t, p, o) for t, p, o, *_ in expected]
-    assert remote == expected
+    spark_remote_read_equals_local(spark, logs, s3_server.options)
 
 
 def test_cli_verify_dump_and_query_take_s3_uris(s3_server, logs) -> None:

@@ -9,7 +9,7 @@ it reads from the same files on the local disk. The tests skip when Node.js or A
 from __future__ import annotations
 
 import pytest
-from conftest import AZURITE_KEY, SAMPLES, run_cli
+from conftest import AZURITE_KEY, SAMPLES, run_cli, spark_remote_read_equals_local
 
 from kafkalog_source.errors import PathError
 from kafkalog_source.options import parse_options
@@ -100,16 +100,4 @@ def test_cli_verify_takes_abfs_uris_and_never_shows_the_key(azurite_server, logs
 
 @pytest.mark.spark
 def test_spark_read_over_abfs_equals_local(spark, azurite_server, logs) -> None:
-    df = (
-        spark.read.format("kafkalog")
-        .options(**azurite_server.options, maxPartitionBytes="1k", openCostInBytes="0")
-        .load(logs)
-    )
-    segments = len(discover(parse_options(paths=str(SAMPLES))))
-    assert df.rdd.getNumPartitions() > segments  # splits inside segments
-    cols = ["topic", "partition", "offset", "timestamp", "key", "value", "headers"]
-    remote = sorted((tuple(r) for r in df.select(*cols).collect()), key=repr)
-    local_df = spark.read.format("kafkalog").load(str(SAMPLES))
-    expected = sorted((tuple(r) for r in local_df.select(*cols).collect()), key=repr)
-    assert len(remote) == len(expected) > 100
-    assert remote == expected
+    spark_remote_read_equals_local(spark, logs, azurite_server.options)
