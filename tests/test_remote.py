@@ -391,3 +391,9 @@ def test_read_committed_over_s3_equals_local(s3_server, logs) -> None:
 def test_a_uri_without_its_bucket_is_refused() -> None:
     with pytest.raises(OptionError, match="names its bucket or container after two slashes"):
         discover(parse_options(paths="s3:/kafka-logs/orders-0"))
+
+
+def test_credentials_in_a_uri_are_refused_without_showing_them() -> None:
+    with pytest.raises(OptionError, match="credentials in a URI") as exc:
+        discover(parse_options(paths="s3://AKIAEXAMPLE:TOPSECRET@bucket/kafka-logs"))
+    assert "TOPSECRET" not in str(exc.value) and "s3://****@bucket/kafka-logs" in str(exc.value)

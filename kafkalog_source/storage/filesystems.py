@@ -75,10 +75,9 @@ def is_remote(path: str) -> bool:
 
 
 def display_uri(uri: str) -> str:
-    """``uri`` with any ``user:password@`` part masked, for messages."""
+    """``uri`` with any ``user:password@`` part masked, for messages (an abfs URI's
+    ``container@account`` is not a credential and stays)."""
     parts = urlsplit(uri)
-    if parts.password is None and not (parts.username and is_secret("key")):
-        return uri
     if "@" not in parts.netloc or parts.scheme in ("abfs", "abfss"):
         return uri
     host = parts.netloc.rsplit("@", 1)[1]
@@ -201,6 +200,12 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
         raise ValueError(f"{uri}: not a remote URI")
     parts = urlsplit(uri)
     store = STORE_OF_SCHEME.get(scheme, scheme)
+    if store != "abfs" and "@" in parts.netloc and ":" in parts.netloc.rsplit("@", 1)[0]:
+        raise OptionError(
+            f"path {display_uri(uri)!r}: credentials in a URI would be shown wherever the path "
+            f"is (logs, errors, Spark's plans); give them as fs.{store}.* options or through "
+            "the store's environment variables or profiles"
+        )
     if store in ("s3", "gs", "abfs") and not parts.netloc:
         raise OptionError(
             f"path {uri!r}: a {scheme} URI names its bucket or container after two slashes, "
