@@ -58,7 +58,7 @@ PAD = 16
 TOO_LONG = 1 << 40
 
 
-@inline_kernel
+@kernel
 def varint(src, p):  # type: ignore[no-untyped-def]
     """Zig-zag int32 varint at ``src[p]`` (at most 5 bytes) -> (value, next position)."""
     b0 = np.int64(src[p])
@@ -82,7 +82,7 @@ def varint(src, p):  # type: ignore[no-untyped-def]
     return np.int64(0), q + TOO_LONG
 
 
-@inline_kernel
+@kernel
 def varlong(src, p):  # type: ignore[no-untyped-def]
     """Zig-zag int64 varint at ``src[p]`` (at most 10 bytes) -> (value, next position)."""
     b0 = np.int64(src[p])
@@ -175,7 +175,7 @@ def _cont(src, q, lo, hi):  # type: ignore[no-untyped-def]
     return lo <= c <= hi
 
 
-@inline_kernel
+@kernel
 def is_ascii(src, start, end):  # type: ignore[no-untyped-def]
     """Whether ``src[start:end]`` is all ASCII: 64-bit words, then the last bytes one by one."""
     acc = np.uint64(0)
@@ -232,7 +232,7 @@ def utf8_error(src, start, end):  # type: ignore[no-untyped-def]
     return np.int64(-1)
 
 
-@inline_kernel
+@kernel
 def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """Copy ``n`` bytes between uint8 arrays; callers check the bounds.
 

@@ -100,7 +100,7 @@ def _shift(tables, c):  # type: ignore[no-untyped-def]
     )
 
 
-@inline_kernel
+@kernel
 def _hw_span(tables, src, start, end):  # type: ignore[no-untyped-def]
     """CRC-32C of ``src[start:end]`` on the CRC instruction, three streams at a time."""
     c = np.uint64(0xFFFFFFFF)

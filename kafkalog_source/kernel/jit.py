@@ -162,5 +162,12 @@ def kernel(fn: Callable[..., Any]) -> Any:
 
 
 def inline_kernel(fn: Callable[..., Any]) -> Any:
-    """Like :func:`kernel`, and inlined into its callers at the numba IR level (hot helpers)."""
+    """Like :func:`kernel`, and inlined into its callers at the numba IR level.
+
+    IR inlining is paid again, in compile time, at every call site (numba re-runs its passes on
+    each copy). A helper called from many sites should rather be a plain :func:`kernel`: it is
+    compiled once, and LLVM inlines it into its callers when the caller's module is optimized
+    (the machine code is the same). Keep this for tiny helpers whose literal arguments would
+    otherwise make numba compile one specialization per call site (``status.fail``).
+    """
     return _jit(fn, inline="always")
