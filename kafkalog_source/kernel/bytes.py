@@ -6,6 +6,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils, config
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from .jit import inline_kernel, kernel
@@ -151,6 +152,20 @@ def _memcpy8(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyp
     """An 8-byte LLVM ``memcpy`` (one unaligned load and store); ``n`` unused."""
     sig = types.void(dst, types.int64, src, types.int64, types.int64)
     return sig, _memcpy_codegen(8)
+
+
+@intrinsic
+def read_only(typingctx, arr):  # type: ignore[no-untyped-def]
+    """The same array typed read-only (no copy), so that a kernel called on both read-only
+    source bytes and a writable output buffer is compiled for one signature, not two."""
+    if not isinstance(arr, types.Array):
+        return None
+    sig = arr.copy(readonly=True)(arr)
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        return impl_ret_borrowed(context, builder, sig.return_type, args[0])
+
+    return sig, codegen
 
 
 @intrinsic
