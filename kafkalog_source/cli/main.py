@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Sequence
 
 # Subcommand modules, in help order.
-COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert")
+COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert", "warmup")
 
 EXIT_OK = 0
 EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)

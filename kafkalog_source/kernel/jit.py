@@ -145,6 +145,11 @@ def _warn_no_cache(reason: str) -> None:
         )
 
 
+def cache_usable() -> bool:
+    """Whether compiled kernels are saved on disk (else every process compiles them again)."""
+    return _cache_state["usable"] and not _cache_state["warned"]
+
+
 def _jit(fn: Callable[..., Any], **flags: Any) -> Any:
     disp = numba.njit(nogil=True, boundscheck=False, error_model="numpy", **flags)(fn)
     if _cache_state["usable"]:
