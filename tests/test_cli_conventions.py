@@ -176,6 +176,8 @@ def test_query_allow_empty_and_a_quiet_spark(nothing):
         "-o",
         "allowEmpty=true",
         "-q",
+        "--engine",
+        "spark",
         timeout=900,
     )
     assert out.returncode == 0, out.stderr
@@ -470,7 +472,14 @@ def test_wheel_ships_conf_and_its_query_is_quiet(tmp_path):
     )
     assert where.returncode == 0 and where.stdout.startswith("kafkalog "), where.stderr
     out = subprocess.run(
-        [*cli, "query", str(_samples() / "orders-0"), "SELECT count(*) AS n FROM kafkalog"],
+        [
+            *cli,
+            "query",
+            str(_samples() / "orders-0"),
+            "SELECT count(*) AS n FROM kafkalog",
+            "--engine",
+            "spark",
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         env=env,
