@@ -9,10 +9,10 @@ from numba.core import cgutils, config
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
-from .jit import inline_kernel, kernel
+from .jit import helper_kernel, inline_kernel, kernel
 
 
-@kernel
+@helper_kernel
 def be16(src, p):  # type: ignore[no-untyped-def]
     """Signed 16-bit big-endian integer at ``src[p]``."""
     v = (np.int64(src[p]) << 8) | np.int64(src[p + 1])
@@ -31,7 +31,7 @@ def be32(src, p):  # type: ignore[no-untyped-def]
     return v - 4294967296 if v >= 2147483648 else v
 
 
-@kernel
+@helper_kernel
 def be32u(src, p):  # type: ignore[no-untyped-def]
     """Unsigned 32-bit big-endian integer at ``src[p]``."""
     return (
@@ -42,7 +42,7 @@ def be32u(src, p):  # type: ignore[no-untyped-def]
     )
 
 
-@kernel
+@helper_kernel
 def be64(src, p):  # type: ignore[no-untyped-def]
     """Signed 64-bit big-endian integer at ``src[p]``."""
     v = np.uint64(0)
@@ -59,7 +59,7 @@ PAD = 16
 TOO_LONG = 1 << 40
 
 
-@kernel
+@helper_kernel
 def varint(src, p):  # type: ignore[no-untyped-def]
     """Zig-zag int32 varint at ``src[p]`` (at most 5 bytes) -> (value, next position)."""
     b0 = np.int64(src[p])
@@ -83,7 +83,7 @@ def varint(src, p):  # type: ignore[no-untyped-def]
     return np.int64(0), q + TOO_LONG
 
 
-@kernel
+@helper_kernel
 def varlong(src, p):  # type: ignore[no-untyped-def]
     """Zig-zag int64 varint at ``src[p]`` (at most 10 bytes) -> (value, next position)."""
     b0 = np.int64(src[p])
@@ -190,7 +190,7 @@ def _cont(src, q, lo, hi):  # type: ignore[no-untyped-def]
     return lo <= c <= hi
 
 
-@kernel
+@helper_kernel
 def is_ascii(src, start, end):  # type: ignore[no-untyped-def]
     """Whether ``src[start:end]`` is all ASCII: 64-bit words, then the last bytes one by one."""
     acc = np.uint64(0)
@@ -204,7 +204,7 @@ def is_ascii(src, start, end):  # type: ignore[no-untyped-def]
     return (acc & np.uint64(0x8080808080808080)) == 0
 
 
-@kernel
+@helper_kernel
 def utf8_error(src, start, end):  # type: ignore[no-untyped-def]
     """-1 if ``src[start:end]`` is well-formed UTF-8, else the index (from ``start``) of the
     first byte of the first ill-formed sequence, as Python's strict decoder reports it.

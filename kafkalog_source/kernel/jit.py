@@ -166,6 +166,13 @@ def kernel(fn: Callable[..., Any]) -> Any:
     return _jit(fn)
 
 
+def helper_kernel(fn: Callable[..., Any]) -> Any:
+    """Like :func:`kernel`, for helpers that only kernels call: no Python or C entry point is
+    built for it (that wrapper is about a third of a small helper's compile time), so Python
+    cannot call it directly."""
+    return _jit(fn, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
 def inline_kernel(fn: Callable[..., Any]) -> Any:
     """Like :func:`kernel`, and inlined into its callers at the numba IR level.
 
