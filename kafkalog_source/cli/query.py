@@ -39,8 +39,9 @@ def register(subparsers: Any) -> None:
         description=(
             "Read PATH (a .log file, a partition directory or a log directory) as the view "
             f"`{VIEW}`, run SQL and print the result as a table. The default engine, DuckDB, "
-            "runs in this process over the kafkalog Arrow stream (DuckDB's SQL dialect: quote "
-            'the column "offset"); --engine spark runs Spark SQL on a local SparkSession. '
+            "runs in this process over the kafkalog Arrow stream (DuckDB's SQL dialect; a bare "
+            "offset column is quoted for it); --engine spark runs Spark SQL on a local "
+            "SparkSession. "
             "Binary values are shown as UTF-8 text when they decode to printable text, else as "
             "0x-prefixed hex."
         ),
@@ -48,7 +49,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("path", metavar="PATH", help="segment file or directory")
     p.add_argument("sql", metavar="SQL", help=f'a query, e.g. "SELECT count(*) FROM {VIEW}"')
     add_common_arguments(
-        p, "no progress display (Spark's, on a terminal)", "isolationLevel=read_committed"
+        p,
+        "no progress display (DuckDB's or Spark's, on a terminal)",
+        "isolationLevel=read_committed",
     )
     p.add_argument(
         "--max-rows",
