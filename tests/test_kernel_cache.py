@@ -26,6 +26,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -316,6 +317,10 @@ def test_a_v2_read_compiles_only_v2_kernels_and_warmup_compiles_the_rest(tmp_pat
         assert lines[name] == "compiled now", (name, done.stdout)
     assert lines["v2.decode_v2"] == "cached already"
     assert set(_NOT_FOR_V2_NONE) <= _index_names(cache)
+    # one compiled specialization per kernel: none for a literal argument, a writable copy of a
+    # read-only array type or a non-contiguous column (each would be a whole second compile)
+    entries = Counter(p.name.split("-", 1)[0] for p in cache.rglob("*.nbc"))
+    assert set(entries.values()) == {1}, entries
 
     everything = read(SAMPLES)
     assert everything["compiled"] == []
