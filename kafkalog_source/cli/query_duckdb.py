@@ -59,9 +59,8 @@ def run_query(path: Any, sql: str, options: dict[str, str], opts: ReadOptions, m
         con.execute("SET TimeZone = 'UTC'")
         con.execute(f"SET enable_progress_bar = {'true' if progress else 'false'}")
         scans = _plan_scans(duckdb, con, sql, full)
-        if not scans:  # the query does not read the view (SELECT 1)
-            con.register(VIEW, full.empty_table())
-            return _fetch(duckdb, con, sql, max_rows, None)
+        if not scans:  # no scan of the view in the plan (SELECT 1), or a plan we cannot read:
+            scans = [set(full.names)]  # every column (a stream nobody reads is never decoded)
         used = [n for n in full.names if any(n in s for s in scans)] or ["offset"]
         captured: dict[str, BaseException] = {}
         reader = open_reader(path, columns=used, **options)
@@ -113,9 +112,14 @@ def _plan_scans(duckdb: Any, con: Any, sql: str, full: pa.Schema) -> list[set[st
     planning = pa.schema([pa.field(_ANY, pa.int8()), *full])
     con.register(VIEW, planning.empty_table())
     try:
-        rows = con.execute("EXPLAIN (FORMAT JSON) " + sql).fetchall()
-    except duckdb.Error as e:
-        raise _sql_error(e) from None
+        try:
+            rows = con.execute("EXPLAIN (FORMAT JSON) " + sql).fetchall()
+        except duckdb.Error as e:
+            try:  # a DuckDB without JSON plans still reports an error in the SQL here
+                con.execute("EXPLAIN " + sql).fetchall()
+            except duckdb.Error:
+                raise _sql_error(e) from None
+            return []
     finally:
         con.unregister(VIEW)
     scans: list[set[str]] = []
@@ -123,27 +127,32 @@ def _plan_scans(duckdb: Any, con: Any, sql: str, full: pa.Schema) -> list[set[st
         try:
             plan = json.loads(text)
         except ValueError:
-            return [set(full.names)]  # not a plan we can read: decode everything
-        _collect_scans(plan, scans)
+            return []  # not a plan we can read
+        _collect_scans(plan, scans, set(full.names))
     return scans
 
 
-def _collect_scans(node: Any, out: list[set[str]]) -> None:
-    """Append the projected column names of every Arrow scan in a JSON plan."""
+def _collect_scans(node: Any, out: list[set[str]], every: set[str]) -> None:
+    """Append the projected column names of every Arrow scan in a JSON plan (``every`` column
+    when a scan's projection cannot be read)."""
     if isinstance(node, list):
         for item in node:
-            _collect_scans(item, out)
+            _collect_scans(item, out, every)
         return
     if not isinstance(node, dict):
         return
-    info = node.get("extra_info")
-    if "ARROW_SCAN" in str(node.get("name", "")).upper() and isinstance(info, dict):
-        proj = info.get("Projections", [])
-        names = {proj} if isinstance(proj, str) else set(proj)
-        out.append(names - {_ANY})
+    if "ARROW_SCAN" in str(node.get("name", "")).upper():
+        info = node.get("extra_info")
+        proj = info.get("Projections") if isinstance(info, dict) else None
+        if isinstance(proj, str):
+            out.append({proj} - {_ANY})
+        elif isinstance(proj, list):
+            out.append(set(proj) - {_ANY})
+        else:
+            out.append(set(every))
     for value in node.values():
         if isinstance(value, (list, dict)):
-            _collect_scans(value, out)
+            _collect_scans(value, out, every)
 
 
 def _full_width(
