@@ -176,6 +176,8 @@ def test_query_allow_empty_and_a_quiet_spark(nothing):
         "-o",
         "allowEmpty=true",
         "-q",
+        "--engine",
+        "spark",
         timeout=900,
     )
     assert out.returncode == 0, out.stderr
@@ -200,7 +202,8 @@ def test_version_and_help_document_the_conventions():
     out = run_cli("--version")
     assert out.returncode == 0
     assert out.stdout.strip() == f"kafkalog {__version__}"
-    for args in (["--help"], ["dump", "-h"], ["verify", "-h"], ["query", "-h"], ["convert", "-h"]):
+    helps = (["--help"], ["dump", "-h"], ["verify", "-h"], ["query", "-h"], ["convert", "-h"])
+    for args in (*helps, ["warmup", "-h"]):
         helped = run_cli(*args)
         assert helped.returncode == 0
         text = helped.stdout
@@ -234,6 +237,7 @@ def test_exit_codes_of_every_subcommand(tmp_path):
         ("dump", "-q", "-v", "-o", "maxBatchBytes=1m", "--deep-iteration", str(good_log)): 0,
         ("verify", "-q", "-v", str(good)): 0,
         ("convert", str(good), str(tmp_path / "ok"), "--engine", "arrow", "-q", "-v"): 0,
+        ("warmup", "-q", "-v", "-o", "compiledCodecs=false"): 0,
         # bad data
         ("dump", str(bad_log)): 1,
         ("dump", str(tmp_path / "00000000000000000000.log")): 1,
@@ -251,6 +255,7 @@ def test_exit_codes_of_every_subcommand(tmp_path):
         ("query", str(good), "SELECT 1", "-o", "mod=FAILFAST"): 2,
         ("convert", str(good), str(tmp_path / "x"), "--engine", "flink"): 2,
         ("convert", str(good), str(good.parent), "--engine", "arrow"): 2,  # OUT holds PATH
+        ("warmup", "-o", "mode=FAILFAST"): 2,  # an option warmup does not use
     }
     for args, code in cases.items():
         out = run_cli(*args)
@@ -467,7 +472,14 @@ def test_wheel_ships_conf_and_its_query_is_quiet(tmp_path):
     )
     assert where.returncode == 0 and where.stdout.startswith("kafkalog "), where.stderr
     out = subprocess.run(
-        [*cli, "query", str(_samples() / "orders-0"), "SELECT count(*) AS n FROM kafkalog"],
+        [
+            *cli,
+            "query",
+            str(_samples() / "orders-0"),
+            "SELECT count(*) AS n FROM kafkalog",
+            "--engine",
+            "spark",
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         env=env,

@@ -1,4 +1,5 @@
-"""``kafkalog query``: the real console entry point, run in a subprocess on small directories.
+"""``kafkalog query --engine spark``: the real console entry point, run in a subprocess on small
+directories (the DuckDB engine: tests/test_query_engines.py).
 
 Each successful run starts its own local Spark (a new JVM), so there are only two of them; the
 error paths that fail before Spark starts are cheap.
@@ -50,6 +51,8 @@ def test_query_groups_by_topic_and_partition(tmp_path):
         "GROUP BY topic, partition ORDER BY topic, partition",
         "--option",
         "includeHeaders=false",
+        "--engine",
+        "spark",
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -84,6 +87,8 @@ def test_query_shows_text_hex_and_times_and_fails_in_one_line_on_bad_data(tmp_pa
         "3",
         "--max-width",
         "0",
+        "--engine",
+        "spark",
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -101,7 +106,7 @@ def test_query_shows_text_hex_and_times_and_fails_in_one_line_on_bad_data(tmp_pa
     position = manifest["files"][name]["batches"][1]["position"]
     data[position + 100] ^= 0xFF
     target.write_bytes(bytes(data))
-    bad = run_cli("query", str(logdir), "SELECT count(*) FROM kafkalog")
+    bad = run_cli("query", str(logdir), "SELECT count(*) FROM kafkalog", "--engine", "spark")
     assert bad.returncode == 1  # bad data
     errors = _error_lines(bad.stderr)
     assert len(errors) == 1, bad.stderr

@@ -26,6 +26,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -241,3 +242,86 @@ copy(buf, 0, buf, 8, 8)
     assert got == dict.fromkeys(
         ["be32", "load_u64", "load_u64_negative", "copy_bytes", "memcpy_dst"], "IndexError"
     )
+
+
+# ------------------------------------------------------------ lazy compilation and warmup
+
+_LAZY_READ = """
+import json, sys
+from kafkalog_source import read_table
+from kafkalog_source.reader.warmup import kernel_states
+path = sys.argv[1]
+t = read_table(path, verifyChecksums=True)
+rows = t.select(["offset", "value"]).to_pylist()
+print(json.dumps({
+    "rows": [[r["offset"], None if r["value"] is None else r["value"].hex()] for r in rows],
+    "compiled": sorted(k.name for k in kernel_states() if k.compiled),
+}))
+"""
+
+# what only v0/v1 data, or lz4 and snappy payloads, need
+_NOT_FOR_V2_NONE = (
+    "legacy.decode_legacy",
+    "legacy.decode_wrapped",
+    "legacy.check_wrappers",
+    "legacy._restore",
+    "crc32.crc32",  # the CRC-32 (IEEE) of v0/v1 messages
+    "compiled.inflate_batches",
+    "compiled.lz4_frame",
+    "compiled.lz4_block",
+    "compiled.xxh32_short",
+    "compiled.snappy_payload",
+    "compiled.snappy_raw",
+)
+
+
+def _index_names(cache: Path) -> set[str]:
+    """Kernels with cache entries: ``module.function`` from numba's index file names."""
+    return {p.name.split("-", 1)[0] for p in cache.rglob("*.nbi")}
+
+
+def test_a_v2_read_compiles_only_v2_kernels_and_warmup_compiles_the_rest(tmp_path: Path) -> None:
+    """With an empty cache, reading a v2 uncompressed segment compiles the v2 record kernel and
+    the framing scan, not the v0/v1, lz4 or snappy kernels (what got compiled is read from the
+    dispatchers and from the cache's index files). ``kafkalog warmup`` then compiles every
+    kernel, and a fresh process reading every sample segment compiles nothing. With
+    NUMBA_BOUNDSCHECK=1, so every kernel also runs with bounds checks."""
+    cache = tmp_path / "nc"
+    env = _clean_env(NUMBA_CACHE_DIR=str(cache), NUMBA_BOUNDSCHECK="1")
+
+    def read(path: Path) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-c", _LAZY_READ, str(path)], env=env, capture_output=True,
+            text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.splitlines()[-1])
+
+    got = read(SAMPLES / "magic2-none-0")
+    assert got["rows"] == _expected()["magic2-none-0"]
+    assert {"v2.decode_v2", "scan.scan_window"} <= set(got["compiled"])
+    assert not set(got["compiled"]) & set(_NOT_FOR_V2_NONE), got["compiled"]
+    on_disk = _index_names(cache)
+    assert {"v2.decode_v2", "scan.scan_window"} <= on_disk
+    assert not on_disk & set(_NOT_FOR_V2_NONE), on_disk
+    assert all("-boundscheck" in p.name for p in cache.rglob("*.nbi"))
+
+    cli = [sys.executable, "-c", "from kafkalog_source.cli.main import run_module; run_module()"]
+    done = subprocess.run(
+        [*cli, "warmup"], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"cache: {cache} (NUMBA_CACHE_DIR)" in done.stdout
+    lines = dict(line.split(None, 1) for line in done.stdout.splitlines()[2:])
+    for name in _NOT_FOR_V2_NONE:
+        assert lines[name] == "compiled now", (name, done.stdout)
+    assert lines["v2.decode_v2"] == "cached already"
+    assert set(_NOT_FOR_V2_NONE) <= _index_names(cache)
+    # one compiled specialization per kernel: none for a literal argument, a writable copy of a
+    # read-only array type or a non-contiguous column (each would be a whole second compile)
+    entries = Counter(p.name.split("-", 1)[0] for p in cache.rglob("*.nbc"))
+    assert set(entries.values()) == {1}, entries
+
+    everything = read(SAMPLES)
+    assert everything["compiled"] == []
+    assert len(everything["rows"]) > 500

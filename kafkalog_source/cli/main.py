@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 # Subcommand modules, in help order.
-COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert")
+COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert", "warmup")
 
 EXIT_OK = 0
 EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)

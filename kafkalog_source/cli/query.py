@@ -1,4 +1,10 @@
-"""``kafkalog query PATH "SQL"``: run Spark SQL over segment files, exposed as the view ``kafkalog``.
+"""``kafkalog query PATH "SQL"``: run SQL over segment files, exposed as the view ``kafkalog``.
+
+Two engines, the same view, read options and output:
+
+* ``--engine duckdb`` (the default): DuckDB in this process, over the Arrow stream
+  (:mod:`.query_duckdb`); answers in about a second, DuckDB's SQL dialect;
+* ``--engine spark``: a local SparkSession (``--master``, default ``local[2]``), Spark SQL.
 
 Example::
 
@@ -18,6 +24,9 @@ from typing import Any
 from .common import add_common_arguments, command_options, non_negative
 
 VIEW = "kafkalog"
+ENGINES = ("duckdb", "spark")
+DEFAULT_ENGINE = "duckdb"
+DEFAULT_MASTER = "local[2]"
 DEFAULT_MAX_ROWS = 1000
 DEFAULT_MAX_WIDTH = 80
 
@@ -28,16 +37,21 @@ def register(subparsers: Any) -> None:
         "query",
         help="run a SQL query over segment files (the view `kafkalog`)",
         description=(
-            "Load PATH (a .log file, a partition directory or a log directory) with the "
-            f"kafkalog Spark source as the temporary view `{VIEW}`, run SQL and print the "
-            "result as a table. Binary values are shown as UTF-8 text when they decode to "
-            "printable text, else as 0x-prefixed hex."
+            "Read PATH (a .log file, a partition directory or a log directory) as the view "
+            f"`{VIEW}`, run SQL and print the result as a table. The default engine, DuckDB, "
+            "runs in this process over the kafkalog Arrow stream (DuckDB's SQL dialect; a bare "
+            "offset column is quoted for it); --engine spark runs Spark SQL on a local "
+            "SparkSession. "
+            "Binary values are shown as UTF-8 text when they decode to printable text, else as "
+            "0x-prefixed hex."
         ),
     )
     p.add_argument("path", metavar="PATH", help="segment file or directory")
     p.add_argument("sql", metavar="SQL", help=f'a query, e.g. "SELECT count(*) FROM {VIEW}"')
     add_common_arguments(
-        p, "no progress display (Spark's, on a terminal)", "isolationLevel=read_committed"
+        p,
+        "no progress display (DuckDB's or Spark's, on a terminal)",
+        "isolationLevel=read_committed",
     )
     p.add_argument(
         "--max-rows",
@@ -53,7 +67,14 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help=f"cut cells longer than N characters, 0 = never (default {DEFAULT_MAX_WIDTH})",
     )
-    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help="duckdb: in this process, streaming, starts in about a second (default); "
+        "spark: a local Spark job, Spark SQL",
+    )
+    p.add_argument("--master", help=f"Spark master, with --engine spark (default {DEFAULT_MASTER})")
     p.set_defaults(run=run)
 
 
@@ -61,18 +82,29 @@ def run(args: argparse.Namespace) -> int:
     """Run the query and print the result table to stdout."""
     from ..options import parse_options
     from ..storage.discovery import discover
+    from .main import CommandError
     from .progress import wanted
 
     options = command_options(args.option, "query")
-    # Fail fast, before starting Spark: bad options, a missing path, nothing to read (the
-    # data source applies the same rule when it plans the read).
-    discover(parse_options(options, paths=args.path))
+    if args.engine != "spark" and args.master is not None:
+        raise CommandError("--master applies to --engine spark only")
+    # Fail fast, before starting an engine: bad options, a missing path, nothing to read (the
+    # readers apply the same rule when they plan the read).
+    opts = parse_options(options, paths=args.path)
+    discover(opts)
+    if args.engine == "duckdb":
+        from .query_duckdb import run_query
+
+        table = run_query(args.path, args.sql, options, opts, args.max_rows, wanted(args.quiet))
+        print(format_table(table, args.max_rows, args.max_width))
+        return 0
 
     _quiet_python_loggers(verbose=args.verbose)
     from ..spark.session import local_session
 
     extra = {"spark.ui.showConsoleProgress": "true"} if wanted(args.quiet) else None
-    spark = local_session("kafkalog-query", master=args.master, extra_conf=extra)
+    master = args.master or DEFAULT_MASTER
+    spark = local_session("kafkalog-query", master=master, extra_conf=extra)
     try:
         if not args.verbose:
             spark.sparkContext.setLogLevel("OFF")

@@ -26,7 +26,7 @@ STOP_FULL = 5  # the output matrix is full
 @kernel
 def scan_window(buf, limit, file_pos, out):  # type: ignore[no-untyped-def]
     """Fill ``out`` with headers of complete batches in ``buf[:limit]`` -> (rows, stop pos, why)."""
-    p = 0
+    p = np.int64(0)  # not a literal 0: one compiled be64, not a second one for be64(buf, 0)
     i = 0
     while True:
         if limit - p < 17:

@@ -6,12 +6,13 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils, config
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
-from .jit import inline_kernel, kernel
+from .jit import helper_kernel, inline_kernel, kernel
 
 
-@kernel
+@helper_kernel
 def be16(src, p):  # type: ignore[no-untyped-def]
     """Signed 16-bit big-endian integer at ``src[p]``."""
     v = (np.int64(src[p]) << 8) | np.int64(src[p + 1])
@@ -30,7 +31,7 @@ def be32(src, p):  # type: ignore[no-untyped-def]
     return v - 4294967296 if v >= 2147483648 else v
 
 
-@kernel
+@helper_kernel
 def be32u(src, p):  # type: ignore[no-untyped-def]
     """Unsigned 32-bit big-endian integer at ``src[p]``."""
     return (
@@ -41,7 +42,7 @@ def be32u(src, p):  # type: ignore[no-untyped-def]
     )
 
 
-@kernel
+@helper_kernel
 def be64(src, p):  # type: ignore[no-untyped-def]
     """Signed 64-bit big-endian integer at ``src[p]``."""
     v = np.uint64(0)
@@ -58,7 +59,7 @@ PAD = 16
 TOO_LONG = 1 << 40
 
 
-@inline_kernel
+@helper_kernel
 def varint(src, p):  # type: ignore[no-untyped-def]
     """Zig-zag int32 varint at ``src[p]`` (at most 5 bytes) -> (value, next position)."""
     b0 = np.int64(src[p])
@@ -82,7 +83,7 @@ def varint(src, p):  # type: ignore[no-untyped-def]
     return np.int64(0), q + TOO_LONG
 
 
-@inline_kernel
+@helper_kernel
 def varlong(src, p):  # type: ignore[no-untyped-def]
     """Zig-zag int64 varint at ``src[p]`` (at most 10 bytes) -> (value, next position)."""
     b0 = np.int64(src[p])
@@ -154,6 +155,20 @@ def _memcpy8(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyp
 
 
 @intrinsic
+def read_only(typingctx, arr):  # type: ignore[no-untyped-def]
+    """The same array typed read-only (no copy), so that a kernel called on both read-only
+    source bytes and a writable output buffer is compiled for one signature, not two."""
+    if not isinstance(arr, types.Array):
+        return None
+    sig = arr.copy(readonly=True)(arr)
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        return impl_ret_borrowed(context, builder, sig.return_type, args[0])
+
+    return sig, codegen
+
+
+@intrinsic
 def load_u64(typingctx, src, off):  # type: ignore[no-untyped-def]
     """Little-endian unsigned 64-bit load from ``src[off:off + 8]`` (unaligned, no checks;
     a little-endian host)."""
@@ -175,7 +190,7 @@ def _cont(src, q, lo, hi):  # type: ignore[no-untyped-def]
     return lo <= c <= hi
 
 
-@inline_kernel
+@helper_kernel
 def is_ascii(src, start, end):  # type: ignore[no-untyped-def]
     """Whether ``src[start:end]`` is all ASCII: 64-bit words, then the last bytes one by one."""
     acc = np.uint64(0)
@@ -189,7 +204,7 @@ def is_ascii(src, start, end):  # type: ignore[no-untyped-def]
     return (acc & np.uint64(0x8080808080808080)) == 0
 
 
-@kernel
+@helper_kernel
 def utf8_error(src, start, end):  # type: ignore[no-untyped-def]
     """-1 if ``src[start:end]`` is well-formed UTF-8, else the index (from ``start``) of the
     first byte of the first ill-formed sequence, as Python's strict decoder reports it.
@@ -232,7 +247,7 @@ def utf8_error(src, start, end):  # type: ignore[no-untyped-def]
     return np.int64(-1)
 
 
-@inline_kernel
+@kernel
 def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """Copy ``n`` bytes between uint8 arrays; callers check the bounds.
 

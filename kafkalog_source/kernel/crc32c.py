@@ -27,7 +27,7 @@ from numba.extending import intrinsic
 
 from .bytes import load_u64
 from .crc32 import crc32, slice_tables
-from .jit import CRC32C_INSTRUCTION, inline_kernel, kernel
+from .jit import CRC32C_INSTRUCTION, helper_kernel, inline_kernel, kernel
 
 SHORT = 256  # bytes per stream in one three-way block
 
@@ -100,7 +100,7 @@ def _shift(tables, c):  # type: ignore[no-untyped-def]
     )
 
 
-@inline_kernel
+@helper_kernel
 def _hw_span(tables, src, start, end):  # type: ignore[no-untyped-def]
     """CRC-32C of ``src[start:end]`` on the CRC instruction, three streams at a time."""
     c = np.uint64(0xFFFFFFFF)

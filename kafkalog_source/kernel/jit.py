@@ -145,6 +145,11 @@ def _warn_no_cache(reason: str) -> None:
         )
 
 
+def cache_usable() -> bool:
+    """Whether compiled kernels are saved on disk (else every process compiles them again)."""
+    return _cache_state["usable"] and not _cache_state["warned"]
+
+
 def _jit(fn: Callable[..., Any], **flags: Any) -> Any:
     disp = numba.njit(nogil=True, boundscheck=False, error_model="numpy", **flags)(fn)
     if _cache_state["usable"]:
@@ -161,6 +166,20 @@ def kernel(fn: Callable[..., Any]) -> Any:
     return _jit(fn)
 
 
+def helper_kernel(fn: Callable[..., Any]) -> Any:
+    """Like :func:`kernel`, for helpers that only kernels call: no Python or C entry point is
+    built for it (that wrapper is about a third of a small helper's compile time), so Python
+    cannot call it directly."""
+    return _jit(fn, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
 def inline_kernel(fn: Callable[..., Any]) -> Any:
-    """Like :func:`kernel`, and inlined into its callers at the numba IR level (hot helpers)."""
+    """Like :func:`kernel`, and inlined into its callers at the numba IR level.
+
+    IR inlining is paid again, in compile time, at every call site (numba re-runs its passes on
+    each copy). A helper called from many sites should rather be a plain :func:`kernel`: it is
+    compiled once, and LLVM inlines it into its callers when the caller's module is optimized
+    (the machine code is the same). Keep this for tiny helpers whose literal arguments would
+    otherwise make numba compile one specialization per call site (``status.fail``).
+    """
     return _jit(fn, inline="always")

@@ -15,6 +15,8 @@ which reports it exactly.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .bytes import be32, be32u, be64, copy_bytes
 from .crc32 import crc32_ieee
 from .jit import kernel
@@ -272,12 +274,12 @@ def decode_wrapped(
             wp[w, W_START],
             wp[w, W_END],
             wp[w, W_META],
-            0,
-            verify,
+            np.int64(0),  # np.int64, not literals: the signature Python calls it with, so
+            verify,  # decode_legacy is compiled once, not again for literal arguments
             want,
             crc_tables,
-            _UNLIMITED,
-            _UNLIMITED,
+            np.int64(_UNLIMITED),
+            np.int64(_UNLIMITED),
             offsets,
             timestamps,
             ts_types,

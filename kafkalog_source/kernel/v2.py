@@ -17,7 +17,9 @@ copied are checked in place.
 
 from __future__ import annotations
 
-from .bytes import copy_bytes, is_ascii, utf8_error, varint, varlong
+import numpy as np
+
+from .bytes import copy_bytes, is_ascii, read_only, utf8_error, varint, varlong
 from .crc32c import crc32c_span
 from .jit import kernel
 from .status import (
@@ -249,9 +251,9 @@ def decode_v2(
         if count > 0 and p != end:
             return fail(state, E_TRAILING_BYTES, p, b, count, end - p)
         # the batch's header keys, copied side by side: one ASCII check for all of them
-        if want_hdr and not is_ascii(hk_data, nhk0, nhk):
+        if want_hdr and not is_ascii(read_only(hk_data), nhk0, nhk):
             for h in range(nh0, nh):
-                bad = utf8_error(hk_data, hk_off[h], hk_off[h + 1])
+                bad = utf8_error(read_only(hk_data), np.int64(hk_off[h]), np.int64(hk_off[h + 1]))
                 if bad >= 0:
                     r = n0
                     while hdr_off[r + 1] <= h:

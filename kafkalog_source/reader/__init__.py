@@ -22,7 +22,7 @@ from typing import Any
 
 from ..arrow.schema import output_projection
 from . import legacy, range_reader, tuning, v2
-from .api import iter_batches, read_range, read_split, read_table
+from .api import iter_batches, open_reader, read_range, read_split, read_table
 from .control import CONTROL_TYPES
 from .range_reader import RangeReader, SegmentWindows
 from .tuning import (
@@ -76,6 +76,7 @@ __all__ = [
     "SegmentWindows",
     "inflate_batches",
     "iter_batches",
+    "open_reader",
     "output_projection",
     "read_range",
     "read_split",

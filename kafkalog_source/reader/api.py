@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..arrow.schema import Projection, output_projection
+from ..errors import OptionError
 from ..options import ReadOptions, parse_options
 from ..planning.splits import SegmentRange, Split
 from ..stats import ReadStats
@@ -59,6 +60,50 @@ def _batches(
     """Every planned range of ``opts`` decoded in order; the stats summary logged if it skipped."""
     st = stats if stats is not None else ReadStats()
     for rng in _whole_file_ranges(opts):
+        yield from read_range(rng, opts, projection, st)
+    if st.skipped:
+        log.warning("kafkalog: %s", st.summary())
+
+
+def open_reader(
+    path: Any,
+    stats: ReadStats | None = None,
+    columns: list[str] | tuple[str, ...] | None = None,
+    **options: Any,
+) -> pa.RecordBatchReader:
+    """A streaming ``pyarrow.RecordBatchReader`` over everything under ``path``.
+
+    The read is planned here (bad options and paths with nothing to read raise now); the
+    segments are decoded as the consumer pulls batches, one record batch at a time, so memory
+    stays bounded. The reader is an Arrow C stream (``__arrow_c_stream__``): DuckDB, Polars,
+    DataFusion and pandas take it without copying. ``columns`` chooses output columns (a subset
+    of what ``options`` produce, in any order); the others are never decoded.
+    """
+    opts = parse_options(options, paths=path)
+    projection = output_projection(opts)
+    if columns is not None:
+        unknown = [c for c in columns if not projection.wants(c)]
+        if unknown:
+            raise OptionError(
+                f"unknown column(s) {', '.join(map(repr, unknown))}; with these options the "
+                f"columns are: {', '.join(projection.names)}"
+            )
+        projection = Projection(tuple(columns))
+    ranges = _whole_file_ranges(opts)  # plan now: errors surface before the first batch
+    return pa.RecordBatchReader.from_batches(
+        projection.schema, _range_batches(ranges, opts, projection, stats)
+    )
+
+
+def _range_batches(
+    ranges: list[SegmentRange],
+    opts: ReadOptions,
+    projection: Projection,
+    stats: ReadStats | None,
+) -> Iterator[pa.RecordBatch]:
+    """Decode ``ranges`` in order; the stats summary logged if anything was skipped."""
+    st = stats if stats is not None else ReadStats()
+    for rng in ranges:
         yield from read_range(rng, opts, projection, st)
     if st.skipped:
         log.warning("kafkalog: %s", st.summary())

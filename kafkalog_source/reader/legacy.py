@@ -103,7 +103,9 @@ class LegacyMessages:
         n = m - k
         vstart = np.empty(n, np.int64)
         vlen = np.empty(n, np.int64)
-        check_wrappers(buf, sub[:, H_WPOS], sub[:, H_SIZE], self.verify, CRC32_TABLES, vstart, vlen)
+        wpos = np.ascontiguousarray(sub[:, H_WPOS])  # one signature, whatever the row count
+        sizes = np.ascontiguousarray(sub[:, H_SIZE])
+        check_wrappers(buf, wpos, sizes, self.verify, CRC32_TABLES, vstart, vlen)
         tl = sub.tolist()
         vs = vstart.tolist()
         vl = vlen.tolist()

@@ -1,0 +1,205 @@
+"""``kafkalog query --engine duckdb``: the query in DuckDB, in this process, over the Arrow stream.
+
+The view ``kafkalog`` is a :func:`kafkalog_source.open_reader` stream with the columns the read
+options produce, as in Spark. DuckDB pulls record batches from it, so memory stays bounded on
+archives larger than RAM (unless the query itself keeps everything, e.g. a sort of every row).
+
+Only the columns the query uses are decoded: the SQL is first planned (``EXPLAIN``) against an
+empty table of the same schema, and the scan's projection names them; the others are null
+columns that DuckDB never reads. A stream can be read once, so a query that scans the view more
+than once (a self-join) gets it as an in-memory table instead. Timestamps are shown in UTC, as
+the Spark engine's session does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from ..arrow.schema import output_projection
+from ..options import ReadOptions
+from .main import CommandError
+
+VIEW = "kafkalog"
+_ANY = "__kafkalog_any_column"  # first column of the planning table: what count(*) scans
+
+# DuckDB error classes that mean "this SQL is wrong" (exit 2); anything else is exit 1.
+_USAGE_ERRORS = (
+    "ParserException",
+    "BinderException",
+    "CatalogException",
+    "NotImplementedException",
+    "SyntaxException",
+)
+
+
+def import_duckdb() -> Any:
+    """The duckdb module, or a usage error saying how to get it."""
+    try:
+        import duckdb
+    except ImportError:
+        raise CommandError(
+            "the DuckDB engine needs the duckdb package (pip install duckdb), or use --engine spark"
+        ) from None
+    return duckdb
+
+
+def run_query(path: Any, sql: str, options: dict[str, str], opts: ReadOptions, max_rows: int,
+              progress: bool) -> pa.Table:  # fmt: skip
+    """Run ``sql`` over the view; return at most ``max_rows + 1`` rows as an Arrow table."""
+    duckdb = import_duckdb()
+    from ..reader import open_reader
+
+    full = output_projection(opts).schema
+    sql = quote_offset_column(duckdb, sql)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute(f"SET enable_progress_bar = {'true' if progress else 'false'}")
+        scans = _plan_scans(duckdb, con, sql, full)
+        if not scans:  # no scan of the view in the plan (SELECT 1), or a plan we cannot read:
+            scans = [set(full.names)]  # every column (a stream nobody reads is never decoded)
+        used = [n for n in full.names if any(n in s for s in scans)] or ["offset"]
+        captured: dict[str, BaseException] = {}
+        reader = open_reader(path, columns=used, **options)
+        stream = _full_width(reader, full, captured)
+        if len(scans) > 1:  # a stream is read once; this query reads the view several times
+            con.register(VIEW, stream.read_all())
+        else:
+            con.register(VIEW, stream)
+        return _fetch(duckdb, con, sql, max_rows, captured)
+    finally:
+        con.close()
+
+
+def quote_offset_column(duckdb: Any, sql: str) -> str:
+    """``sql`` with each bare ``offset`` that names the column written ``"offset"``.
+
+    DuckDB reserves ``offset`` (``LIMIT n OFFSET m``); Spark SQL takes it as a column name, and
+    it is the column Kafka queries use most. A keyword token ``offset`` is the clause when a
+    number, a parameter or ``(`` follows it, and the column otherwise (``min(offset)``,
+    ``WHERE offset > 5``, ``ORDER BY offset``). Strings, comments and quoted identifiers are
+    tokens of their own and never change.
+    """
+    try:
+        tokens = duckdb.tokenize(sql)
+    except Exception:  # not tokenizable: DuckDB's parser reports it
+        return sql
+    kinds = duckdb.token_type
+    out = []
+    last = 0
+    for i, (pos, kind) in enumerate(tokens):
+        end = tokens[i + 1][0] if i + 1 < len(tokens) else len(sql)
+        text = sql[pos:end].rstrip()
+        if kind != kinds.keyword or text.lower() != "offset":
+            continue
+        nxt = next((t for t in tokens[i + 1 :] if t[1] != kinds.comment), None)
+        if nxt is not None:
+            after = sql[nxt[0] : nxt[0] + 1]
+            if nxt[1] == kinds.numeric_const or after in ("(", "?", "$"):
+                continue  # the OFFSET clause
+        out.append(sql[last:pos])
+        out.append('"offset"')
+        last = pos + len(text)
+    out.append(sql[last:])
+    return "".join(out)
+
+
+def _plan_scans(duckdb: Any, con: Any, sql: str, full: pa.Schema) -> list[set[str]]:
+    """The columns of each scan of the view in DuckDB's plan of ``sql`` (usage errors raised)."""
+    planning = pa.schema([pa.field(_ANY, pa.int8()), *full])
+    con.register(VIEW, planning.empty_table())
+    try:
+        try:
+            rows = con.execute("EXPLAIN (FORMAT JSON) " + sql).fetchall()
+        except duckdb.Error as e:
+            try:  # a DuckDB without JSON plans still reports an error in the SQL here
+                con.execute("EXPLAIN " + sql).fetchall()
+            except duckdb.Error:
+                raise _sql_error(e) from None
+            return []
+    finally:
+        con.unregister(VIEW)
+    scans: list[set[str]] = []
+    for _, text in rows:
+        try:
+            plan = json.loads(text)
+        except ValueError:
+            return []  # not a plan we can read
+        _collect_scans(plan, scans, set(full.names))
+    return scans
+
+
+def _collect_scans(node: Any, out: list[set[str]], every: set[str]) -> None:
+    """Append the projected column names of every Arrow scan in a JSON plan (``every`` column
+    when a scan's projection cannot be read)."""
+    if isinstance(node, list):
+        for item in node:
+            _collect_scans(item, out, every)
+        return
+    if not isinstance(node, dict):
+        return
+    if "ARROW_SCAN" in str(node.get("name", "")).upper():
+        info = node.get("extra_info")
+        proj = info.get("Projections") if isinstance(info, dict) else None
+        if isinstance(proj, str):
+            out.append({proj} - {_ANY})
+        elif isinstance(proj, list):
+            out.append(set(proj) - {_ANY})
+        else:
+            out.append(set(every))
+    for value in node.values():
+        if isinstance(value, (list, dict)):
+            _collect_scans(value, out, every)
+
+
+def _full_width(
+    reader: pa.RecordBatchReader, full: pa.Schema, captured: dict[str, BaseException]
+) -> pa.RecordBatchReader:
+    """``reader``'s batches with every column of ``full``: the ones not decoded are null.
+
+    An error raised while decoding is kept in ``captured`` (DuckDB reports it as its own
+    error, as text), so the command can report kafkalog's error and exit code."""
+    have = set(reader.schema.names)
+
+    def batches() -> Any:
+        try:
+            for batch in reader:
+                n = batch.num_rows
+                cols = [
+                    batch.column(f.name) if f.name in have else pa.nulls(n, f.type) for f in full
+                ]
+                yield pa.RecordBatch.from_arrays(cols, schema=full)
+        except BaseException as e:
+            captured["error"] = e
+            raise
+
+    return pa.RecordBatchReader.from_batches(full, batches())
+
+
+def _fetch(
+    duckdb: Any, con: Any, sql: str, max_rows: int, captured: dict[str, BaseException] | None
+) -> pa.Table:
+    """Run ``sql``; the first ``max_rows + 1`` rows of its result as an Arrow table."""
+    try:
+        rel = con.sql(sql)
+        if rel is None:  # a statement without a result (SET, CREATE, COPY ... TO)
+            return pa.table({})
+        limited = rel.limit(max_rows + 1)
+        fetch = getattr(limited, "to_arrow_table", None) or limited.fetch_arrow_table
+        return fetch()
+    except duckdb.Error as e:
+        if captured and "error" in captured:
+            raise captured["error"] from None
+        raise _sql_error(e) from None
+
+
+def _sql_error(e: Exception) -> Exception:
+    """A DuckDB error as a one-line command error: usage (exit 2) for bad SQL, else exit 1."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    if type(e).__name__ in _USAGE_ERRORS:
+        return CommandError(f"DuckDB: {first}")
+    return RuntimeError(f"DuckDB: {first}")
