@@ -397,3 +397,12 @@ def test_credentials_in_a_uri_are_refused_without_showing_them() -> None:
     with pytest.raises(OptionError, match="credentials in a URI") as exc:
         discover(parse_options(paths="s3://AKIAEXAMPLE:TOPSECRET@bucket/kafka-logs"))
     assert "TOPSECRET" not in str(exc.value) and "s3://****@bucket/kafka-logs" in str(exc.value)
+
+
+def test_cli_query_with_the_embedded_engine_reads_s3(s3_server, logs) -> None:
+    o = [x for k, v in s3_server.options.items() for x in ("-o", f"{k}={v}")]
+    sql = 'SELECT count(*) AS n, max("offset") AS last FROM kafkalog'
+    remote = run_cli("query", *o, f"{logs}/magic2-zstd-0", sql)
+    local = run_cli("query", str(SAMPLES / "magic2-zstd-0"), sql)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout and "testing-secret-value" not in remote.stderr
