@@ -163,14 +163,14 @@ class StreamSource:
         probe = SegmentProbe(seg)
         try:
             start = None
-            if hit is not None and hit.size <= seg.size and hit.last_pos >= 0:
+            if hit is not None and hit.size < seg.size and hit.last_pos >= 0:
                 start = hit.last_pos  # appended to: walk only what is new
                 end = hit.end
             else:
                 h = probe.index_start(NO_LIMIT - 1)  # the last entry of the .index that checks out
                 start = h.position if h is not None else 0
                 end = base
-            last_pos = -1 if hit is None or hit.size > seg.size else hit.last_pos
+            last_pos = hit.last_pos if hit is not None and hit.size < seg.size else -1
             for h in probe.walk(start, required=True):
                 last_pos, end = h.position, max(end, h.last_offset + 1)
             if probe.walk_error is not None:
