@@ -46,6 +46,9 @@ from ..storage.filesystems import using_store
 
 log = logging.getLogger("kafkalog")
 
+# splits per micro-batch when minPartitions is not set (each at least openCostInBytes)
+STREAM_MIN_PARTITIONS = 2
+
 PartitionKey = tuple[str, int]
 Offsets = dict[PartitionKey, int]
 
@@ -317,7 +320,9 @@ class StreamSource:
             starting_offsets_by_timestamp=None,
             ending_timestamp=None,
             ending_offsets_by_timestamp=None,
-            min_partitions=None,
+            # a micro-batch is often smaller than one maxPartitionBytes split: cut it so that
+            # it keeps several cores busy (Spark's file source divides by the parallelism)
+            min_partitions=self.options.min_partitions or STREAM_MIN_PARTITIONS,
         )
         return plan(opts, segments)
 
