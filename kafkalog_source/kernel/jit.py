@@ -179,7 +179,8 @@ def inline_kernel(fn: Callable[..., Any]) -> Any:
     IR inlining is paid again, in compile time, at every call site (numba re-runs its passes on
     each copy). A helper called from many sites should rather be a plain :func:`kernel`: it is
     compiled once, and LLVM inlines it into its callers when the caller's module is optimized
-    (the machine code is the same). Keep this for tiny helpers whose literal arguments would
-    otherwise make numba compile one specialization per call site (``status.fail``).
+    (the machine code is the same). A helper called with literal arguments is compiled once per
+    literal value: give it an ``overload`` that passes them on as plain integers
+    (``status.fail``).
     """
     return _jit(fn, inline="always")
