@@ -99,7 +99,7 @@ class LogTransactions:
         entries = list(self.aborted) + [(p, f, NO_LIMIT) for p, f in self.undecided]
         arr = np.array(entries, dtype=np.int64).reshape(-1, 3)
         self._pid, self._first, self._marker = arr[:, 0], arr[:, 1], arr[:, 2]
-        self._by_path = {os.path.realpath(s.path): i for i, s in enumerate(self.segments)}
+        self._by_path = {_key(s.path): i for i, s in enumerate(self.segments)}
 
     @property
     def entries(self) -> tuple[Entry, ...]:
@@ -112,7 +112,7 @@ class LogTransactions:
         return min((f for _, f in self.undecided), default=NO_LIMIT)
 
     def _segment(self, path: str) -> SegmentSummary | None:
-        i = self._by_path.get(os.path.realpath(path))
+        i = self._by_path.get(_key(path))
         return None if i is None else self.segments[i]
 
     def for_range(

@@ -160,9 +160,7 @@ class _LocalLister:
                     out.append(_Entry(entry.path, False, 0, 0.0, entry.path))
                     continue
                 out.append(self._entry(entry.path, entry.stat()))
-            except FileNotFoundError:  # deleted since the listing
-                continue
-            except OSError:
+            except OSError:  # deleted since the listing, or unreadable: not a segment to read
                 continue
         return out
 
@@ -201,20 +199,16 @@ class _RemoteLister:
         return None
 
     def stat(self, path: str) -> _Entry | None:
-        for entries in self._dirs.get(_parent(path), ()), ():
-            for e in entries:
-                if e.path == path:
-                    return e
+        for e in self._dirs.get(_parent(path), ()):  # already listed: no request
+            if e.path == path:
+                return e
         loc = self._location(path)
         self.requests += 1
         try:
             info = loc.fs.get_file_info(loc.path)
         except OSError as e:
             raise PathError(f"cannot look up {display_uri(path)}: {e}") from e
-        entry = self._info_entry(loc, info)
-        if entry is not None and entry.is_dir and not loc.path.rstrip("/"):
-            return entry
-        return entry
+        return self._info_entry(loc, info)
 
     def list_dir(self, directory: str) -> list[_Entry] | None:
         directory = directory.rstrip("/")

@@ -208,13 +208,11 @@ class RemoteFileSource(ByteSource):
         self._shown = display_uri(location.uri)
         self._file = self._retrying(lambda: location.fs.open_input_file(location.path), 0, 0)
         super().__init__(location.uri, self._file.size())
-        self.requests += 1
-        with _totals_lock:
-            _totals[1] += 1
+        self._lock = threading.Lock()
+        self._count(0)  # the metadata request of the open
         self._blocks: deque[tuple[int, int, Future]] = deque()  # (start, end, future of bytes)
         self._seq_end: int | None = None  # None: not sequential
         self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
 
     def _retrying(self, call: Any, start: int, end: int) -> Any:
         """``call()``, retried on OSError with backoff; StorageError when the retries run out."""
@@ -238,13 +236,17 @@ class RemoteFileSource(ByteSource):
 
     def _fetch(self, pos: int, n: int) -> bytes:
         data = self._retrying(lambda: self._file.read_at(n, pos), pos, pos + n)
+        self._count(len(data))
+        return data
+
+    def _count(self, nbytes: int) -> None:
+        """One request that fetched ``nbytes``, in this source's counters and the process's."""
         with self._lock:  # read-ahead threads count too: bytes_read is what was fetched
             self.requests += 1
-            self.bytes_read += len(data)
+            self.bytes_read += nbytes
         with _totals_lock:
-            _totals[0] += len(data)
+            _totals[0] += nbytes
             _totals[1] += 1
-        return data
 
     def read(self, pos: int, n: int) -> bytes:
         """See :meth:`ByteSource.read` (one ranged request, or the read-ahead blocks)."""
@@ -370,7 +372,9 @@ def file_stat(path: str, store: StoreOptions | None = None) -> tuple[int, int, s
             info = loc.fs.get_file_info(loc.path)
         except OSError:
             return None
-        if info.type != 2:  # pyarrow.fs.FileType.File
+        from pyarrow.fs import FileType
+
+        if info.type != FileType.File:
             return None
         return (int(info.size or 0), int(info.mtime_ns or 0), path)
     try:

@@ -165,7 +165,6 @@ class StreamSource:
             return hit.end
         probe = SegmentProbe(seg)
         try:
-            start = None
             if hit is not None and hit.size < seg.size and hit.last_pos >= 0:
                 start = hit.last_pos  # appended to: walk only what is new
                 end = hit.end
