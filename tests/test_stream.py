@@ -10,6 +10,7 @@ checkpoint; the union of the output must equal the records the archive's writer 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -304,3 +305,70 @@ def test_a_stream_over_s3(spark, s3_server, tmp_path: Path) -> None:
     )
     got = output_rows(spark, out)
     assert got == sorted(a.expected())
+
+
+def _damageable_samples() -> list[str]:
+    """The last segments of the sample partitions (every magic and codec) with at least three
+    batches and no control batch."""
+    files = json.loads((ROOT / "sample_segments" / "MANIFEST.json").read_text())["files"]
+    last = {}
+    for name in sorted(files):  # 20-digit names: sorted is offset order
+        last[name.split("/")[0]] = name
+    out = []
+    for name in sorted(last.values()):
+        f = files[name]
+        if len(f["batches"]) < 3:
+            continue
+        if all(not b["isControl"] for b in f["batches"]):
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("log_name", _damageable_samples())
+def test_damage_in_the_last_segment_is_an_error_or_a_stop_before_it(
+    log_name: str, tmp_path: Path, caplog
+) -> None:
+    """A bad magic byte in the last batch of a partition's last segment: FAILFAST names the file
+    and the byte; DROPMALFORMED offers everything before the damage, with a warning."""
+    import shutil
+
+    from kafkalog_source.errors import CorruptDataError
+
+    facts = json.loads((ROOT / "sample_segments" / "MANIFEST.json").read_text())["files"][log_name]
+    part = tmp_path / "logs" / log_name.split("/")[0]
+    shutil.copytree(ROOT / "sample_segments" / log_name.split("/")[0], part)
+    last = facts["batches"][-1]
+    seg = tmp_path / "logs" / log_name
+    data = bytearray(seg.read_bytes())
+    data[last["position"] + 16] = 7  # the magic byte (v0/v1 and v2 alike)
+    seg.write_bytes(bytes(data))
+    strict = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    with pytest.raises(CorruptDataError) as exc:
+        strict.initial()
+    assert str(seg) in str(exc.value) and f"byte {last['position']}" in str(exc.value)
+    lenient = StreamSource(parse_options(paths=str(tmp_path / "logs"), mode="DROPMALFORMED"))
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        start = lenient.initial()
+        end = lenient.latest(start, Limit())
+    key = (facts["topic"], facts["partition"])
+    assert end[key] == last["baseOffset"]  # v0/v1 wrappers: the last one's offset is its own
+    assert any("stops before damage" in r.getMessage() for r in caplog.records)
+
+
+def test_damage_in_the_last_segment_over_s3_names_the_object(s3_server, tmp_path: Path) -> None:
+    import shutil
+
+    from kafkalog_source.errors import CorruptDataError
+
+    name = "magic2-zstd-0/00000000000000000000.log"
+    facts = json.loads((ROOT / "sample_segments" / "MANIFEST.json").read_text())["files"][name]
+    shutil.copytree(ROOT / "sample_segments" / "magic2-zstd-0", tmp_path / "magic2-zstd-0")
+    last = facts["batches"][-1]
+    data = bytearray((tmp_path / name).read_bytes())
+    data[last["position"] + 16] = 7
+    (tmp_path / name).write_bytes(bytes(data))
+    uri = s3_server.upload(tmp_path / "magic2-zstd-0", "kafkalog-stream-damage/logs/magic2-zstd-0")
+    source = StreamSource(parse_options(s3_server.options, paths=uri))
+    with pytest.raises(CorruptDataError) as exc:
+        source.initial()
+    assert f"{uri}/00000000000000000000.log: byte {last['position']}" in str(exc.value)
