@@ -94,6 +94,66 @@ def test_open_reader_decodes_only_when_pulled(tmp_path: Path) -> None:
         reader.read_all()
 
 
+def _rows_by_partition(table: pa.Table) -> dict[tuple[str, int], list[tuple[int, str]]]:
+    out: dict[tuple[str, int], list[tuple[int, str]]] = {}
+    for r in table.select(["topic", "partition", "offset", "value"]).to_pylist():
+        value = r["value"].hex() if r["value"] is not None else None
+        out.setdefault((r["topic"], r["partition"]), []).append((r["offset"], value))
+    return out
+
+
+def _manifest_rows_by_partition() -> dict[tuple[str, int], list[tuple[int, str]]]:
+    out: dict[tuple[str, int], list[tuple[int, str]]] = {}
+    for name in sorted({n.split("/")[0] for n in _manifest()}):
+        topic, _, part = name.rpartition("-")
+        rows = [(r["offset"], r["value"]) for r in _expected_rows(name)]
+        out[(topic, int(part))] = rows
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+@pytest.mark.parametrize("piece", ["1", "1k", "default"])
+def test_rows_come_in_log_order_whatever_the_pieces_and_threads(threads: int, piece: str) -> None:
+    """Every partition's rows in offset order, as the generator wrote them, however the
+    segments are cut (pieces of one batch, of 1 KiB, or the default) and on any thread count.
+    (Packed Spark splits put large pieces first: the Arrow API once returned that order.)"""
+    options = {} if piece == "default" else {"maxPartitionBytes": piece}
+    stats = kl.ReadStats()
+    table = kl.read_table(str(SAMPLES), threads=threads, stats=stats, **options)
+    assert _rows_by_partition(table) == _manifest_rows_by_partition()
+    assert stats.segments == len(_manifest())  # a file read in many pieces is counted once
+    assert stats.unaccounted_bytes == 0
+    streamed = kl.open_reader(str(SAMPLES / "multi-segment-0"), threads=threads, **options)
+    offsets = streamed.read_all().column("offset").to_pylist()
+    assert offsets == [o for o, _ in _manifest_rows_by_partition()[("multi-segment", 0)]]
+
+
+def test_closing_a_threaded_reader_early_stops_its_threads() -> None:
+    """A consumer that stops after one batch (a LIMIT) leaves no decoding thread behind."""
+    import gc
+    import threading
+
+    def decoders() -> int:
+        return sum(t.name.startswith("kafkalog-decode") for t in threading.enumerate())
+
+    batches = kl.iter_batches(str(SAMPLES), threads=3, maxPartitionBytes=1, recordsPerBatch=1)
+    first = next(batches)
+    assert first.num_rows >= 1
+    assert decoders() > 0
+    batches.close()
+    reader = kl.open_reader(str(SAMPLES), threads=3, maxPartitionBytes=1, recordsPerBatch=1)
+    reader.read_next_batch()
+    del reader
+    gc.collect()
+    assert decoders() == 0
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_threads_must_be_a_positive_integer(bad: object) -> None:
+    with pytest.raises(OptionError, match="threads"):
+        kl.read_table(str(SAMPLES / "orders-0"), threads=bad)
+
+
 def test_duckdb_and_polars_read_the_stream() -> None:
     duckdb = pytest.importorskip("duckdb")
     pl = pytest.importorskip("polars")

@@ -236,6 +236,27 @@ def check_damaged(
             assert plain_rows(rows) == before + after, where
             assert (stats.malformed_batches, stats.malformed_bytes) == (1, size), where
 
+    # Every entry a piece of its own, the pieces decoded on three threads: the rows still come
+    # in file order, and FAILFAST hands on every row before the damage, then raises.
+    pieces = {**extra, "threads": 3, "maxPartitionBytes": 1}
+    got: list[Row] = []
+    with pytest.raises(kl.CorruptDataError) as excinfo:
+        for batch in kl.iter_batches(str(part), **pieces):
+            got.extend(plain_rows(batch.to_pylist()))
+    assert got == before
+    assert bad.position <= excinfo.value.position < bad.position + size
+    rows, stats = read(part, mode="DROPMALFORMED", **pieces)
+    assert plain_rows(rows) == before + after
+    assert (stats.malformed_batches, stats.malformed_bytes, stats.segments) == (1, size, 1)
+    assert stats.unaccounted_bytes == 0
+    rows, stats = read(part, mode="PERMISSIVE", **pieces)
+    assert plain_rows(rows) == [*before, (bad.offset_field, None, stored), *after]
+    # ignoreCorruptFiles stops the piece that meets the damage (as a Spark split): the pieces
+    # after it still give their rows
+    rows, stats = read(part, ignoreCorruptFiles=True, **pieces)
+    assert plain_rows(rows) == before + after
+    assert (stats.corrupt_files, stats.corrupt_file_bytes) == (1, size)
+
 
 @pytest.fixture(autouse=True)
 def _restore_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,6 +102,7 @@ def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
         aborted=aborted,
         timestamp_start=ext.timestamp_start if start == ext.start else None,
         timestamp_end=ext.timestamp_end if end == ext.end else None,
+        counts_file=start == ext.start,
     )
 
 

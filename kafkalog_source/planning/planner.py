@@ -73,12 +73,19 @@ def plan(
     options: ReadOptions,
     segments: list[SegmentFile] | None = None,
     pruning: Pruning | None = None,
+    *,
+    in_order: bool = False,
 ) -> list[Split]:
-    """Plan a read: the splits (Spark input partitions) covering every batch the query needs."""
+    """Plan a read: the splits (Spark input partitions) covering every batch the query needs.
+
+    Splits are packed as Spark packs files (largest first), so their order is not the log's.
+    With ``in_order`` each piece of at most ``maxPartitionBytes`` is a split of its own, in log
+    order (partition by partition, offsets ascending): what a sequential reader needs.
+    """
     check_batch(options)
     before = remote_totals()
     with using_store(options.store):
-        splits = _plan(options, segments, pruning)
+        splits = _plan(options, segments, pruning, in_order)
     fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
     if requests:
         log.info("planning fetched %d bytes in %d requests from remote stores", fetched, requests)
@@ -89,6 +96,7 @@ def _plan(
     options: ReadOptions,
     segments: list[SegmentFile] | None,
     pruning: Pruning | None,
+    in_order: bool = False,
 ) -> list[Split]:
     if segments is None:
         segments = discover(options)
@@ -142,6 +150,8 @@ def _plan(
                 if not stalled:
                     best = bins
             bins = best
+        if in_order:
+            bins = [[piece] for piece in sorted(p for b in bins for p in b)]
     finally:
         for p in probes:
             p.close()

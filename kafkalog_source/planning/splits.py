@@ -47,6 +47,9 @@ class SegmentRange:
     # batch holding the first record with timestamp >= it.
     timestamp_start: int | None = None
     timestamp_end: int | None = None
+    # The first range of its file in this read: the one that counts the file in ReadStats
+    # (segments, missing_files), so a file read in several ranges is counted once.
+    counts_file: bool = True
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -13,6 +15,8 @@ from ..errors import OptionError
 from ..options import ReadOptions, parse_options
 from ..planning.splits import SegmentRange, Split
 from ..stats import ReadStats
+from . import tuning
+from .parallel import ordered_batches
 from .range_reader import RangeReader
 
 log = logging.getLogger("kafkalog")
@@ -39,47 +43,90 @@ def read_split(
         yield from read_range(rng, options, projection, stats)
 
 
-def _whole_file_ranges(options: ReadOptions) -> list[SegmentRange]:
-    """Plan: every selected segment as one range (used when no planner is available)."""
+def default_threads() -> int:
+    """Decode threads when none are asked for: the cores this process may run on (at most 8)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, tuning.MAX_THREADS))
+
+
+def _threads(threads: int | None) -> int:
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise OptionError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
+def _ordered_ranges(opts: ReadOptions, options: dict[str, Any]) -> list[SegmentRange]:
+    """Plan: the byte ranges of every selected segment, in log order.
+
+    Segments are cut into pieces of ``PIECE_BYTES`` at batch starts (those the ``.index``
+    points at, or found by walking the batch headers), unless ``maxPartitionBytes`` says how
+    large they are, so that threads have pieces to share. The pieces do not depend on the
+    number of threads: neither do the rows.
+    """
     from ..planning.planner import plan
 
-    return [r for split in plan(options) for r in split.ranges]
+    if not any(str(k).lower() == "maxpartitionbytes" for k in options):
+        opts = replace(opts, max_partition_bytes=tuning.PIECE_BYTES)
+    return [r for split in plan(opts, in_order=True) for r in split.ranges]
+
+
+def _ordered_batches(
+    ranges: list[SegmentRange],
+    opts: ReadOptions,
+    projection: Projection,
+    stats: ReadStats | None,
+    threads: int,
+) -> Iterator[pa.RecordBatch]:
+    """Decode ``ranges`` (on ``threads`` threads) in order; the stats summary logged if
+    anything was skipped."""
+    st = stats if stats is not None else ReadStats()
+
+    def decode(rng: SegmentRange, range_stats: ReadStats) -> Iterator[pa.RecordBatch]:
+        return read_range(rng, opts, projection, range_stats)
+
+    yield from ordered_batches(ranges, decode, st, threads, tuning.AHEAD_BYTES)
+    if st.skipped:
+        log.warning("kafkalog: %s", st.summary())
 
 
 def iter_batches(
-    path: Any, stats: ReadStats | None = None, **options: Any
+    path: Any, stats: ReadStats | None = None, threads: int | None = None, **options: Any
 ) -> Iterator[pa.RecordBatch]:
-    """Stream record batches from a segment file, a partition directory or a log directory."""
+    """Stream record batches from a segment file, a partition directory or a log directory.
+
+    Batches come in log order (partition by partition, offsets ascending), decoded on
+    ``threads`` threads (default: the available cores, at most 8).
+    """
     opts = parse_options(options, paths=path)
-    yield from _batches(opts, output_projection(opts), stats)
-
-
-def _batches(
-    opts: ReadOptions, projection: Projection, stats: ReadStats | None
-) -> Iterator[pa.RecordBatch]:
-    """Every planned range of ``opts`` decoded in order; the stats summary logged if it skipped."""
-    st = stats if stats is not None else ReadStats()
-    for rng in _whole_file_ranges(opts):
-        yield from read_range(rng, opts, projection, st)
-    if st.skipped:
-        log.warning("kafkalog: %s", st.summary())
+    n = _threads(threads)
+    ranges = _ordered_ranges(opts, options)
+    yield from _ordered_batches(ranges, opts, output_projection(opts), stats, n)
 
 
 def open_reader(
     path: Any,
     stats: ReadStats | None = None,
     columns: list[str] | tuple[str, ...] | None = None,
+    threads: int | None = None,
     **options: Any,
 ) -> pa.RecordBatchReader:
     """A streaming ``pyarrow.RecordBatchReader`` over everything under ``path``.
 
     The read is planned here (bad options and paths with nothing to read raise now); the
-    segments are decoded as the consumer pulls batches, one record batch at a time, so memory
-    stays bounded. The reader is an Arrow C stream (``__arrow_c_stream__``): DuckDB, Polars,
-    DataFusion and pandas take it without copying. ``columns`` chooses output columns (a subset
-    of what ``options`` produce, in any order); the others are never decoded.
+    segments are decoded as the consumer pulls batches, so memory stays bounded. The reader is
+    an Arrow C stream (``__arrow_c_stream__``): DuckDB, Polars, DataFusion and pandas take it
+    without copying. ``columns`` chooses output columns (a subset of what ``options`` produce,
+    in any order); the others are never decoded. Batches come in log order, decoded on
+    ``threads`` threads (default: the available cores, at most 8), each a little ahead of the
+    consumer.
     """
     opts = parse_options(options, paths=path)
+    n = _threads(threads)
     projection = output_projection(opts)
     if columns is not None:
         unknown = [c for c in columns if not projection.wants(c)]
@@ -89,29 +136,19 @@ def open_reader(
                 f"columns are: {', '.join(projection.names)}"
             )
         projection = Projection(tuple(columns))
-    ranges = _whole_file_ranges(opts)  # plan now: errors surface before the first batch
+    ranges = _ordered_ranges(opts, options)  # plan now: errors surface before the first batch
     return pa.RecordBatchReader.from_batches(
-        projection.schema, _range_batches(ranges, opts, projection, stats)
+        projection.schema, _ordered_batches(ranges, opts, projection, stats, n)
     )
 
 
-def _range_batches(
-    ranges: list[SegmentRange],
-    opts: ReadOptions,
-    projection: Projection,
-    stats: ReadStats | None,
-) -> Iterator[pa.RecordBatch]:
-    """Decode ``ranges`` in order; the stats summary logged if anything was skipped."""
-    st = stats if stats is not None else ReadStats()
-    for rng in ranges:
-        yield from read_range(rng, opts, projection, st)
-    if st.skipped:
-        log.warning("kafkalog: %s", st.summary())
-
-
-def read_table(path: Any, stats: ReadStats | None = None, **options: Any) -> pa.Table:
-    """Read everything under ``path`` into one Arrow table."""
+def read_table(
+    path: Any, stats: ReadStats | None = None, threads: int | None = None, **options: Any
+) -> pa.Table:
+    """Read everything under ``path`` into one Arrow table, in log order (see ``iter_batches``)."""
     opts = parse_options(options, paths=path)  # once: errors here, before any planning
+    n = _threads(threads)
     projection = output_projection(opts)
-    batches = list(_batches(opts, projection, stats))
+    ranges = _ordered_ranges(opts, options)
+    batches = list(_ordered_batches(ranges, opts, projection, stats, n))
     return pa.Table.from_batches(batches, schema=projection.schema)

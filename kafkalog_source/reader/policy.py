@@ -52,7 +52,7 @@ class CorruptPolicy:
     def _skip_missing_file(self) -> None:
         """ignoreMissingFiles: the range's file disappeared after planning; count its bytes."""
         rng, st = self.rng, self.stats
-        st.missing_files += 1
+        st.missing_files += rng.counts_file
         st.bytes_total += rng.end - rng.start
         st.missing_file_bytes += rng.end - rng.start
         message = f"ignoreMissingFiles: {rng.path} disappeared; skipped it"

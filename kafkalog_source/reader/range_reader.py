@@ -106,7 +106,7 @@ class RangeReader(
                 return
             raise
         try:
-            self.stats.segments += 1
+            self.stats.segments += rng.counts_file
             yield from self._read(src)
         except CorruptDataError as exc:
             if not self.opts.ignore_corrupt_files:

@@ -26,3 +26,9 @@ FAST_WRAPPERS = True  # legacy wrappers walked many per kernel call (tests turn 
 MAX_BATCH_RECORDS = 1 << 16  # rows reserved past recordsPerBatch for the batch that crosses it
 _UNLIMITED = 1 << 62
 _PADDING = bytes(PAD)
+# The Arrow API (read_table, iter_batches, open_reader) decodes on several threads: the plan is
+# cut into pieces of PIECE_BYTES (unless maxPartitionBytes is given), and each piece's worker
+# keeps at most AHEAD_BYTES of Arrow batches ready ahead of the consumer.
+PIECE_BYTES = 16 << 20
+AHEAD_BYTES = 64 << 20
+MAX_THREADS = 8
