@@ -2,8 +2,8 @@
 own scan of the same rows in Parquet.
 
 One segment (shape A = 16 B key + 100 B value, magic 2, uncompressed, 16 KiB batches, written by
-kafka-python's builders; ``--mb``, default 512) with the ``.index`` a broker would write is
-generated under ``bench/_data/query/`` (reused afterwards), and converted once to Parquet with
+kafka-python's builders; ``--mb``, default 512; eight template batches repeated, or every
+record distinct with ``--distinct``) with the ``.index`` a broker would write is generated under ``bench/_data/query/`` (reused afterwards), and converted once to Parquet with
 ``kafkalog convert --engine arrow``. Two queries:
 
 * ``count``: a count by partition;
@@ -47,7 +47,7 @@ DATA = BENCH / "_data" / "query"
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
 
-from segments import build_segment  # noqa: E402
+from segments import DEFAULT_BATCH_BYTES, TEMPLATES, build_segment  # noqa: E402
 
 MiB = 1 << 20
 TOPIC = "bench"
@@ -94,12 +94,12 @@ print(json.dumps(out))
 """
 
 
-def ensure_data(mb: float) -> tuple[Path, int, int]:
+def ensure_data(mb: float, distinct: bool) -> tuple[Path, int, int]:
     """The partition directory (segment + .index), its size and its record count."""
     from spark import write_offset_index
 
     size = int(mb * MiB)
-    stem = f"A-v2-none-{mb:g}mib"
+    stem = f"A-v2-none-{mb:g}mib" + ("-distinct" if distinct else "")
     part = DATA / stem / f"{TOPIC}-0"
     log = part / f"{0:020d}.log"
     meta = DATA / stem / "segment.json"
@@ -110,7 +110,8 @@ def ensure_data(mb: float) -> tuple[Path, int, int]:
     part.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     partial = log.with_suffix(".partial")
-    built = build_segment(partial, "A", 2, "none", size)
+    templates = size // DEFAULT_BATCH_BYTES + 1 if distinct else TEMPLATES
+    built = build_segment(partial, "A", 2, "none", size, templates=templates)
     os.replace(partial, log)
     write_offset_index(log)
     meta.write_text(json.dumps({"size": built.size_bytes, "records": built.records}))
@@ -155,9 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scan-repeat", type=int, default=3, help="in-process scan runs")
     ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     ap.add_argument("--no-cli", action="store_true", help="only the in-process scan comparison")
+    ap.add_argument(
+        "--distinct",
+        action="store_true",
+        help="every record distinct (default: 8 template batches repeated, which Parquet "
+        "dictionary-encodes to a tenth of the segment)",
+    )
     args = ap.parse_args(argv)
 
-    part, size, records = ensure_data(args.mb)
+    part, size, records = ensure_data(args.mb, args.distinct)
     parquet = ensure_parquet(part)
     parquet_bytes = sum(f.stat().st_size for f in parquet.rglob("*.parquet"))
     print(

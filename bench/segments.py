@@ -140,8 +140,13 @@ def build_segment(
     *,
     base_offset: int = 0,
     seed: int = 0,
+    templates: int = TEMPLATES,
 ) -> SegmentInfo:
-    """Write a ``.log`` segment of at most ``total_bytes`` made of repeated builder batches."""
+    """Write a ``.log`` segment of at most ``total_bytes`` made of repeated builder batches.
+
+    ``templates`` distinct batches are built and repeated; with at least as many templates as
+    the segment has batches, every record is distinct (slower to build: kafka-python builds
+    each one)."""
     if shape not in SHAPES:
         raise ValueError(f"shape must be one of {SHAPES}, not {shape!r}")
     if magic not in SUPPORTED or codec not in SUPPORTED[magic]:
@@ -149,9 +154,20 @@ def build_segment(
     rng = random.Random(seed)
     n = _records_per_batch(shape, batch_bytes)
     make = _v2_template if magic == 2 else _v1_template
-    templates = [make(rng, shape, codec, n, t * n) for t in range(TEMPLATES)]
+    built: dict[int, _Template] = {}
+    keep = templates <= 64  # a few templates are kept and repeated; many are built as needed
+
+    def template(i: int) -> _Template:
+        tpl = built.get(i % templates)
+        if tpl is None:
+            tpl = make(rng, shape, codec, n, (i % templates) * n)
+            if keep:
+                built[i % templates] = tpl
+        return tpl
+
+    first = template(0)
     if magic == 2 and codec != "none":
-        got = templates[0].data[22] & 0x07
+        got = first.data[22] & 0x07
         if got != CODEC_IDS[codec]:  # kafka-python stores uncompressed if it does not pay off
             raise RuntimeError(f"kafka-python did not compress the {codec} template batch")
 
@@ -161,7 +177,7 @@ def build_segment(
     pack_q = struct.Struct(">q").pack_into
     with out.open("wb", buffering=1 << 20) as f:
         while True:
-            tpl = templates[repeat % TEMPLATES]
+            tpl = template(repeat)
             data = tpl.data
             if written + len(data) > total_bytes and batches:
                 break
