@@ -3,9 +3,9 @@
 The compiled kernels, ``pread`` and the codecs release the GIL, so threads decode ranges at the
 same time. The consumer still sees every batch in the order a sequential read gives it: range
 by range, batches in order, an error at the place the sequential read would raise it (after
-every batch before it). Memory stays bounded: at most ``threads + 1`` ranges are in flight, and
-a range's worker waits while the batches it has ready and not yet handed on exceed
-``ahead_bytes``.
+every batch before it). Memory stays bounded: at most ``threads`` ranges are in flight (the one
+being handed on and the next ones), and a range's worker waits while the batches it has ready
+and not yet handed on exceed ``ahead_bytes``.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def ordered_batches(
     with ThreadPoolExecutor(threads, thread_name_prefix="kafkalog-decode") as pool:
         try:
             while pending or running:
-                while pending and len(running) <= threads:
+                while pending and len(running) < threads:
                     item = pending.popleft()
                     pool.submit(item.work, decode)
                     running.append(item)

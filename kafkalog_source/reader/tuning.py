@@ -30,5 +30,5 @@ _PADDING = bytes(PAD)
 # cut into pieces of PIECE_BYTES (unless maxPartitionBytes is given), and each piece's worker
 # keeps at most AHEAD_BYTES of Arrow batches ready ahead of the consumer.
 PIECE_BYTES = 16 << 20
-AHEAD_BYTES = 64 << 20
+AHEAD_BYTES = 32 << 20
 MAX_THREADS = 8
