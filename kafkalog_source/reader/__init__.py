@@ -11,7 +11,8 @@ One concern per module: :mod:`.range_reader` (the window loop, :class:`RangeRead
 (modes and PERMISSIVE rows), :mod:`.v2` and :mod:`.legacy` (the batch formats),
 :mod:`.transactions` (read_committed), :mod:`.filters` (offset and timestamp bounds),
 :mod:`.dataloss` (failOnDataLoss), :mod:`.control` (control records), :mod:`.output` (Arrow
-assembly), :mod:`.tuning` (sizes and switches) and :mod:`.api` (the public functions).
+assembly), :mod:`.parallel` (ranges decoded on threads, handed on in order), :mod:`.tuning`
+(sizes and switches) and :mod:`.api` (the public functions).
 """
 
 from __future__ import annotations
