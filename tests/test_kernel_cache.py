@@ -208,6 +208,10 @@ def load(src, p):
     return load_u64(src, p)
 
 @numba.njit
+def be(src, p):
+    return be32(src, p)
+
+@numba.njit
 def copy(dst, d, src, s, n):
     copy_bytes(dst, d, src, s, n)
 
@@ -217,7 +221,7 @@ def memcpy(dst, d, src, s, n):
 
 buf = np.zeros(16, np.uint8)
 calls = {
-    "be32": lambda: be32(buf, 14),
+    "be32": lambda: be(buf, 14),
     "load_u64": lambda: load(buf, 9),
     "load_u64_negative": lambda: load(buf, -1),
     "copy_bytes": lambda: copy(buf, 0, np.zeros(4, np.uint8), 0, 5),
