@@ -119,6 +119,12 @@ def decode_v2(
     want_key = (want & 1) != 0
     want_val = (want & 2) != 0
     want_hdr = (want & 4) != 0
+    # A failure sets err (and its details) and breaks out of the loops to the one fail() below:
+    # numba lowers every return with a release of each array still alive (two dozen), so one
+    # exit instead of one per status halves the code LLVM optimizes (the cold compile).
+    err = OK
+    epos = ea = eb = np.int64(0)
+    b = 0
     for b in range(bp.shape[0]):
         p = bp[b, BP_START]
         end = bp[b, BP_END]
@@ -132,91 +138,187 @@ def decode_v2(
         if verify:
             crc = crc32c_span(crc_tables, src, p - 40, end)
             if crc != bp[b, BP_CRC]:
-                return fail(state, E_CRC, p - 61, b, crc, bp[b, BP_CRC])
+                err = E_CRC
+                epos = p - 61
+                ea = crc
+                eb = bp[b, BP_CRC]
+                break
         n0 = n
         nh0 = nh
         nhk0 = nhk
         for r in range(count):
             rec_start = p
             if n >= offsets.shape[0]:
-                return fail(state, E_CAPACITY, p, b, CAP_RECORDS, n + 1)
+                err = E_CAPACITY
+                epos = p
+                ea = CAP_RECORDS
+                eb = n + 1
+                break
             if p >= end:
-                return fail(state, E_PREMATURE_EOF, p, b, count, r)
+                err = E_PREMATURE_EOF
+                epos = p
+                ea = count
+                eb = r
+                break
             length, q = varint(src, p)
             if q > end:
-                return fail(state, E_RECORD_STRUCTURE, p, b, 0, 0)
+                err = E_RECORD_STRUCTURE
+                epos = p
+                ea = 0
+                eb = 0
+                break
             if length < 0:
-                return fail(state, E_RECORD_LENGTH, p, b, length, end - q)
+                err = E_RECORD_LENGTH
+                epos = p
+                ea = length
+                eb = end - q
+                break
             body_end = q + length
             if body_end > end:
-                return fail(state, E_RECORD_OVERRUN, p, b, length, end - q)
+                err = E_RECORD_OVERRUN
+                epos = p
+                ea = length
+                eb = end - q
+                break
             p = q + 1  # attributes byte: unused
             ts_delta, p = varlong(src, p)
             if p > body_end:
-                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                err = E_RECORD_STRUCTURE
+                epos = rec_start
+                ea = 0
+                eb = 0
+                break
             off_delta, p = varint(src, p)
             if p > body_end:
-                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                err = E_RECORD_STRUCTURE
+                epos = rec_start
+                ea = 0
+                eb = 0
+                break
             # key
             klen, p = varint(src, p)
             if p > body_end:
-                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                err = E_RECORD_STRUCTURE
+                epos = rec_start
+                ea = 0
+                eb = 0
+                break
             if klen >= 0:
                 if klen > body_end - p:
-                    return fail(state, E_KEY_LENGTH, rec_start, b, klen, body_end - p)
+                    err = E_KEY_LENGTH
+                    epos = rec_start
+                    ea = klen
+                    eb = body_end - p
+                    break
                 if want_key:
                     if nk + klen > key_data.shape[0]:
-                        return fail(state, E_CAPACITY, p, b, CAP_KEYS, nk + klen)
+                        err = E_CAPACITY
+                        epos = p
+                        ea = CAP_KEYS
+                        eb = nk + klen
+                        break
                     copy_bytes(key_data, nk, src, p, klen)
                     nk += klen
                 p += klen
             # value
             vlen, p = varint(src, p)
             if p > body_end:
-                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                err = E_RECORD_STRUCTURE
+                epos = rec_start
+                ea = 0
+                eb = 0
+                break
             if vlen >= 0:
                 if vlen > body_end - p:
-                    return fail(state, E_VALUE_LENGTH, rec_start, b, vlen, body_end - p)
+                    err = E_VALUE_LENGTH
+                    epos = rec_start
+                    ea = vlen
+                    eb = body_end - p
+                    break
                 if want_val:
                     if nv + vlen > val_data.shape[0]:
-                        return fail(state, E_CAPACITY, p, b, CAP_VALUES, nv + vlen)
+                        err = E_CAPACITY
+                        epos = p
+                        ea = CAP_VALUES
+                        eb = nv + vlen
+                        break
                     copy_bytes(val_data, nv, src, p, vlen)
                     nv += vlen
                 p += vlen
             # headers
             hcount, p = varint(src, p)
             if p > body_end:
-                return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                err = E_RECORD_STRUCTURE
+                epos = rec_start
+                ea = 0
+                eb = 0
+                break
             if hcount < 0 or hcount > body_end - p:
-                return fail(state, E_HEADER_COUNT, rec_start, b, hcount, body_end - p)
+                err = E_HEADER_COUNT
+                epos = rec_start
+                ea = hcount
+                eb = body_end - p
+                break
             for _h in range(hcount):
                 hklen, p = varint(src, p)
                 if p > body_end:
-                    return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                    err = E_RECORD_STRUCTURE
+                    epos = rec_start
+                    ea = 0
+                    eb = 0
+                    break
                 if hklen < 0 or hklen > body_end - p:
-                    return fail(state, E_HEADER_KEY_LENGTH, rec_start, b, hklen, body_end - p)
+                    err = E_HEADER_KEY_LENGTH
+                    epos = rec_start
+                    ea = hklen
+                    eb = body_end - p
+                    break
                 if not want_hdr and not is_ascii(src, p, p + hklen):  # not copied: check here
                     bad = utf8_error(src, p, p + hklen)
                     if bad >= 0:
                         at = base_offset + off_delta
-                        return fail(state, E_HEADER_KEY_UTF8, rec_start, b, at, bad)
+                        err = E_HEADER_KEY_UTF8
+                        epos = rec_start
+                        ea = at
+                        eb = bad
+                        break
                 if want_hdr:
                     if nh + 1 >= hv_valid.shape[0]:
-                        return fail(state, E_CAPACITY, p, b, CAP_HEADERS, nh + 2)
+                        err = E_CAPACITY
+                        epos = p
+                        ea = CAP_HEADERS
+                        eb = nh + 2
+                        break
                     if nhk + hklen > hk_data.shape[0]:
-                        return fail(state, E_CAPACITY, p, b, CAP_HEADER_KEYS, nhk + hklen)
+                        err = E_CAPACITY
+                        epos = p
+                        ea = CAP_HEADER_KEYS
+                        eb = nhk + hklen
+                        break
                     copy_bytes(hk_data, nhk, src, p, hklen)
                     nhk += hklen
                 p += hklen
                 hvlen, p = varint(src, p)
                 if p > body_end:
-                    return fail(state, E_RECORD_STRUCTURE, rec_start, b, 0, 0)
+                    err = E_RECORD_STRUCTURE
+                    epos = rec_start
+                    ea = 0
+                    eb = 0
+                    break
                 if hvlen > body_end - p:
-                    return fail(state, E_HEADER_VALUE_LENGTH, rec_start, b, hvlen, body_end - p)
+                    err = E_HEADER_VALUE_LENGTH
+                    epos = rec_start
+                    ea = hvlen
+                    eb = body_end - p
+                    break
                 if want_hdr:
                     if hvlen >= 0:
                         if nhv + hvlen > hv_data.shape[0]:
-                            return fail(state, E_CAPACITY, p, b, CAP_HEADER_VALUES, nhv + hvlen)
+                            err = E_CAPACITY
+                            epos = p
+                            ea = CAP_HEADER_VALUES
+                            eb = nhv + hvlen
+                            break
                         copy_bytes(hv_data, nhv, src, p, hvlen)
                         nhv += hvlen
                         hv_valid[nh] = 1
@@ -227,8 +329,14 @@ def decode_v2(
                     hv_off[nh] = nhv
                 if hvlen > 0:
                     p += hvlen
+            if err != OK:
+                break
             if p != body_end:
-                return fail(state, E_RECORD_SIZE_MISMATCH, rec_start, b, length, p - q)
+                err = E_RECORD_SIZE_MISMATCH
+                epos = rec_start
+                ea = length
+                eb = p - q
+                break
             # emit
             offsets[n] = base_offset + off_delta
             ts = max_ts if log_append else base_ts + ts_delta
@@ -248,8 +356,14 @@ def decode_v2(
             if want_hdr:
                 hdr_off[n + 1] = nh
             n += 1
+        if err != OK:
+            break
         if count > 0 and p != end:
-            return fail(state, E_TRAILING_BYTES, p, b, count, end - p)
+            err = E_TRAILING_BYTES
+            epos = p
+            ea = count
+            eb = end - p
+            break
         # the batch's header keys, copied side by side: one ASCII check for all of them
         if want_hdr and not is_ascii(read_only(hk_data), nhk0, nhk):
             for h in range(nh0, nh):
@@ -258,7 +372,13 @@ def decode_v2(
                     r = n0
                     while hdr_off[r + 1] <= h:
                         r += 1
-                    return fail(state, E_HEADER_KEY_UTF8, bp[b, BP_START], b, offsets[r], bad)
+                    err = E_HEADER_KEY_UTF8
+                    epos = bp[b, BP_START]
+                    ea = offsets[r]
+                    eb = bad
+                    break
+            if err != OK:
+                break
         # commit this batch: a later failure leaves the rows of earlier batches in place
         state[N_REC] = n
         state[N_KEY] = nk
@@ -269,4 +389,6 @@ def decode_v2(
         state[N_NULL_TS] = null_ts
         if b + 1 < bp.shape[0] and (n >= row_limit or nk + nv + nhk + nhv >= byte_limit):
             return fail(state, FULL, p, b + 1, 0, 0)
+    if err != OK:
+        return fail(state, err, epos, b, ea, eb)
     return OK
