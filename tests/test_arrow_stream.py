@@ -8,7 +8,10 @@ kafka-python), not from our own reader.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -128,24 +131,53 @@ def test_rows_come_in_log_order_whatever_the_pieces_and_threads(threads: int, pi
     assert offsets == [o for o, _ in _manifest_rows_by_partition()[("multi-segment", 0)]]
 
 
-def test_closing_a_threaded_reader_early_stops_its_threads() -> None:
-    """A consumer that stops after one batch (a LIMIT) leaves no decoding thread behind."""
-    import gc
-    import threading
+_EARLY_STOP = r"""
+import gc, sys, threading, time
+import kafkalog_source as kl
+from kafkalog_source.reader import tuning
 
-    def decoders() -> int:
-        return sum(t.name.startswith("kafkalog-decode") for t in threading.enumerate())
+tuning.AHEAD_BYTES = 1  # a worker holds one batch, then waits for the consumer
+samples = sys.argv[1]
 
-    batches = kl.iter_batches(str(SAMPLES), threads=3, maxPartitionBytes=1, recordsPerBatch=1)
-    first = next(batches)
-    assert first.num_rows >= 1
-    assert decoders() > 0
-    batches.close()
-    reader = kl.open_reader(str(SAMPLES), threads=3, maxPartitionBytes=1, recordsPerBatch=1)
-    reader.read_next_batch()
-    del reader
-    gc.collect()
-    assert decoders() == 0
+
+def decoders():
+    return [t for t in threading.enumerate() if t.name.startswith("kafkalog-decode")]
+
+
+def blocked_reader():
+    reader = kl.open_reader(samples, threads=2, recordsPerBatch=1)
+    assert reader.read_next_batch().num_rows >= 1
+    time.sleep(0.5)  # the workers fill their one batch and wait
+    assert decoders()
+    return reader
+
+
+reader = blocked_reader()
+reader.close()
+del reader  # pyarrow lets the batch generator go with the reader: that stops the workers
+gc.collect()
+assert not decoders(), decoders()
+batches = kl.iter_batches(samples, threads=2, recordsPerBatch=1)
+next(batches)
+batches.close()
+assert not decoders(), decoders()
+print("closed", flush=True)
+left = blocked_reader()  # never closed: the process must still exit
+"""
+
+
+def test_a_threaded_reader_stops_when_closed_or_left_at_exit() -> None:
+    """A consumer that stops early (a LIMIT) leaves no decoding thread behind, even while the
+    workers wait for room; and a reader left unread does not keep the process from exiting."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY_STOP, str(SAMPLES)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "closed"
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])

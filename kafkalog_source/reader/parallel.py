@@ -10,10 +10,10 @@ and not yet handed on exceed ``ahead_bytes``.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
@@ -44,6 +44,8 @@ class _Range:
     def work(self, decode: Decode) -> None:
         """Worker side: decode the range, waiting while too much is ready and not taken."""
         try:
+            if self._cancelled:
+                raise _Cancelled
             for batch in decode(self.rng, self.stats):
                 size = batch.nbytes
                 with self._cond:
@@ -107,26 +109,48 @@ def ordered_batches(
         return
     pending = deque(_Range(r, ahead_bytes) for r in ranges)
     running: deque[_Range] = deque()
-    with ThreadPoolExecutor(threads, thread_name_prefix="kafkalog-decode") as pool:
-        try:
-            while pending or running:
-                while pending and len(running) < threads:
-                    item = pending.popleft()
-                    pool.submit(item.work, decode)
-                    running.append(item)
-                current = running.popleft()
-                try:
-                    yield from current.take()
-                except GeneratorExit:
-                    raise
-                except BaseException:
-                    stats.merge(current.stats)  # its worker is done: what it saw counts
-                    raise
-                stats.merge(current.stats)
-        finally:
-            for item in running:
+    # Daemon threads: a reader left unread at interpreter exit, its workers waiting for room,
+    # must not keep the process alive (a ThreadPoolExecutor's threads are joined at exit).
+    work: queue.SimpleQueue[_Range | None] = queue.SimpleQueue()
+    workers = [
+        threading.Thread(
+            target=_serve, args=(work, decode), name=f"kafkalog-decode-{i}", daemon=True
+        )
+        for i in range(min(threads, len(ranges)))
+    ]
+    for t in workers:
+        t.start()
+    current: _Range | None = None
+    try:
+        while pending or running:
+            while pending and len(running) < threads:
+                item = pending.popleft()
+                work.put(item)
+                running.append(item)
+            current = running.popleft()
+            try:
+                yield from current.take()
+            except GeneratorExit:
+                raise
+            except BaseException:
+                stats.merge(current.stats)  # its worker is done: what it saw counts
+                raise
+            stats.merge(current.stats)
+    finally:
+        for item in (current, *running):
+            if item is not None:
                 item.cancel()
-            pending.clear()
+        pending.clear()
+        for _ in workers:
+            work.put(None)
+        for t in workers:
+            t.join()
+
+
+def _serve(work: queue.SimpleQueue[_Range | None], decode: Decode) -> None:
+    """A decoding thread: work on the ranges it is given until it is given None."""
+    while (item := work.get()) is not None:
+        item.work(decode)
 
 
 __all__ = ["ordered_batches"]
