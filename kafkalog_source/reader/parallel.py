@@ -34,7 +34,7 @@ class _Range:
         self.rng = rng
         self.stats = ReadStats()
         self._ahead = ahead_bytes
-        self._ready: deque[pa.RecordBatch] = deque()
+        self._ready: deque[tuple[pa.RecordBatch, int]] = deque()  # (batch, its nbytes)
         self._bytes = 0
         self._done = False
         self._error: BaseException | None = None
@@ -53,7 +53,7 @@ class _Range:
                         self._cond.wait()
                     if self._cancelled:
                         raise _Cancelled
-                    self._ready.append(batch)
+                    self._ready.append((batch, size))
                     self._bytes += size
                     self._cond.notify_all()
         except _Cancelled:
@@ -72,8 +72,8 @@ class _Range:
                 while not self._ready and not self._done:
                     self._cond.wait()
                 if self._ready:
-                    batch = self._ready.popleft()
-                    self._bytes -= batch.nbytes
+                    batch, size = self._ready.popleft()
+                    self._bytes -= size
                     self._cond.notify_all()
                 elif self._error is not None:
                     raise self._error
