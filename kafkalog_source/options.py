@@ -29,6 +29,10 @@ EARLIEST = -2
 LATEST = -1
 
 MODES = ("FAILFAST", "DROPMALFORMED", "PERMISSIVE")
+# offsetGaps: how a gap between batches or segments is judged (planning/evidence.py)
+OFFSET_GAPS = ("auto", "compacted", "loss")
+# replicas: the same topic-partition in several log directories (planning/replicas.py)
+REPLICAS = ("error", "separate", "merge")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 # (topic, partition) -> offset or timestamp; topic None means "any topic" (global bound)
@@ -238,6 +242,8 @@ class ReadOptions:
     starting_offsets_by_timestamp: PartitionMap | None = None
     ending_offsets_by_timestamp: PartitionMap | None = None
     fail_on_data_loss: bool = False
+    offset_gaps: str = "auto"
+    replicas: str = "error"
     min_partitions: int | None = None
     # planning (Spark file source names)
     max_partition_bytes: int = 128 * MiB
@@ -438,6 +444,8 @@ _PARSERS: dict[str, tuple[str, Any]] = {
         lambda n, v: _partition_json(n, v, False),
     ),
     "failOnDataLoss": ("fail_on_data_loss", _bool),
+    "offsetGaps": ("offset_gaps", lambda n, v: _choice(n, v, OFFSET_GAPS, False)),
+    "replicas": ("replicas", lambda n, v: _choice(n, v, REPLICAS, False)),
     "minPartitions": ("min_partitions", lambda n, v: _int(n, v, 1)),
     "maxPartitionBytes": ("max_partition_bytes", _size),
     "openCostInBytes": ("open_cost_in_bytes", lambda n, v: _size(n, v) if str(v) != "0" else 0),

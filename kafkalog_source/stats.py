@@ -29,8 +29,9 @@ class ReadEvent:
     """One error or skip of a read, as data: what the CLI and the Spark task summary read.
 
     ``kind`` is a key of :data:`SKIP_REASONS` for the skips that are counted there ("malformed",
-    "truncated tail", "zero tail", "corrupt file", "missing file"), or "missing path" / "swap
-    file" (discovery). ``message`` is the line that is logged.
+    "truncated tail", "zero tail", "corrupt file", "missing file"), "missing offsets" (offsets
+    the archive should hold and does not: ``base_offset`` is the first of them), or "missing
+    path" / "swap file" (discovery). ``message`` is the line that is logged.
     """
 
     kind: str
@@ -88,6 +89,11 @@ class ReadStats:
     control_bytes: int = 0  # control batches not asked for (includeControlRecords=false)
     corrupt_file_bytes: int = 0  # ignoreCorruptFiles: the rest of a file after the damage
     missing_file_bytes: int = 0  # ignoreMissingFiles: planned bytes of a file that disappeared
+    # offsets the archive should hold and does not (empty, cut or missing segment files, found
+    # from the partition's own evidence: indexes, segment names, checkpoints); see events
+    # of kind "missing offsets" for which and why
+    missing_offsets: int = 0
+    missing_ranges: int = 0
     # storage: what the byte sources fetched (read-ahead included) and the requests they made
     source_bytes: int = 0
     source_requests: int = 0
@@ -160,6 +166,7 @@ class ReadStats:
             or self.zero_tails
             or self.corrupt_files
             or self.missing_files
+            or self.missing_ranges
             or (self.bytes_total and self.unaccounted_bytes)
         )
 
@@ -181,6 +188,11 @@ class ReadStats:
             parts.append(
                 f"ignored {self.corrupt_files} corrupt ({self.corrupt_file_bytes} bytes), "
                 f"{self.missing_files} missing files"
+            )
+        if self.missing_ranges:
+            parts.append(
+                f"{self.missing_offsets} offsets missing from the archive in "
+                f"{self.missing_ranges} range{'' if self.missing_ranges == 1 else 's'}"
             )
         wanted = {
             "filtered by bounds": self.filtered_bytes,

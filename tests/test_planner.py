@@ -14,7 +14,7 @@ from conftest import BROKER_WRITTEN, require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalog_source.errors import OptionError
+from kafkalog_source.errors import OptionError, PathError
 from kafkalog_source.framing.headers import BatchHeader, Tail, walk_headers
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.planner import SegmentProbe, max_split_bytes, plan
@@ -624,6 +624,11 @@ def test_same_partition_in_two_log_dirs_is_two_logs():
     paths = [str(MASHA / "__consumer_offsets-15"), str(nomanazeem / "__consumer_offsets-15")]
     o = parse_options(paths=paths, maxPartitionBytes="16k", openCostInBytes=0)
     segs = discover(o)
+    # by default the same topic-partition in two directories is refused, naming both
+    with pytest.raises(PathError) as err:
+        plan(o, segs)
+    assert all(p in str(err.value) for p in paths)
+    o = o.replace(replicas="separate")
     assert [s.base_offset for s in segs] == [0, 0, 669]  # two base-0 segments, two dirs
     check_plan(plan(o, segs), segs)
     o = o.replace(starting_offsets={("__consumer_offsets", 15): 600})

@@ -11,7 +11,7 @@ from ..framing.headers import BatchHeader
 from ..options import EARLIEST, LATEST, ReadOptions
 from .probe import SegmentProbe
 from .pruning import Pruning
-from .splits import NO_LIMIT, NO_LOWER
+from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
 from .transactions import LogTransactions
 
 log = logging.getLogger("kafkalog")
@@ -33,6 +33,9 @@ class _Extent:
     min_timestamp_hint: int | None = None
     order: int = 0
     txn: LogTransactions | None = None  # read_committed: the partition log's transactions
+    missing: tuple[MissingOffsets, ...] = ()  # reported by the extent's first range
+    next_base_offset: int | None = None  # the next segment file's base offset
+    compacted_below: int = NO_LOWER  # gaps below this offset are compaction
 
 
 @dataclass

@@ -103,6 +103,9 @@ def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
         timestamp_start=ext.timestamp_start if start == ext.start else None,
         timestamp_end=ext.timestamp_end if end == ext.end else None,
         counts_file=start == ext.start,
+        missing=ext.missing if start == ext.start else (),
+        next_base_offset=ext.next_base_offset if end == seg.size else None,
+        compacted_below=ext.compacted_below,
     )
 
 

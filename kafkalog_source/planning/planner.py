@@ -39,15 +39,19 @@ from __future__ import annotations
 
 import logging
 
+from ..errors import DataLossError
 from ..options import ReadOptions, check_batch
+from ..storage.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
 from ..storage.discovery import SegmentFile, discover, parent_directory
 from ..storage.filesystems import is_remote
 from ..storage.source import remote_totals, using_store
-from .extents import _Extent, _partition_extents
+from .evidence import clip, partition_evidence
+from .extents import _bounds_for, _Extent, _partition_extents
 from .packing import _ranges, _splits_for, max_split_bytes
 from .probe import SegmentProbe
 from .pruning import Pruning
-from .splits import Split
+from .replicas import check_replicas, merge_extents, replica_sets
+from .splits import MissingOffsets, Split
 from .transactions import log_transactions
 
 log = logging.getLogger("kafkalog")
@@ -108,17 +112,37 @@ def _plan(
         if pruning.may_contain(seg.topic, seg.partition):
             groups.setdefault(_group_key(seg), []).append(seg)
     _warn_unknown_partitions(options, groups)
+    check_replicas(groups, options)
     extents: list[_Extent] = []
     probes: list[SegmentProbe] = []
+    checkpoints: dict[str, LogDirCheckpoints] = {}
     try:
+        merged = replica_sets(groups) if options.replicas == "merge" else {}
+        in_merge = {g: pk for pk, gs in merged.items() for g in gs}
         for gkey in sorted(groups):
-            group = [
-                SegmentProbe(s, not is_remote(s.path) or options.remote_header_walk)
-                for s in sorted(groups[gkey], key=_segment_order)
-            ]
-            probes.extend(group)
             pkey = (gkey[1], gkey[2]) if gkey[0] == 0 else None
-            group_extents = _partition_extents(pkey, group, options, pruning)
+            if gkey in in_merge:
+                if gkey != merged[in_merge[gkey]][0]:
+                    continue  # read with the first copy
+                copies = [
+                    (g[3], [SegmentProbe(s) for s in sorted(groups[g], key=_segment_order)])
+                    for g in merged[in_merge[gkey]]
+                ]
+                for _, c in copies:
+                    probes.extend(c)
+                group = copies[0][1]
+                group_extents, lost = merge_extents(in_merge[gkey], copies, options)
+                if options.offset_gaps == "compacted":
+                    lost = []
+                _report(pkey, lost, group, group_extents, options, pruning)
+            else:
+                group = [
+                    SegmentProbe(s, not is_remote(s.path) or options.remote_header_walk)
+                    for s in sorted(groups[gkey], key=_segment_order)
+                ]
+                probes.extend(group)
+                group_extents = _partition_extents(pkey, group, options, pruning)
+                _account(pkey, gkey[3], group, group_extents, options, pruning, checkpoints)
             if group_extents and options.isolation_level == "read_committed":
                 txn = log_transactions([p.seg for p in group])
                 for ext in group_extents:
@@ -166,6 +190,74 @@ def _plan(
     return splits
 
 
+def _account(
+    pkey: tuple[str, int] | None,
+    directory: str,
+    group: list[SegmentProbe],
+    extents: list[_Extent],
+    options: ReadOptions,
+    pruning: Pruning,
+    checkpoints: dict[str, LogDirCheckpoints],
+) -> None:
+    """Check one partition log against its own evidence (:mod:`.evidence`): raise under
+    failOnDataLoss, else warn and hand the missing offsets to the partition's first extent (its
+    reader counts them in ReadStats). Every extent learns the next segment's base offset and
+    where compaction ends, for the reader's own checks."""
+    ckpt = None
+    if pkey is not None:
+        log_dir = parent_directory(directory)
+        if log_dir not in checkpoints:
+            checkpoints[log_dir] = read_log_dir_checkpoints(log_dir)
+        ckpt = checkpoints[log_dir]
+    ev = partition_evidence(pkey, group, ckpt, options.offset_gaps)
+    bases = {id(p): (group[i + 1].seg.base_offset if i + 1 < len(group) else None)
+             for i, p in enumerate(group)}  # fmt: skip
+    for ext in extents:
+        ext.next_base_offset = bases.get(id(ext.probe))
+        ext.compacted_below = ev.compacted_below
+    _report(pkey, ev.missing, group, extents, options, pruning)
+
+
+def _report(
+    pkey: tuple[str, int] | None,
+    missing: list[MissingOffsets],
+    group: list[SegmentProbe],
+    extents: list[_Extent],
+    options: ReadOptions,
+    pruning: Pruning,
+) -> None:
+    """Offsets missing from one partition, within the read's bounds: raise under
+    failOnDataLoss, else warn and hand them to the partition's first extent (whose reader counts
+    them in ReadStats; a partition with nothing to read gets an extent of no bytes for it)."""
+    b = _bounds_for(pkey, options)
+    lo, hi = b.lo, b.hi
+    if pruning.offset_min is not None:
+        lo = max(lo, pruning.offset_min)
+    if pruning.offset_max is not None:
+        hi = min(hi, pruning.offset_max + 1)
+    missing = clip(missing, lo, hi) if lo < hi else []
+    if not extents and (b.ts_start is not None or b.ts_end is not None):
+        missing = []  # nothing in the time bounds, which say nothing about the missing offsets
+    if not missing:
+        return
+    if options.fail_on_data_loss:
+        m = missing[0]
+        raise DataLossError(
+            f"failOnDataLoss: {m.message()}. Set failOnDataLoss=false to read what is there (the "
+            "missing offsets are then reported)",
+            m.path,
+            None,
+            None,
+        )
+    for m in missing:
+        log.warning("kafkalog: %s", m.message())
+    if not extents:
+        ext = _Extent(group[-1], 0, 0, None, b.lo, b.hi)
+        ext.last_segment = True
+        extents.append(ext)
+    extents[0].missing = tuple(missing)
+
+
 def _warn_unknown_partitions(options: ReadOptions, groups: dict[tuple, list]) -> None:
     present = {(k[1], k[2]) for k in groups if k[0] == 0}
     for name, value in (
@@ -181,4 +273,4 @@ def _warn_unknown_partitions(options: ReadOptions, groups: dict[tuple, list]) ->
                 log.warning("option %r names partitions with no segment to read: %s", name, shown)
 
 
-__all__ = ["Pruning", "SegmentProbe", "max_split_bytes", "plan"]
+__all__ = ["MissingOffsets", "Pruning", "SegmentProbe", "max_split_bytes", "plan"]

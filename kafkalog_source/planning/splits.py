@@ -9,6 +9,41 @@ NO_LOWER = -(2**63)  # no lower offset bound: records with negative offsets are 
 
 
 @dataclass(frozen=True)
+class MissingOffsets:
+    """Offsets ``first..last`` (inclusive) of one partition that the archive should hold and
+    does not, found by the planner from the archive's own evidence (see
+    :mod:`.evidence`): ``reason`` says which file said what, ``path`` names the file where they
+    should be."""
+
+    topic: str | None
+    partition: int | None
+    first: int
+    last: int
+    reason: str
+    path: str
+
+    @property
+    def count(self) -> int:
+        """How many offsets are missing."""
+        return self.last - self.first + 1
+
+    @property
+    def partition_name(self) -> str:
+        """``topic-partition``, or the file when the partition is not known."""
+        if self.topic is None or self.partition is None:
+            return self.path
+        return f"{self.topic}-{self.partition}"
+
+    def message(self) -> str:
+        """One line for logs and errors."""
+        n = self.count
+        return (
+            f"{self.partition_name}: offsets {self.first}..{self.last} ({n} offset"
+            f"{'' if n == 1 else 's'}) are missing: {self.reason}"
+        )
+
+
+@dataclass(frozen=True)
 class SegmentRange:
     """A byte range ``[start, end)`` of one ``.log`` file that starts and ends on batch boundaries.
 
@@ -50,6 +85,15 @@ class SegmentRange:
     # The first range of its file in this read: the one that counts the file in ReadStats
     # (segments, missing_files), so a file read in several ranges is counted once.
     counts_file: bool = True
+    # Offsets the planner found missing from the partition (reported once, by the range that
+    # carries them: the first range of the partition in the read).
+    missing: tuple[MissingOffsets, ...] = ()
+    # The base offset of the next segment file of the partition (by its name), for a range that
+    # ends its file: offsets between this file's last batch and it are in no file.
+    next_base_offset: int | None = None
+    # Offsets below this are in the part of the log the cleaner compacted (the log directory's
+    # cleaner-offset-checkpoint, or offsetGaps=compacted): gaps there are compaction, not loss.
+    compacted_below: int = NO_LOWER
 
 
 @dataclass(frozen=True)

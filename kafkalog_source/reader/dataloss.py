@@ -1,42 +1,48 @@
-"""failOnDataLoss: offsets missing between batches, at a split boundary or before the next segment."""
+"""Offsets missing between batches, at a split boundary or before the next segment, and the
+planner's report of offsets missing from the partition (:mod:`..planning.evidence`)."""
 
 from __future__ import annotations
 
-import os
+import logging
 import struct
 
 import numpy as np
 
 from ..errors import DataLossError
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
-from ..logformat import segment_base_offset
+from ..planning.splits import MissingOffsets
+from ..stats import ReadEvent
 from ..storage.source import ByteSource
 
 
-def _next_segment(path: str, base_offset: int | None) -> tuple[int, str] | None:
-    """The segment file after ``path`` in its directory: (base offset, name), or None."""
-    if base_offset is None:
-        return None
-    best: tuple[int, str] | None = None
-    try:
-        names = os.listdir(os.path.dirname(os.path.abspath(path)))
-    except OSError:
-        return None
-    for name in names:
-        base = segment_base_offset(name)
-        if base is None:
-            continue
-        if base > base_offset and (best is None or base < best[0]):
-            best = (base, name)
-    return best
-
-
 class DataLossChecks:
-    """RangeReader's failOnDataLoss checks."""
+    """RangeReader's checks for missing offsets."""
+
+    def _report_missing(self, missing: tuple[MissingOffsets, ...], logged: bool) -> None:
+        """Count offsets missing from the partition in ReadStats, one event per run of them
+        (logged at debug level when the planner has already warned about them)."""
+        st = self.stats
+        for m in missing:
+            st.missing_offsets += m.count
+            st.missing_ranges += 1
+            st.record(
+                ReadEvent(
+                    "missing offsets",
+                    m.reason,
+                    m.path,
+                    None,
+                    m.first,
+                    0,
+                    f"kafkalog: {m.message()}",
+                ),
+                level=logging.DEBUG if logged else logging.WARNING,
+                capped=False,
+            )
 
     def _check_gaps(self, table: np.ndarray) -> tuple[int, DataLossError] | None:
-        """failOnDataLoss: consecutive batches must leave no offsets out. Returns the first batch
-        after a gap and the error to raise once the batches before it are decoded, or None.
+        """Consecutive batches must leave no offsets out (checked under failOnDataLoss, above
+        the compacted part of the log). Returns the first batch after a gap and the error to
+        raise once the batches before it are decoded, or None; keeps the last offset seen.
 
         Gaps inside a batch (compaction) are fine, and control batches occupy their offsets, so
         any gap between one batch's last offset and the next batch's base offset means batches
@@ -47,8 +53,11 @@ class DataLossChecks:
         # a legacy entry's offset is its last; its first is unknown before decompression
         starts = np.where(table[:, H_MAGIC] == 2, first, -1)
         prev = np.concatenate(([self._prev_last], last[:-1]))
-        gaps = np.nonzero((prev >= 0) & (starts > prev + 1))[0]
-        if gaps.size:
+        check = self.opts.fail_on_data_loss
+        gaps = np.nonzero((prev >= 0) & (starts > prev + 1) & (starts > self.rng.compacted_below))[
+            0
+        ]
+        if check and gaps.size:
             k = int(gaps[0])
             return k, DataLossError(
                 f"failOnDataLoss: offsets {int(prev[k]) + 1}..{int(starts[k]) - 1} are missing "
@@ -62,36 +71,61 @@ class DataLossChecks:
         return None
 
     def _check_gap_after(self, src: ByteSource) -> None:
-        """failOnDataLoss past this range's end: at a split boundary, or at the next segment.
+        """Offsets missing past this range's end: at a split boundary (under failOnDataLoss),
+        or at the next segment file (always).
 
         The next range's reader does not know how this one ended. So a range that ends inside
-        its file reads the next batch's header (17 bytes), and a range that ends its file looks
-        for the next segment file of the partition: its name is its base offset, and a segment
-        holds no offset below that, so offsets between this file's last batch and that name are
-        in neither file (a segment file missing from an archive, for example).
+        its file reads the next batch's header (17 bytes), and a range that ends its file
+        compares its last offset with the next segment file's base offset (its name, which the
+        planner passes on): a segment holds no offset below its base, so offsets between this
+        file's last batch and that name are in neither file (a segment file missing from an
+        archive, or a rolled segment cut at a batch boundary). Below the compacted part's end
+        (``compacted_below``) such a gap is compaction. Otherwise it raises under failOnDataLoss
+        and is counted as missing offsets in ReadStats, with a warning.
         """
         rng = self.rng
-        if self._done or self._prev_last < 0:
+        prev_last: int | None = self._prev_last if self._prev_last >= 0 else None
+        if prev_last is None and rng.start == 0 and rng.segment_base_offset is not None:
+            prev_last = rng.segment_base_offset - 1  # no batch read: the segment's offsets
+        if self._done or prev_last is None:
             return
         if not rng.at_file_end:
+            if not self.opts.fail_on_data_loss:
+                return
             head = src.read(rng.end, 17)
             if len(head) < 17 or head[16] != 2:
                 return  # end of data, or a legacy entry (its first offset is not in its header)
             base = struct.unpack_from(">q", head, 0)[0]
             where = f"the next one, at the start of the next split, begins at {base}"
         else:
-            found = _next_segment(rng.path, rng.segment_base_offset)
-            if found is None:
+            if rng.next_base_offset is None:
                 return
-            base, name = found
-            where = f"the next segment file, {name}, starts at offset {base}"
+            base = rng.next_base_offset
+            where = f"the next segment file, {base:020d}.log, starts at offset {base}"
         upto = min(base, rng.offset_hi)  # offsets past the requested end are not lost to us
-        if upto > self._prev_last + 1:
+        if upto <= prev_last + 1 or upto - 1 < rng.compacted_below:
+            return
+        if self.opts.fail_on_data_loss:
             raise DataLossError(
-                f"failOnDataLoss: offsets {self._prev_last + 1}..{upto - 1} are missing "
-                f"(the last batch read ends at {self._prev_last}; {where}); set "
-                "failOnDataLoss=false to read archives of compacted topics",
+                f"failOnDataLoss: offsets {prev_last + 1}..{upto - 1} are missing "
+                f"(the last batch read ends at {prev_last}; {where}); set "
+                "failOnDataLoss=false to read what is there (or offsetGaps=compacted for an "
+                "archive of a compacted topic)",
                 rng.path,
                 rng.end,
                 base,
             )
+        if not rng.at_file_end:
+            return
+        lost = MissingOffsets(
+            rng.topic,
+            rng.partition,
+            prev_last + 1,
+            upto - 1,
+            f"{'the last batch' if self._prev_last >= 0 else 'the file holds no batch; it'} "
+            f"ends at offset {prev_last} and {where}: no file holds them (a segment file missing "
+            "from the copy, or this one cut short; set offsetGaps=compacted if the topic is "
+            "compacted and the copy has no cleaner-offset-checkpoint)",
+            rng.path,
+        )
+        self._report_missing((lost,), logged=False)

@@ -98,6 +98,8 @@ class RangeReader(
     # ------------------------------------------------------------------ main loop
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
+        if rng.missing:
+            self._report_missing(rng.missing, logged=True)
         try:
             src = open_source(rng.path, self.opts.store)
         except FileNotFoundError:
@@ -132,8 +134,7 @@ class RangeReader(
         self._accounted0 = self._accounted()
         try:
             yield from self._read_windows(src, windows)
-            if self.opts.fail_on_data_loss:
-                self._check_gap_after(src)
+            self._check_gap_after(src)
         finally:
             self._mv = memoryview(b"")
             windows.close()
@@ -159,7 +160,7 @@ class RangeReader(
                     rows, stop, why = int(big[0]), hdr[big[0], H_WPOS], STOP_FULL
             self.stats.bytes_read += int(stop)
             if rows:
-                loss = self._check_gaps(hdr[:rows]) if self.opts.fail_on_data_loss else None
+                loss = self._check_gaps(hdr[:rows])
                 if self._first_last is None:
                     self._first_last = int(hdr[0, H_BASE_OFFSET] + hdr[0, H_LOD])
                 self._window_pos = pos

@@ -1,0 +1,231 @@
+"""What a partition's own files say is missing from it: the planner's completeness checks.
+
+A read delivers every record the archive holds, or says which offsets of which partition are
+missing and why. Most of that evidence is in the archive already, and costs the planner a few
+small reads per partition, never a decode:
+
+* **An empty segment that is not the last** (a failed copy: the file exists, its bytes do not).
+  Its name is its base offset and the next file's name is where it ends, so offsets
+  ``base..next - 1`` are in no file. The broker never rolls an empty segment (a roll happens on an
+  append), so this is loss, unless the log cleaner explains it (below).
+* **The last segment cut short.** Its ``.index`` and ``.timeindex`` name offsets past its last
+  complete batch: the broker wrote those batches, the copy does not hold them.
+* **The log directory's checkpoints** (:mod:`..storage.checkpoints`): the recovery point (offsets
+  below it were flushed) and the high watermark (offsets every in-sync replica held) above the
+  log's end mean a cut or missing last segment; a log start offset below the first segment's base
+  means segment files missing at the front.
+
+Offsets between one segment's last batch and the next file's base (a missing segment file, a
+rolled segment cut at a batch boundary) are found by the reader of that file's last range, which
+knows its last batch without extra reads: the planner gives each range the next file's base
+offset (:attr:`~.splits.SegmentRange.next_base_offset`).
+
+**Compaction** makes gaps ambiguous: the cleaner removes batches (gaps between batches and between
+segments) and can leave a cleaned segment empty, but it never touches the active segment, nor the
+offsets above the cleaner's checkpoint. The option ``offsetGaps`` chooses the rule:
+
+* ``auto`` (default): gaps below the partition's entry in the log directory's
+  ``cleaner-offset-checkpoint`` are compaction; every other gap is loss;
+* ``compacted``: every gap between batches or segments is compaction (an archive of a compacted
+  topic copied without its checkpoint files);
+* ``loss``: every gap is loss.
+
+A cut last segment and offsets below a checkpoint are loss under every rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..framing.headers import PREFIX_SIZE
+from ..storage.checkpoints import (
+    CLEANER,
+    LOG_START,
+    RECOVERY_POINT,
+    REPLICATION,
+    LogDirCheckpoints,
+)
+from ..storage.indexes import absolute_offsets, read_offset_index, read_time_index, sibling_path
+from .probe import SegmentProbe
+from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
+
+log = logging.getLogger("kafkalog")
+
+OFFSET_GAP_RULES = ("auto", "compacted", "loss")
+
+
+@dataclass
+class PartitionEvidence:
+    """What the planner found about one partition log."""
+
+    missing: list[MissingOffsets] = field(default_factory=list)
+    compacted_below: int = NO_LOWER  # gaps below this offset are compaction
+    log_end: int | None = None  # the next offset after the last complete batch, when known
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def compacted_below(key: tuple[str, int] | None, ckpt: LogDirCheckpoints | None, rule: str) -> int:
+    """The offset below which gaps are compaction, by the ``offsetGaps`` rule."""
+    if rule == "compacted":
+        return NO_LIMIT
+    if rule == "loss" or ckpt is None or key is None:
+        return NO_LOWER
+    return ckpt.cleaner.get(key, NO_LOWER)
+
+
+def segment_end(p: SegmentProbe) -> int | None:
+    """The next offset after the segment's last complete batch (its base offset when it holds
+    none), from the latest verified ``.index`` entry and a walk of the headers after it; None
+    when it cannot be told cheaply (damage, or a remote segment with no usable index that the
+    planner may not walk)."""
+    base = p.seg.base_offset
+    if p.size < PREFIX_SIZE:
+        return base
+    start = p.index_start(NO_LIMIT - 1)
+    if start is None and not p.may_walk:
+        return None
+    last = None
+    for h in p.walk(start.position if start is not None else 0, required=True):
+        last = h
+    if p.walk_error is not None:
+        return None
+    if last is None:
+        return base
+    return last.last_offset + 1
+
+
+def _indexed_past(p: SegmentProbe, end: int) -> list[tuple[int, str]]:
+    """(last offset named, what named it) for the ``.index`` and ``.timeindex`` entries at or
+    past ``end``, the next offset after the segment's last complete batch."""
+    base = p.seg.base_offset
+    if base is None:
+        return []
+    out = []
+    entries = read_offset_index(sibling_path(p.path, ".index"))
+    if entries is not None and len(entries):
+        offs = absolute_offsets(entries, base)
+        n = int((offs >= end).sum())
+        if n:
+            out.append(
+                (
+                    int(offs[-1]),
+                    f"its .index ({n} entr{'y' if n == 1 else 'ies'} past it, the last naming "
+                    f"offset {int(offs[-1])} at byte {int(entries['position'][-1])} of a "
+                    f"{p.size}-byte file)",
+                )
+            )
+    tentries = read_time_index(sibling_path(p.path, ".timeindex"))
+    if tentries is not None and len(tentries):
+        toffs = absolute_offsets(tentries, base)
+        if int(toffs[-1]) >= end:
+            out.append((int(toffs[-1]), f"its .timeindex (offset {int(toffs[-1])})"))
+    return out
+
+
+def partition_evidence(
+    key: tuple[str, int] | None,
+    probes: list[SegmentProbe],
+    ckpt: LogDirCheckpoints | None,
+    rule: str,
+) -> PartitionEvidence:
+    """Check one partition log (its segment probes in offset order) against its own evidence."""
+    ev = PartitionEvidence(compacted_below=compacted_below(key, ckpt, rule))
+    topic, part = key if key is not None else (None, None)
+    # empty segments that are not the last
+    for p, nxt in zip(probes, probes[1:], strict=False):
+        base, next_base = p.seg.base_offset, nxt.seg.base_offset
+        if p.seg.size or base is None or next_base is None or next_base <= base:
+            continue
+        if next_base - 1 < ev.compacted_below:
+            log.debug("%s: empty, below the cleaner's checkpoint (compaction)", p.path)
+            continue
+        ev.missing.append(
+            MissingOffsets(
+                topic,
+                part,
+                base,
+                next_base - 1,
+                f"{_name(p.path)} is empty (0 bytes) but is not the last segment: the next, "
+                f"{_name(nxt.path)}, starts at offset {next_base} (a failed or unfinished copy; "
+                "the broker never rolls an empty segment)",
+                p.path,
+            ),
+        )
+    if not probes or key is None and probes[-1].seg.base_offset is None:
+        return ev
+    last = probes[-1]
+    end = segment_end(last)
+    ev.log_end = end
+    if end is None:
+        return ev
+    said: list[tuple[int, str]] = []  # (last missing offset, who says the log went on)
+    if last.seg.size:
+        said += _indexed_past(last, end)
+    if ckpt is not None and key is not None:
+        for name, table in ((RECOVERY_POINT, ckpt.recovery_point), (REPLICATION, ckpt.replication)):
+            v = table.get(key)
+            if v is not None and v > end:
+                said.append((v - 1, f"{name} ({v})"))
+    if said:
+        hi = max(o for o, _ in said)
+        whom = [w for _, w in said]
+        listed = ", ".join(whom[:-1]) + " and " + whom[-1] if len(whom) > 1 else whom[0]
+        where = f" in {ckpt.directory}" if ckpt is not None and key is not None else ""
+        if any(n in listed for n in (RECOVERY_POINT, REPLICATION)):
+            listed += where
+        ev.missing.append(
+            MissingOffsets(
+                topic,
+                part,
+                end,
+                hi,
+                f"{_name(last.path)}, the last segment, ends at offset {end - 1}, but {listed} "
+                f"say{'s' if len(whom) == 1 else ''} the log went on to offset {hi} (the last "
+                "segment was cut short, or later segment files are missing from the copy)",
+                last.path,
+            )
+        )
+    if ckpt is not None and key is not None:
+        start = ckpt.log_start.get(key)
+        first = probes[0].seg.base_offset
+        if start is not None and first is not None and first > start:
+            ev.missing.append(
+                MissingOffsets(
+                    topic,
+                    part,
+                    start,
+                    first - 1,
+                    f"{LOG_START} in {ckpt.directory} says the log starts at offset {start}, but "
+                    f"the first segment file, {_name(probes[0].path)}, starts at {first} (segment "
+                    "files missing from the copy, or deleted by retention after the checkpoint "
+                    "was written)",
+                    probes[0].path,
+                )
+            )
+    ev.missing.sort(key=lambda m: m.first)
+    return ev
+
+
+def clip(missing: list[MissingOffsets], lo: int, hi: int) -> list[MissingOffsets]:
+    """The missing offsets inside the read's bounds ``[lo, hi)``."""
+    out = []
+    for m in missing:
+        first, last = max(m.first, lo), min(m.last, hi - 1)
+        if first <= last:
+            out.append(MissingOffsets(m.topic, m.partition, first, last, m.reason, m.path))
+    return out
+
+
+__all__ = [
+    "CLEANER",
+    "OFFSET_GAP_RULES",
+    "PartitionEvidence",
+    "clip",
+    "compacted_below",
+    "partition_evidence",
+    "segment_end",
+]

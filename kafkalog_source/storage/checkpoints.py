@@ -1,0 +1,140 @@
+"""A log directory's checkpoint files and a partition directory's ``partition.metadata``
+(SEGMENT_SPEC §5.1, §5.3): the broker's own record of where each partition's log starts and ends.
+
+A log directory (one ``log.dirs`` entry) holds four offset checkpoints, each a text file of a
+version line (``0``), a count line, then one ``topic partition offset`` line per partition:
+
+* ``recovery-point-offset-checkpoint``: offsets below it were flushed to disk, so a copy of the
+  directory must hold them;
+* ``replication-offset-checkpoint``: the high watermark, offsets every in-sync replica held;
+* ``log-start-offset-checkpoint``: offsets below it were deleted on purpose (retention,
+  DeleteRecords); Kafka writes an entry only where the log start is above the first segment's base;
+* ``cleaner-offset-checkpoint``: how far the log cleaner has compacted the partition; gaps below it
+  are compaction, not loss.
+
+The files are hints written every few seconds, never a transaction with the segments: a copy can
+hold a checkpoint older or newer than its segments. Readers use them as evidence and say which
+file said what. A file that is missing, unreadable or malformed gives no evidence (logged at
+debug level), never an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from .source import open_stored
+
+log = logging.getLogger("kafkalog")
+
+RECOVERY_POINT = "recovery-point-offset-checkpoint"
+REPLICATION = "replication-offset-checkpoint"
+LOG_START = "log-start-offset-checkpoint"
+CLEANER = "cleaner-offset-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+CHECKPOINT_FILES = (RECOVERY_POINT, REPLICATION, LOG_START, CLEANER)
+_MAX_CHECKPOINT_BYTES = 64 << 20  # a checkpoint of a million partitions is about 40 MiB
+
+TopicPartition = tuple[str, int]
+
+
+def join(directory: str, name: str) -> str:
+    """``directory/name`` for a local path or a URI."""
+    return directory.rstrip("/") + "/" + name if "://" in directory else f"{directory}/{name}"
+
+
+def _read_text(path: str, limit: int) -> str | None:
+    try:
+        with open_stored(path) as src:
+            if src.size > limit:
+                log.debug("%s: %d bytes, larger than a checkpoint; ignored", path, src.size)
+                return None
+            return src.read(0, src.size).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:  # missing (the usual case), unreadable, not text
+        log.debug("%s: not read (%s)", path, e)
+        return None
+
+
+def parse_offset_checkpoint(text: str) -> dict[TopicPartition, int] | None:
+    """The entries of an offset checkpoint file's text, or None when it is not one (a version
+    other than 0, a count that does not match, a malformed line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2 or lines[0] != "0" or not lines[1].isdigit():
+        return None
+    count = int(lines[1])
+    if len(lines) - 2 != count:
+        return None
+    out: dict[TopicPartition, int] = {}
+    for ln in lines[2:]:
+        parts = ln.rsplit(" ", 2)
+        if len(parts) != 3:
+            return None
+        topic, part, offset = parts
+        try:
+            out[(topic, int(part))] = int(offset)
+        except ValueError:
+            return None
+    return out
+
+
+@dataclass(frozen=True)
+class LogDirCheckpoints:
+    """The offset checkpoints of one log directory (an empty map for each file it lacks)."""
+
+    directory: str
+    recovery_point: dict[TopicPartition, int] = field(default_factory=dict)
+    replication: dict[TopicPartition, int] = field(default_factory=dict)
+    log_start: dict[TopicPartition, int] = field(default_factory=dict)
+    cleaner: dict[TopicPartition, int] = field(default_factory=dict)
+    present: tuple[str, ...] = ()  # names of the checkpoint files found and parsed
+
+    def path(self, name: str) -> str:
+        """The path of one of the directory's checkpoint files."""
+        return join(self.directory, name)
+
+
+def read_log_dir_checkpoints(directory: str) -> LogDirCheckpoints:
+    """Read the four offset checkpoints of a log directory (local path or URI)."""
+    maps: dict[str, dict[TopicPartition, int]] = {}
+    present = []
+    for name in CHECKPOINT_FILES:
+        text = _read_text(join(directory, name), _MAX_CHECKPOINT_BYTES)
+        parsed = parse_offset_checkpoint(text) if text is not None else None
+        if text is not None and parsed is None:
+            log.warning("%s: not an offset checkpoint file; ignoring it", join(directory, name))
+        if parsed is not None:
+            present.append(name)
+        maps[name] = parsed or {}
+    return LogDirCheckpoints(
+        directory,
+        maps[RECOVERY_POINT],
+        maps[REPLICATION],
+        maps[LOG_START],
+        maps[CLEANER],
+        tuple(present),
+    )
+
+
+def read_topic_id(partition_directory: str) -> str | None:
+    """The ``topic_id`` of a partition directory's ``partition.metadata``, or None."""
+    text = _read_text(join(partition_directory, PARTITION_METADATA), 4096)
+    if text is None:
+        return None
+    for ln in text.splitlines():
+        key, sep, value = ln.partition(":")
+        if sep and key.strip() == "topic_id" and value.strip():
+            return value.strip()
+    return None
+
+
+__all__ = [
+    "CHECKPOINT_FILES",
+    "CLEANER",
+    "LOG_START",
+    "LogDirCheckpoints",
+    "RECOVERY_POINT",
+    "REPLICATION",
+    "parse_offset_checkpoint",
+    "read_log_dir_checkpoints",
+    "read_topic_id",
+]
