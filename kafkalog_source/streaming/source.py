@@ -322,6 +322,9 @@ class StreamSource:
             # a micro-batch is often smaller than one maxPartitionBytes split: cut it so that
             # it keeps several cores busy (Spark's file source divides by the parallelism)
             min_partitions=self.options.min_partitions or STREAM_MIN_PARTITIONS,
+            # offsets the partition's own evidence says are missing (an empty or cut segment,
+            # checkpoints past the end) fail the stream unless failOnDataLoss=false was set
+            fail_on_data_loss=stream_fail_on_data_loss(self.options),
         )
         return plan(opts, segments)
 
