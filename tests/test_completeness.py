@@ -313,3 +313,54 @@ def test_replicas_merge_reports_divergence(tmp_path: Path, caplog) -> None:
     assert any("diverge" in r.message and str(b2) in r.message for r in caplog.records)
     with pytest.raises(DataLossError, match="disagree"):
         kl.read_table([str(b1.parent), str(b2.parent)], replicas="merge", failOnDataLoss=True)
+
+
+# ---------------------------------------------------------------------- through Spark
+def test_spark_batch_and_stream_report_an_emptied_segment(spark, tmp_path: Path) -> None:
+    """Spark's batch read counts what is there and fails under failOnDataLoss=true; a stream
+    (whose failOnDataLoss is true by default, as Spark's Kafka source) fails naming the offsets
+    instead of writing a result with a hole that a later run would never fill."""
+    part, segs = segmented(tmp_path / "logs", "magic2-lz4-0")
+    segs[1][0].write_bytes(b"")
+    present = offsets(segs[0][2]) + offsets(segs[2][2])
+    df = spark.read.format("kafkalog").load(str(part))
+    assert sorted(r.offset for r in df.select("offset").collect()) == present
+    with pytest.raises(Exception, match="offsets .* are missing"):
+        spark.read.format("kafkalog").option("failOnDataLoss", "true").load(str(part)).count()
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    def run(**options: str):
+        q = (
+            spark.readStream.format("kafkalog")
+            .options(**options)
+            .load(str(tmp_path / "logs"))
+            .select("offset")
+            .writeStream.format("parquet")
+            .option("checkpointLocation", str(ckpt))
+            .option("path", str(out))
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            q.awaitTermination(300)
+        except Exception as e:  # the query failed: awaitTermination raises its exception
+            return e
+        return q.exception()
+
+    err = run()
+    assert err is not None and "are missing" in str(err) and f"{segs[1][1]:020d}.log" in str(err)
+    assert run(failOnDataLoss="false") is None
+    got = sorted(r.offset for r in spark.read.parquet(str(out)).collect())
+    assert got == present
+
+
+def test_spark_refuses_replicas(spark, tmp_path: Path) -> None:
+    b1, b2 = _two_brokers(tmp_path)
+    with pytest.raises(Exception, match="replicas=merge"):
+        spark.read.format("kafkalog").load([str(b1.parent), str(b2.parent)]).count()
+    df = (
+        spark.read.format("kafkalog")
+        .option("replicas", "merge")
+        .load([str(b1.parent), str(b2.parent)])
+    )
+    assert df.count() == 144
