@@ -13,7 +13,6 @@ balance in every mode.
 
 from __future__ import annotations
 
-import os
 import shutil
 import struct
 from dataclasses import dataclass
@@ -84,9 +83,11 @@ def flip_size(log: Path, entry: Entry, direction: str) -> int:
     elif direction == "larger":  # into the following batches, not past the end of the file
         bits = [b for b in range(31) if not size >> b & 1 and (1 << b) < room]
         bit = bits[-1]
+    elif direction == "tiny":  # below the smallest legal size: not a single bit flip
+        bit = -1
     else:  # past the end of the file
         bit = next(b for b in range(31) if not size >> b & 1 and (1 << b) > room)
-    new = size ^ (1 << bit)
+    new = 5 if bit < 0 else size ^ (1 << bit)
     struct.pack_into(">i", data, entry.position + 8, new)
     log.write_bytes(bytes(data))
     return new
@@ -133,7 +134,7 @@ SAMPLE_CASES = ["magic2-none-0", "magic2-lz4-0", "magic1-gzip-0", "magic0-none-0
                 "multi-segment-0"]  # fmt: skip
 
 
-@pytest.mark.parametrize("direction", ["smaller", "larger", "past-end"])
+@pytest.mark.parametrize("direction", ["smaller", "larger", "past-end", "tiny"])
 @pytest.mark.parametrize("sample", SAMPLE_CASES)
 def test_damaged_length_in_a_sample_skips_only_that_batch(
     tmp_path: Path, sample: str, direction: str

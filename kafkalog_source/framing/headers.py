@@ -282,7 +282,9 @@ def classify_stop(
     if problem is not None:
         if true_end is not None:
             problem += f" (the batch's CRC matches its first {true_end - pos} bytes" + (
-                ", and more batches follow)" if true_end < end else ")"
+                f", and more batches follow: reading can go on at byte {true_end})"
+                if true_end < end
+                else ")"
             )
         exc = RecordStructureError(problem, path, pos, offset if plausible else None)
         exc.resume_at = true_end  # where the next batch starts, when the CRC says so

@@ -74,7 +74,7 @@ def crc_true_end(
     the CRC over its bytes up to ``q``. Looks at most ``limit`` bytes from ``pos``.
 
     Returns (the position, or None when no length matches; the bytes examined)."""
-    head = src.read(pos, min(V2_HEADER_SIZE, end - pos))
+    head = src.read(pos, max(0, min(V2_HEADER_SIZE, end - pos)))
     if len(head) < 17 or head[16] > 2:
         return None, len(head)
     magic = head[16]
@@ -118,7 +118,7 @@ def verify_batch(src: ByteSource, q: int, end: int, limit: int) -> tuple[bool, i
     """Whether a whole batch whose own CRC holds starts at ``q`` and ends by ``end`` (its
     header sane for its magic); one no larger than ``limit`` bytes is checked, a larger one is
     not believed. Returns (verdict, bytes examined)."""
-    head = src.read(q, min(V2_HEADER_SIZE, end - q))
+    head = src.read(q, max(0, min(V2_HEADER_SIZE, end - q)))
     if len(head) < 17:
         return False, len(head)
     _, size, _, magic = _PREFIX.unpack_from(head, 0)
@@ -157,6 +157,8 @@ def next_verified_batch(
 
     Returns (the position or None, where it came from: ``"index"`` or ``"scan"``, the bytes
     examined). Verifying stops once ``limit`` bytes were examined."""
+    if pos >= end:
+        return None, "", 0
     stop = min(end, pos + limit)
     data = src.read(pos, min(stop + 16, end) - pos)
     examined = len(data)

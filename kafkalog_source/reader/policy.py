@@ -111,8 +111,9 @@ class CorruptPolicy:
         self._spend(examined)
         if true_end is not None and true_end != pos + size:
             return true_end, (
-                f"length field damaged: the size field says {size - 12:,} bytes but the batch's "
-                f"CRC matches {true_end - pos:,} bytes; reading resumed at byte {true_end}"
+                f"length field damaged: its size field makes the batch {size:,} bytes long, but "
+                f"the batch's CRC matches {true_end - pos:,} bytes; reading resumed at byte "
+                f"{true_end}"
             )
         declared = pos + size
         if size >= 26 and declared <= end:  # else the size field itself is impossible
@@ -137,7 +138,7 @@ class CorruptPolicy:
         source = "the segment's .index" if where == "index" else "a scan"
         return found, (
             f"length field damaged: no length matches the batch's CRC and its size field "
-            f"({size - 12:,} bytes) does not end at a batch; the next batch whose CRC holds "
+            f"(a batch of {size:,} bytes) does not end at a batch; the next batch whose CRC holds "
             f"({source}) starts at byte {found}; reading resumed there"
         )
 
