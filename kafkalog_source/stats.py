@@ -100,6 +100,8 @@ class ReadStats:
     listing_requests: int = 0  # remote listing and metadata calls made by discovery
     unlogged_problems: int = 0  # problems counted and kept, but not logged (per-file cap)
     events_dropped: int = 0  # events past MAX_EVENTS: counted, not kept
+    # work: bytes examined looking for where batches with damaged length fields really end
+    resync_bytes: int = 0
     events: list[ReadEvent] = field(default_factory=list)
     _logged: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 

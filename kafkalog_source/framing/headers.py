@@ -8,7 +8,6 @@ framing and classifies how a file ends; :mod:`.walk` walks it.
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -201,41 +200,17 @@ def _is_zero(src: ByteSource, pos: int, end: int, chunk: int = 1 << 20) -> bool:
 EVIDENCE_BYTES = 8 << 20  # how far a truncated tail is searched for the batch's true end
 
 
-def _true_end(src: ByteSource, pos: int, end: int, prefix: bytes) -> int | None:
+def _true_end(
+    src: ByteSource, pos: int, end: int, prefix: bytes, limit: int = EVIDENCE_BYTES
+) -> int | None:
     """Where the batch at ``pos`` really ends, when its size field runs past ``end`` but its
     CRC matches a shorter length that ends at ``end`` or at the start of another whole batch:
-    evidence of a damaged length field, not of an append in progress. None when not found."""
-    magic = prefix[16]
-    data = src.read(pos, min(end - pos, EVIDENCE_BYTES))
-    first = 61 if magic == 2 else 26  # smallest legal batch
-    if len(data) < first:
-        return None
-    crc = struct.unpack_from(">I", data, 17 if magic == 2 else 12)[0]
-    skip = 21 if magic == 2 else 16  # the CRC covers the batch from this byte
-    import crc32c  # the planner imports this module: load these only for a truncated tail
-    import numpy as np
+    evidence of a damaged length field, not of an append in progress. None when not found
+    (see :func:`~.resync.crc_true_end`, which looks at most ``limit`` bytes)."""
+    from .resync import crc_true_end  # the planner imports this module: numpy only if needed
 
-    a = np.frombuffer(data, np.uint8)
-    n = len(data)
-    cand = np.arange(first, n - 16, dtype=np.int64)
-    if cand.size:
-        cand = cand[a[cand + 16] <= 2]
-        b = a.astype(np.int64)
-        size = (b[cand + 8] << 24) | (b[cand + 9] << 16) | (b[cand + 10] << 8) | b[cand + 11]
-        cand = cand[(size >= LEGACY_MIN_SIZE) & (cand + 12 + size <= end - pos)][:1000]
-    ends = cand.tolist()
-    if pos + n == end:
-        ends.append(n)
-    running, at = 0, skip
-    for q in ends:
-        if magic == 2:
-            running = crc32c.crc32c(data[at:q], running)
-        else:
-            running = zlib.crc32(data[at:q], running)
-        at = q
-        if running == crc:
-            return pos + q
-    return None
+    del prefix  # read again by crc_true_end
+    return crc_true_end(src, pos, end, limit)[0]
 
 
 def classify_stop(
@@ -246,6 +221,7 @@ def classify_stop(
     prefix: bytes | None,
     last_segment: bool = True,
     max_batch_bytes: int | None = None,
+    evidence_bytes: int = EVIDENCE_BYTES,
 ) -> Tail:
     """Decide how the data at ``pos`` ends. Raises for a bad size field that is not a zero tail.
 
@@ -254,7 +230,8 @@ def classify_stop(
     tail also raises when ``last_segment`` is false, when the declared size exceeds
     ``max_batch_bytes`` (a damaged length field, not a batch being written), and when its magic
     byte is not 0, 1 or 2 (not the start of a batch at all: a text file named ``.log``, say).
-    A zero-filled tail is preallocation or a crash, and always ends quietly.
+    A zero-filled tail is preallocation or a crash, and always ends quietly. The CRC evidence
+    of a damaged length field is looked for in at most ``evidence_bytes`` bytes from ``pos``.
     """
     src = as_source(source, path)
     remaining = end - pos
@@ -284,7 +261,7 @@ def classify_stop(
         )
     runs_past = f"a batch of {LOG_OVERHEAD + size} bytes runs past the end ({remaining} bytes left)"
     plausible = 0 <= magic <= 2 and not (magic == 2 and LOG_OVERHEAD + size < V2_HEADER_SIZE)
-    true_end = _true_end(src, pos, end, prefix) if plausible else None
+    true_end = _true_end(src, pos, end, prefix, evidence_bytes) if plausible else None
     problem = None
     if magic > 2 or magic < 0:
         problem = f"unknown magic byte {magic}, and {runs_past}: this is not a batch"
@@ -305,7 +282,9 @@ def classify_stop(
     if problem is not None:
         if true_end is not None:
             problem += f" (the batch's CRC matches its first {true_end - pos} bytes" + (
-                ", and more batches follow)" if true_end < end else ")"
+                f", and more batches follow: reading can go on at byte {true_end})"
+                if true_end < end
+                else ")"
             )
         exc = RecordStructureError(problem, path, pos, offset if plausible else None)
         exc.resume_at = true_end  # where the next batch starts, when the CRC says so

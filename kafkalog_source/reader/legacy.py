@@ -29,7 +29,7 @@ from ..kernel.status import (
     WRAPPER,
 )
 from ..kernel.status import describe as describe_status
-from .policy import SkipBatch
+from .policy import Resync, SkipBatch
 from .tuning import _PADDING, _UNLIMITED, FAST_WRAPPERS, FLUSH_DATA_BYTES, GROUP_BYTES
 
 
@@ -60,6 +60,10 @@ class LegacyMessages:
             except CorruptDataError as exc:  # FAILFAST: count what was decoded before it
                 at = exc.position if exc.position is not None else 0
                 done = table[k:m][table[k:m, H_POS] < at]
+                self._legacy_decoded(done, malformed0)
+                raise
+            except Resync as rs:  # a damaged length field: the range reader counts it
+                done = table[k:m][table[k:m, H_POS] < rs.position]
                 self._legacy_decoded(done, malformed0)
                 raise
             self._legacy_decoded(table[k:m], malformed0)

@@ -5,13 +5,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CorruptDataError, RecordStructureError
+from ..errors import ChecksumError, CorruptDataError, RecordStructureError
+from ..framing.resync import EVIDENCE_BYTES, crc_true_end, next_verified_batch
 from ..framing.scan import H_BASE_OFFSET, H_POS, H_SIZE, H_WIDTH, H_WPOS
+from ..framing.walk import frame_stop
 from ..stats import ReadEvent
+from ..storage.indexes import read_offset_index, sibling_path
 
 
 class SkipBatch(Exception):
     """Internal: the current batch is malformed and the mode says to skip it."""
+
+
+class Resync(Exception):
+    """Internal: the malformed batch at ``position`` has a damaged length field; the range
+    reader counts ``[position, resume)`` as malformed (one event, one PERMISSIVE row) and reads
+    on at ``resume``, dropping the rest of its window's batch table (scanned with the wrong
+    length)."""
+
+    def __init__(self, exc: CorruptDataError, position: int, base: int, resume: int) -> None:
+        super().__init__(exc.reason)
+        self.exc = exc
+        self.position = position
+        self.base = base
+        self.resume = resume
 
 
 class CorruptPolicy:
@@ -24,11 +41,26 @@ class CorruptPolicy:
         row: np.ndarray | None,
         raw: bytes | None = None,
         meta_index: int | None = None,
+        resync: bool = True,
     ) -> None:
-        """Apply the mode to a malformed batch: raise, or count it and skip it."""
+        """Apply the mode to a malformed batch: raise, or count it and skip it. A batch whose
+        CRC fails (or is not checked) may have a damaged length field: when the evidence says
+        where it really ends (see :meth:`_damaged_length`), :class:`Resync` is raised instead
+        (``resync=False``: not looked for)."""
         mode = self.opts.mode
         if mode == "FAILFAST":
             raise exc
+        if resync and row is not None and (isinstance(exc, ChecksumError) or not self.verify):
+            found = self._damaged_length(int(row[H_POS]), int(row[H_SIZE]))
+            if found is not None:
+                resume, how = found
+                pos = int(row[H_POS])
+                raise Resync(
+                    type(exc)(f"{exc.reason}; {how}", exc.path, exc.position, exc.base_offset),
+                    pos,
+                    int(row[H_BASE_OFFSET]),
+                    resume,
+                )
         size = int(row[H_SIZE]) if row is not None else 0
         self.stats.malformed_batches += 1
         self.stats.malformed_bytes += size
@@ -48,6 +80,88 @@ class CorruptPolicy:
                 raw = self._raw_batch(row)
             self._emit_corrupt(row, exc.reason, raw, meta_index)
         raise SkipBatch
+
+    # ------------------------------------------------------------------ damaged length fields
+    def _resync_limit(self) -> int:
+        """How many bytes the next search for a damaged batch's end may examine: at most
+        ``EVIDENCE_BYTES`` (and one batch's ``maxBatchBytes``), and what is left of the range's
+        budget (four times its bytes plus two full searches), so that the searches of a hostile
+        file stay linear in its size."""
+        budget = 4 * self._range_total + 2 * EVIDENCE_BYTES - self._resync_spent
+        return max(0, min(EVIDENCE_BYTES, self.opts.max_batch_bytes + 12, budget))
+
+    def _spend(self, examined: int) -> None:
+        self._resync_spent += examined
+        self.stats.resync_bytes += examined
+
+    def _damaged_length(self, pos: int, size: int) -> tuple[int, str] | None:
+        """Whether the malformed batch at ``pos`` with declared ``size`` (bytes, 12 included)
+        has a damaged length field, and if so where reading goes on: (position, why), or None
+        (skip the declared size, as for any malformed batch).
+
+        First the batch's CRC over candidate lengths (:func:`~..framing.resync.crc_true_end`).
+        When no length matches and the declared end is not a plausible batch boundary either,
+        the first batch after ``pos`` whose own CRC holds, from a bounded forward scan and the
+        segment's ``.index`` (:func:`~..framing.resync.next_verified_batch`)."""
+        limit = self._resync_limit()
+        if limit <= 0 or self._src is None:
+            return None
+        end, src = self._end, self._src
+        true_end, examined = crc_true_end(src, pos, end, limit)
+        self._spend(examined)
+        if true_end is not None and true_end != pos + size:
+            return true_end, (
+                f"length field damaged: its size field makes the batch {size:,} bytes long, but "
+                f"the batch's CRC matches {true_end - pos:,} bytes; reading resumed at byte "
+                f"{true_end}"
+            )
+        declared = pos + size
+        if size >= 26 and declared <= end:  # else the size field itself is impossible
+            if declared == end:
+                return None
+            head = src.read(declared, 17)
+            if len(head) < 17:
+                return None
+            nsize, nmagic = int.from_bytes(head[8:12], "big", signed=True), head[16]
+            if frame_stop(nsize, nmagic, end - declared) is None or not any(head):
+                return None  # the declared end looks like a boundary (or a zero tail)
+        limit = self._resync_limit()
+        if limit <= 0:
+            return None
+        start = pos + 26  # the smallest legal batch
+        found, where, examined = next_verified_batch(
+            src, start, end, self._index_positions(), limit
+        )
+        self._spend(examined)
+        if found is None:
+            return None
+        source = "the segment's .index" if where == "index" else "a scan"
+        return found, (
+            f"length field damaged: no length matches the batch's CRC and its size field "
+            f"(a batch of {size:,} bytes) does not end at a batch; the next batch whose CRC holds "
+            f"({source}) starts at byte {found}; reading resumed there"
+        )
+
+    def _index_positions(self) -> np.ndarray:
+        """The batch positions the segment's ``.index`` holds (empty when it has none or
+        cannot be read); read once per range, only after damage."""
+        if self._index is None:
+            self._index = np.empty(0, np.int64)
+            try:
+                entries = read_offset_index(sibling_path(self.rng.path, ".index"))
+            except (OSError, ValueError, CorruptDataError):
+                entries = None
+            if entries is not None and len(entries):
+                self._index = np.sort(entries["position"].astype(np.int64))
+        return self._index
+
+    def _resynced(self, rs: Resync) -> None:
+        """Count a batch with a damaged length field, ``[rs.position, rs.resume)``, as one
+        malformed batch (its PERMISSIVE row holds those bytes)."""
+        raw = None
+        if self.opts.mode == "PERMISSIVE" and self._src is not None:
+            raw = self._src.read(rs.position, rs.resume - rs.position)
+        self._framing_error(rs.exc, rs.position, rs.resume - rs.position, rs.base, raw)
 
     def _skip_missing_file(self) -> None:
         """ignoreMissingFiles: the range's file disappeared after planning; count its bytes."""
@@ -121,6 +235,11 @@ class CorruptPolicy:
             pos,
             base,
         )
+        if self.opts.mode != "FAILFAST":
+            found = self._damaged_length(pos, size)
+            if found is not None:  # a damaged length field: skip to where the batch ends
+                exc = RecordStructureError(f"{exc.reason}; {found[1]}", self.rng.path, pos, base)
+                size = found[0] - pos
         self._framing_error(exc, pos, size, base, b"")
         return size
 
@@ -134,7 +253,7 @@ class CorruptPolicy:
         row[H_POS], row[H_SIZE], row[H_BASE_OFFSET] = pos, size, base
         self._register(row[None, :])
         try:
-            self._error(exc, row, raw)
+            self._error(exc, row, raw, resync=False)
         except SkipBatch:
             pass
 

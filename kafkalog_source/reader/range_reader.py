@@ -13,7 +13,7 @@ import pyarrow as pa
 from ..arrow.schema import Projection
 from ..arrow.sink import ColumnSink
 from ..errors import CorruptDataError, RecordStructureError, UnsupportedFormatError
-from ..framing.headers import classify_stop
+from ..framing.headers import LOG_OVERHEAD, classify_stop
 from ..framing.scan import (
     H_BASE_OFFSET,
     H_LOD,
@@ -38,7 +38,7 @@ from .dataloss import DataLossChecks
 from .filters import RecordFilters
 from .legacy import LegacyMessages
 from .output import ArrowOutput
-from .policy import CorruptPolicy
+from .policy import CorruptPolicy, Resync
 from .transactions import AbortedTransactions
 from .tuning import ARENA_BYTES, FLUSH_DATA_BYTES, HEADER_ROWS, LIBRARY_CODECS_ENV, WINDOW_BYTES
 from .v2 import V2Batches
@@ -94,6 +94,12 @@ class RangeReader(
         # byte accounting (ReadStats.bytes_total = decoded + skipped by reason), per range
         self._range_total = 0
         self._accounted0 = 0
+        # damaged length fields (policy.CorruptPolicy._damaged_length): the source, where the
+        # range's data ends, the bytes the searches examined, the segment's .index positions
+        self._src: ByteSource | None = None
+        self._end = 0
+        self._resync_spent = 0
+        self._index: np.ndarray | None = None
 
     # ------------------------------------------------------------------ main loop
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -132,16 +138,18 @@ class RangeReader(
         self._range_total = max(0, min(self.rng.end, windows.size) - self.rng.start)
         self.stats.bytes_total += self._range_total
         self._accounted0 = self._accounted()
+        self._src = src
         try:
             yield from self._read_windows(src, windows)
             self._check_gap_after(src)
         finally:
             self._mv = memoryview(b"")
+            self._src = None
             windows.close()
 
     def _read_windows(self, src: ByteSource, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
         rng = self.rng
-        end = min(rng.end, windows.size)
+        end = self._end = min(rng.end, windows.size)
         window_bytes = WINDOW_BYTES
         # a batch takes at least 26 bytes: a small range needs a small header table
         hdr = np.empty((min(HEADER_ROWS, max(end - rng.start, 0) // 26 + 1), H_WIDTH), np.int64)
@@ -171,7 +179,14 @@ class RangeReader(
                 before = self._accounted()
                 if table.shape[0]:
                     self._register(table)
-                    yield from self._process(buf, table)
+                    try:
+                        yield from self._process(buf, table)
+                    except Resync as rs:
+                        # a damaged length field: the table after it was scanned with the wrong
+                        # length; count the batch's true extent and scan again after it
+                        self._resynced(rs)
+                        pos = rs.resume
+                        continue
                 if loss is not None and not self._done:
                     raise loss[1]
                 if self._done:  # batches after the end bound were not looked at
@@ -214,7 +229,13 @@ class RangeReader(
                     pos,
                     base,
                 )
-            self._framing_error(exc, pos, size, base, bytes(buf[at : at + size]))
+            raw: bytes | None = bytes(buf[at : at + size])
+            if self.opts.mode != "FAILFAST":
+                found = self._damaged_length(pos, size)
+                if found is not None:  # the framing says where reading goes on
+                    exc = type(exc)(f"{exc.reason}; {found[1]}", rng.path, pos, base)
+                    size, raw = found[0] - pos, None
+            self._framing_error(exc, pos, size, base, raw)
             pos += size  # skipped (FAILFAST has raised)
         if self._done and pos < end:
             self.stats.filtered_bytes += end - pos  # past the end bound: not read
@@ -236,15 +257,28 @@ class RangeReader(
                 rng.path,
                 pos,
             )
+        limit = self._resync_limit()
         try:
             tail = classify_stop(
-                src, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes
-            )
+                src, rng.path, pos, end, prefix, rng.last_segment, self.opts.max_batch_bytes,
+                limit,
+            )  # fmt: skip
         except CorruptDataError as exc:
+            self._spend(min(limit, end - pos))  # at most this was examined for CRC evidence
             base = exc.base_offset if exc.base_offset is not None else 0
-            resume = exc.resume_at if exc.resume_at is not None else end
+            resume = exc.resume_at
+            if resume is None and self.opts.mode != "FAILFAST" and len(prefix) >= 17:
+                size = LOG_OVERHEAD + struct.unpack_from(">i", prefix, 8)[0]
+                found = self._damaged_length(pos, size)
+                if found is not None:
+                    resume = found[0]
+                    exc = type(exc)(f"{exc.reason}; {found[1]}", exc.path, pos, exc.base_offset)
+            if resume is None:
+                resume = end
             self._framing_error(exc, pos, resume - pos, base, None)
             return resume
+        if tail.kind == "truncated":
+            self._spend(min(limit, end - pos))
         n = tail.skipped_bytes
         self.stats.tail_bytes += n
         if tail.kind == "zeros":
