@@ -206,4 +206,9 @@ def run_module(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_module()
+    # ``python -m kafkalog_source.cli.main`` runs this file as ``__main__``, a second copy of the
+    # module: the commands raise the CommandError of ``kafkalog_source.cli.main``, which this
+    # copy's exit_code would not know (exit 1 instead of 2). Run the package's module instead.
+    from kafkalog_source.cli.main import run_module as _run_module
+
+    _run_module()
