@@ -251,3 +251,13 @@ def test_spark_engine_and_checkpoint_refuse_a_store_without_its_connector(
     assert "An error occurred while calling" not in stream.stderr
     assert not (tmp_path / "stream-out").exists()
     assert _objects(s3_server, "kafkalog-out-e") == []
+
+
+def test_convert_to_a_missing_bucket_is_one_line(s3_server, tmp_path) -> None:
+    done = _run(
+        tmp_path, "convert", *_o(s3_server), str(SAMPLES / "orders-0"),
+        "s3://kafkalog-no-such-bucket/out", "--engine", "arrow",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    (line,) = _error_lines(done.stderr)
+    assert "Bucket 'kafkalog-no-such-bucket' not found" in line, line
