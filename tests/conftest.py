@@ -19,7 +19,8 @@ CONSOLE_SCRIPT = Path(sys.executable).parent / "kafkalog"
 
 
 def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess:
-    """Run the installed ``kafkalog`` script, or ``python -m kafkalog_source.cli.main``."""
+    """Run the installed ``kafkalog`` script, or ``python -m kafkalog_source.cli.main`` (in the
+    checkout's root unless ``cwd`` says where)."""
     if CONSOLE_SCRIPT.exists():
         cmd = [str(CONSOLE_SCRIPT), *args]
     else:
@@ -28,7 +29,8 @@ def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.Compl
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     if "stdout" not in kwargs and "stderr" not in kwargs:
         kwargs["capture_output"] = True
-    return subprocess.run(cmd, text=True, timeout=timeout, env=env, cwd=ROOT, **kwargs)
+    kwargs.setdefault("cwd", ROOT)
+    return subprocess.run(cmd, text=True, timeout=timeout, env=env, **kwargs)
 
 
 def kp_v2_batch(records: list[tuple[Any, ...]], base_offset: int = 0, codec: int = 0) -> bytes:

@@ -500,3 +500,19 @@ def test_dump_applies_max_batch_bytes_and_refuses_other_options():
     assert "dump: option 'isolationLevel' has no effect here; dump takes maxBatchBytes" in (
         refused.stderr
     )
+
+
+def test_python_dash_m_keeps_the_exit_codes(tmp_path):
+    """``python -m kafkalog_source.cli.main`` (the module run as ``__main__``) exits 2 for a
+    command's usage error, as the console script does."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    args = ["convert", str(_samples() / "orders-0"), str(tmp_path / "o"), "--checkpoint", "x"]
+    out = subprocess.run(
+        [sys.executable, "-m", "kafkalog_source.cli.main", *args, "--engine", "arrow"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert _error_lines(out.stderr) == [
+        "kafkalog: error: convert: --checkpoint runs a Spark stream; use --engine spark"
+    ]

@@ -15,6 +15,15 @@ A non-empty OUT is refused unless ``--mode overwrite`` is given, which replaces 
 contain PATH (overwriting would delete the input). Segments without a topic and partition (a bare
 ``.log`` file outside a ``<topic>-<partition>`` directory) land in Hive's default partition
 directories.
+
+OUT may be a remote URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, fsspec schemes): it is
+reached through the same filesystem layer as reads (:mod:`kafkalog_source.storage.filesystems`,
+configured by the ``-o fs.*`` options), for the checks above and for the arrow engine's writes
+(``write_dataset(..., filesystem=...)``; ``--mode overwrite`` deletes what is under the prefix).
+The Spark engine, and a ``--checkpoint`` stream, write through Hadoop instead: a scheme for which
+the Spark in use has no Hadoop FileSystem (pip's pyspark has none for ``s3``, ``gs`` or ``abfs``)
+is refused before anything is read or written, naming the connector it needs. No path is ever
+turned into a local relative one.
 """
 
 from __future__ import annotations
@@ -22,10 +31,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import sys
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+from ..storage.filesystems import display_uri, is_remote, local_path, resolve, scheme_of
 from .common import add_common_arguments, command_options
 from .progress import Progress, wanted
 
@@ -110,48 +121,121 @@ def run(args: argparse.Namespace) -> int:
     # Bad options, a missing path or nothing to read fail here, before any work (the reader
     # applies the same rule).
     discover(parse_options(options, paths=args.path))
-    out = os.path.abspath(args.out)
-    src = os.path.abspath(args.path)
-    if out == src or src.startswith(out.rstrip(os.sep) + os.sep):
-        raise CommandError(f"OUT {args.out} contains PATH {args.path}; choose another directory")
-    if os.path.exists(out):
-        if not os.path.isdir(out):
-            raise CommandError(f"OUT {args.out} exists and is not a directory")
-        if os.listdir(out) and args.mode != "overwrite":
-            raise CommandError(
-                f"OUT {args.out} is not empty; use --mode overwrite to replace its contents"
-            )
+    out = output_dir(args.out)
+    if contains(out, args.path):
+        raise CommandError(
+            f"OUT {out.shown} contains PATH {display_uri(args.path)}; choose another directory"
+        )
+    check_out(out, args.mode)
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     if args.engine == "arrow":
         convert_arrow(args.path, out, options, args.mode, wanted(args.quiet))
     else:
         convert_spark(
-            args.path, out, options, args.mode, args.master, args.verbose, wanted(args.quiet)
-        )
+            args.path, out, options, args.mode, args.master, args.verbose,
+            wanted(args.quiet),
+        )  # fmt: skip
     if not args.quiet:
-        print(summary_line(args.out, out), file=sys.stderr)
+        print(summary_line(out.shown, out), file=sys.stderr)
     return 0
 
 
-def summary_line(shown: str, out: str) -> str:
+@dataclass(frozen=True)
+class OutputDir:
+    """Where convert writes: a directory on the local disk or a prefix in a store, with the
+    ``pyarrow.fs`` filesystem that reaches it (the one reads of the same URI use)."""
+
+    shown: str  # for messages: what the user typed (a URI never carries credentials here)
+    fs: Any  # pyarrow.fs.FileSystem
+    path: str  # the directory inside ``fs`` (no trailing slash)
+    target: str  # what Spark writes to: the absolute local path, or the URI
+
+    def exists(self) -> bool:
+        """Whether OUT is there now (a directory, or for a store any object under the prefix)."""
+        from pyarrow.fs import FileType
+
+        return bool(self.fs.get_file_info(self.path).type == FileType.Directory)
+
+
+def output_dir(out: str) -> OutputDir:
+    """OUT resolved: a remote URI through :func:`~kafkalog_source.storage.filesystems.resolve`
+    (with the command's ``-o fs.*`` store options), a local path or ``file:`` URI made absolute.
+    Raises :class:`~kafkalog_source.errors.OptionError` for a URI no filesystem serves, or one
+    that carries credentials."""
+    if is_remote(out):
+        loc = resolve(out)
+        path = loc.path.rstrip("/") or loc.path
+        return OutputDir(display_uri(out), loc.fs, path, out)
+    from pyarrow.fs import LocalFileSystem
+
+    local = os.path.abspath(local_path(out))
+    return OutputDir(out, LocalFileSystem(), local, local)
+
+
+def _location_key(path: str) -> tuple[str, str, str]:
+    """``(store, authority, path)`` of a path, to compare two paths of the same store whatever
+    scheme alias names it (``s3``/``s3a``/``s3n``, ``gs``/``gcs``, ``abfs``/``abfss``)."""
+    if not is_remote(path):
+        return ("file", "", os.path.abspath(local_path(path)).rstrip(os.sep))
+    from ..options import STORE_OF_SCHEME
+
+    scheme = scheme_of(path) or ""
+    parts = urlsplit(path)
+    return (STORE_OF_SCHEME.get(scheme, scheme), parts.netloc, parts.path.rstrip("/"))
+
+
+def contains(out: OutputDir, path: str) -> bool:
+    """Whether OUT is PATH or a directory above it (overwriting OUT would delete the input)."""
+    o_store, o_host, o_path = _location_key(out.target)
+    p_store, p_host, p_path = _location_key(path)
+    if (o_store, o_host) != (p_store, p_host):
+        return False
+    sep = "/" if o_store != "file" else os.sep
+    return p_path == o_path or p_path.startswith(o_path + sep) or not o_path
+
+
+def check_out(out: OutputDir, mode: str) -> None:
+    """Refuse (:class:`~.main.CommandError`) an OUT that is a file, or a non-empty OUT unless
+    ``mode`` is ``overwrite``."""
+    from pyarrow.fs import FileSelector, FileType
+
+    from .main import CommandError
+
+    info = out.fs.get_file_info(out.path)
+    if info.type == FileType.NotFound:
+        return
+    if info.type != FileType.Directory:
+        raise CommandError(f"OUT {out.shown} exists and is not a directory")
+    if mode == "overwrite":
+        return
+    listing = out.fs.get_file_info(FileSelector(out.path, allow_not_found=True))
+    if listing:
+        raise CommandError(
+            f"OUT {out.shown} is not empty; use --mode overwrite to replace its contents"
+        )
+
+
+def summary_line(shown: str, out: OutputDir) -> str:
     """``kafkalog: wrote OUT (R rows in P partitions)``, counted from the Parquet footers under
-    ``out``, so both engines print the same line for the same data (how many files each writes
-    per partition differs)."""
+    ``out`` (through its filesystem, local or remote), so both engines print the same line for
+    the same data (how many files each writes per partition differs)."""
     import pyarrow.parquet as pq
+    from pyarrow.fs import FileSelector, FileType
 
     rows = 0
     partitions: set[str] = set()
-    for directory, _, names in os.walk(out):
-        for name in names:
-            if name.endswith(".parquet"):
-                rows += pq.ParquetFile(os.path.join(directory, name)).metadata.num_rows
-                partitions.add(os.path.relpath(directory, out))
+    for info in out.fs.get_file_info(FileSelector(out.path, recursive=True, allow_not_found=True)):
+        if info.type == FileType.File and info.base_name.endswith(".parquet"):
+            with out.fs.open_input_file(info.path) as f:
+                rows += pq.ParquetFile(f).metadata.num_rows
+            partitions.add(info.path.rsplit("/", 1)[0])
     n = len(partitions)
     return f"kafkalog: wrote {shown} ({rows} rows in {n} partition{'' if n == 1 else 's'})"
 
 
-def convert_arrow(path: str, out: str, options: dict[str, str], mode: str, show: bool) -> int:
-    """Stream the reader's batches into a Hive-partitioned Parquet dataset; return the rows.
+def convert_arrow(path: str, out: OutputDir, options: dict[str, str], mode: str, show: bool) -> int:
+    """Stream the reader's batches into a Hive-partitioned Parquet dataset at ``out`` (local or
+    remote, through its filesystem); return the rows.
 
     Batches from :func:`~kafkalog_source.iter_batches` are gathered into chunks of about
     ``CHUNK_BYTES`` and each chunk goes through one ``write_dataset`` call (its own
@@ -174,9 +258,9 @@ def convert_arrow(path: str, out: str, options: dict[str, str], mode: str, show:
     partitioning = ds.partitioning(
         pa.schema([schema.field(name) for name in PARTITION_COLUMNS]), flavor="hive"
     )
-    if mode == "overwrite" and os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(out, exist_ok=True)
+    if mode == "overwrite" and out.exists():
+        out.fs.delete_dir_contents(out.path, missing_dir_ok=True)
+    out.fs.create_dir(out.path, recursive=True)
     count = 0
     chunks = 0
     pending: list[Any] = []
@@ -188,7 +272,8 @@ def convert_arrow(path: str, out: str, options: dict[str, str], mode: str, show:
             return
         ds.write_dataset(
             pa.Table.from_batches(pending, schema=schema),
-            out,
+            out.path,
+            filesystem=out.fs,
             format="parquet",
             partitioning=partitioning,
             basename_template=f"part-{chunks}-{{i}}.parquet",
@@ -215,16 +300,61 @@ def convert_arrow(path: str, out: str, options: dict[str, str], mode: str, show:
     return count
 
 
+# What a Spark without the scheme's Hadoop FileSystem needs, by store (STORE_OF_SCHEME names).
+HADOOP_CONNECTORS = {
+    "s3": "the hadoop-aws jar and its AWS SDK bundle (spark.jars.packages "
+    "org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>), with s3a:// URIs",
+    "gs": "the Cloud Storage connector jar (com.google.cloud.bigdataoss:gcs-connector)",
+    "abfs": "the hadoop-azure jar (org.apache.hadoop:hadoop-azure)",
+    "hdfs": "the Hadoop HDFS client",
+}
+
+
+def hadoop_filesystem_missing(spark: Any, uri: str) -> str | None:
+    """None when the JVM of ``spark`` has a Hadoop FileSystem for the scheme of ``uri`` (or
+    ``uri`` is local); else what it needs, for a message."""
+    from ..options import STORE_OF_SCHEME
+
+    scheme = scheme_of(uri)
+    if scheme is None or scheme == "file":
+        return None
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
+            scheme, spark.sparkContext._jsc.hadoopConfiguration()
+        )
+    except Exception:  # UnsupportedFileSystemException, ClassNotFoundException (as Py4J errors)
+        store = STORE_OF_SCHEME.get(scheme, scheme)
+        return HADOOP_CONNECTORS.get(store, f"a Hadoop FileSystem for {scheme}://")
+    return None
+
+
+def require_hadoop_filesystem(spark: Any, uri: str, what: str, fix: str) -> None:
+    """Raise :class:`~.main.CommandError` (one line, naming the connector and ``fix``) when Spark
+    cannot write ``uri`` through Hadoop; ``what`` names the path (``OUT``, ``--checkpoint``)."""
+    from .main import CommandError
+
+    need = hadoop_filesystem_missing(spark, uri)
+    if need is not None:
+        raise CommandError(
+            f"convert: this Spark has no Hadoop FileSystem for {scheme_of(uri)}://, so it cannot "
+            f"write {what} {display_uri(uri)}: add {need}, or {fix}"
+        )
+
+
 def convert_spark(
     path: str,
-    out: str,
+    out: OutputDir,
     options: dict[str, str],
     mode: str,
     master: str,
     verbose: bool,
     show: bool,
 ) -> int | None:
-    """``spark.read.format("kafkalog")`` → ``partitionBy("topic", "partition").parquet(OUT)``."""
+    """``spark.read.format("kafkalog")`` → ``partitionBy("topic", "partition").parquet(OUT)``.
+
+    Spark writes OUT through Hadoop: a remote OUT whose scheme has no Hadoop FileSystem in this
+    Spark is refused before anything is read or written."""
     from ..spark.session import local_session
     from .query import _quiet_python_loggers
 
@@ -236,14 +366,17 @@ def convert_spark(
     try:
         if not verbose:
             spark.sparkContext.setLogLevel("OFF")
+        require_hadoop_filesystem(
+            spark, out.target, "OUT", "use --engine arrow, which writes it through pyarrow"
+        )
         df = spark.read.format("kafkalog").options(**options).load(path)
         if mode == "overwrite":
             write_mode = "overwrite"
-        elif os.path.isdir(out):
+        elif out.exists():
             write_mode = "append"  # exists and is empty (checked by run)
         else:
             write_mode = "errorifexists"
-        df.write.mode(write_mode).partitionBy(*PARTITION_COLUMNS).parquet(out)
+        df.write.mode(write_mode).partitionBy(*PARTITION_COLUMNS).parquet(out.target)
     finally:
         spark.stop()
     return None
@@ -261,7 +394,8 @@ def convert_stream(
     """``spark.readStream.format("kafkalog")`` with ``Trigger.AvailableNow`` into
     ``partitionBy("topic", "partition")`` Parquet at OUT, the checkpoint in ``checkpoint``:
     each run writes the records that arrived since the last one, exactly once. Returns the rows
-    and micro-batches of this run."""
+    and micro-batches of this run. A checkpoint or OUT in a store this Spark has no Hadoop
+    FileSystem for is refused before the stream starts."""
     import time
 
     from ..spark.session import local_session
@@ -273,6 +407,14 @@ def convert_stream(
     try:
         if not verbose:
             spark.sparkContext.setLogLevel("OFF")
+        # a Spark stream writes both through Hadoop: refuse a store it cannot reach up front
+        # (else the query's start fails with a bare Py4J "error occurred while calling oNN.start")
+        require_hadoop_filesystem(
+            spark, checkpoint, "--checkpoint", "keep the checkpoint on a local or HDFS path"
+        )
+        require_hadoop_filesystem(
+            spark, out, "OUT", "convert without --checkpoint using --engine arrow"
+        )
         query = (
             spark.readStream.format("kafkalog")
             .options(**options)

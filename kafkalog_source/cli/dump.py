@@ -21,6 +21,10 @@ log's in :mod:`.dump_log`, the indexes' in :mod:`.dump_indexes`, and the command
   the dump goes on with the next file; the exit code is 1 if a file could not be opened or
   dumped to its end, or a batch's records could not be shown, else 0. Kafka's stderr maps are printed per file in
   command-line order (Kafka: hash-map order).
+* ``--verify-index-only`` is a check: it exits 1 when an index or time index entry disagrees with
+  the log, or the log beside the index cannot be opened (Kafka prints the same summaries and
+  exits 0; without the log it checks nothing). The log beside a remote index is the object
+  beside it in the same store.
 
 ``--format jsonl`` writes one JSON object per line instead (stdout; stderr is unchanged). Every
 field is typed: numbers are JSON numbers, flags booleans, absent values ``null``; bytes are
@@ -125,7 +129,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--verify-index-only",
         action="store_true",
-        help="check .index/.timeindex entries against the log without printing them",
+        help="check .index/.timeindex entries against the log beside them (a URI's beside it "
+        "in the store) without printing them; exit 1 when an entry disagrees or the log "
+        "cannot be read",
     )
     p.add_argument(
         "--format",
@@ -165,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     dumper.print_summaries()
+    if dumper.verify_only and dumper.index_problems():
+        return max(dumper.exit_code, EXIT_INCOMPLETE)  # problems verify found: bad data
     return dumper.exit_code
 
 
@@ -251,6 +259,15 @@ class Dumper(LogDump, IndexDump):
             self.fail(EXIT_IO, f"{e.filename or path}: permission denied")
 
     # ------------------------------------------------------------------ summaries
+    def index_problems(self) -> bool:
+        """Whether an index or time index disagreed with its log (the stderr summaries)."""
+        return bool(
+            self.index_mismatches
+            or self.time_mismatches
+            or self.time_out_of_order
+            or self.time_not_found
+        )
+
     def print_summaries(self) -> None:
         """Kafka's stderr reports, after every file: index, time index, offsets."""
         err = self.err

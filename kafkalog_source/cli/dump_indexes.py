@@ -10,7 +10,6 @@ Deviation from kafka-dump-log (deliberate):
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_left
 from itertools import pairwise
 
@@ -53,17 +52,28 @@ class IndexDump:
         try:
             return self._log_headers(log_path)
         except OSError as e:
-            self.warn(f"warning: {log_path}: {e.strerror}; index entries are not checked")
+            self._log_unreadable(log_path, e)
             return None
+
+    def _log_unreadable(self, log_path: str, e: OSError) -> None:
+        """The segment beside an index cannot be opened: a warning, or with
+        ``--verify-index-only`` (whose whole point is that check) an error and exit 1."""
+        reason = e.strerror or str(e) or type(e).__name__
+        if isinstance(e, FileNotFoundError):
+            reason = "no such file"
+        shown = seg.shown_path(log_path)
+        if self.verify_only:
+            self.fail(EXIT_INCOMPLETE, f"{shown}: {reason}; the index cannot be verified")
+        else:
+            self.warn(f"warning: {shown}: {reason}; index entries are not checked")
 
     def _index_base(self, path: str) -> tuple[int, str] | None:
         base = seg.base_offset_from_name(path)
         if base is None:
             self.fail(EXIT_INCOMPLETE, f"{path}: no base offset in the file name")
             return None
-        directory = os.path.dirname(os.path.abspath(path))
-        stem = os.path.basename(path).split(".")[0]
-        return base, os.path.join(directory, stem + ".log")
+        stem = path.rpartition("/")[2].split(".")[0]
+        return base, seg.sibling(path, stem + ".log")
 
     def dump_index(self, path: str) -> None:
         """``offset: O position: P`` per entry; mismatches with the log go to the summary."""
@@ -83,7 +93,7 @@ class IndexDump:
         try:
             log_src = open_source(log_path)
         except OSError as e:
-            self.warn(f"warning: {log_path}: {e.strerror}; index entries are not checked")
+            self._log_unreadable(log_path, e)
         mismatches: dict[int, int] | list[tuple[int, int]] = [] if self.scala else {}
         try:
             for i in range(n):
@@ -117,7 +127,7 @@ class IndexDump:
             if log_src is not None:
                 log_src.close()
         if mismatches:
-            self.index_mismatches.append((os.path.abspath(path), mismatches))
+            self.index_mismatches.append((seg.shown_path(path), mismatches))
 
     # ------------------------------------------------------------------ .timeindex
     def dump_time_index(self, path: str) -> None:
@@ -170,7 +180,7 @@ class IndexDump:
                 else:
                     self.line(f"timestamp: {ts} offset: {offset}")
             prev_ts = ts
-        where = os.path.abspath(path)
+        where = seg.shown_path(path)
         if mismatch:
             self.time_mismatches.append((where, mismatch))
         if out_of_order:
@@ -202,7 +212,7 @@ class IndexDump:
                 self.fail(
                     EXIT_INCOMPLETE,
                     f"Unexpected aborted transaction version {version} in transaction index "
-                    f"{os.path.abspath(path)}, current version is 0",
+                    f"{seg.shown_path(path)}, current version is 0",
                 )
                 return
             if self.jsonl:

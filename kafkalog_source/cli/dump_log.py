@@ -244,7 +244,7 @@ class LogDump:
                 self.warn(f"warning: records not shown: {event.message.split(': ', 1)[1]}")
                 self.exit_code = max(self.exit_code, EXIT_INCOMPLETE)  # bad data: exit 1
         if pairs:
-            self.non_consecutive.append((os.path.abspath(path), pairs))
+            self.non_consecutive.append((seg.shown_path(path), pairs))
 
     def _batch(self, path: str, h: BatchHeader, valid: bool) -> None:
         ts_type = seg.timestamp_type_name(h)

@@ -152,13 +152,37 @@ def _our_errors(text: str) -> list[re.Match[str]]:
     return [m for m in _WORKER_ERROR.finditer(text) if "kafkalog_source" in m.group(0)]
 
 
+# Py4J's "An error occurred while calling o66.start.\n: java.Class: message\n\tat ..." and the
+# "Caused by: java.Class: message" lines of the Java stack trace after it.
+_PY4J_CALL = re.compile(r"^An error occurred while calling [\w.$]+\.?\s*$", re.M)
+_JAVA_CAUSE = re.compile(r"^(?:: |Caused by: )(?P<cls>[A-Za-z_$][\w.$]*)(?:: (?P<msg>.*))?$", re.M)
+
+
+def java_cause(text: str) -> str | None:
+    """The root Java cause of a Py4J error text (``Class: message``, the class without its
+    package), or None when ``text`` is not a Py4J call failure."""
+    if not _PY4J_CALL.search(text):
+        return None
+    causes = list(_JAVA_CAUSE.finditer(text))
+    if not causes:
+        return None
+    m = causes[-1]  # the last "Caused by:" is the root cause
+    cls = m.group("cls").rsplit(".", 1)[-1]
+    msg = (m.group("msg") or "").strip()
+    return f"{cls}: {msg}" if msg else cls
+
+
 def one_line(exc: BaseException) -> str:
-    """A short, single-line description of an exception, digging out kafkalog's own errors."""
+    """A short, single-line description of an exception, digging out kafkalog's own errors (and
+    the Java cause of a Py4J call that failed in Spark's JVM)."""
     from ..errors import KafkaLogError
 
     if isinstance(exc, KafkaLogError) or isinstance(exc, CommandError):
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     text = str(exc)
+    cause = java_cause(text) if not _our_errors(text) else None
+    if cause is not None:
+        return cause
     # Errors raised in Python workers arrive wrapped in Spark exceptions with the worker's
     # traceback inside; the last "SomethingError: message" line is the real cause.
     ours = _our_errors(text)
@@ -182,4 +206,9 @@ def run_module(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_module()
+    # ``python -m kafkalog_source.cli.main`` runs this file as ``__main__``, a second copy of the
+    # module: the commands raise the CommandError of ``kafkalog_source.cli.main``, which this
+    # copy's exit_code would not know (exit 1 instead of 2). Run the package's module instead.
+    from kafkalog_source.cli.main import run_module as _run_module
+
+    _run_module()

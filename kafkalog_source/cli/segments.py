@@ -19,6 +19,7 @@ The reader is imported lazily, inside the functions that need it, so ``kafkalog 
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -40,12 +41,29 @@ from ..logformat import (  # noqa: F401  (dump uses them as seg.*)
     decrement_sequence,
     increment_sequence,
 )
+from ..storage.filesystems import display_uri, is_remote, local_path
 from ..storage.source import ByteSource
 
 LOWEST_OFFSET = -(2**63)
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 MARKER_KEY_SIZE = 4  # version int16 + type int16
 MARKER_VALUE_SIZE = 6  # version int16 + coordinatorEpoch int32
+
+
+def sibling(path: str, name: str) -> str:
+    """The file ``name`` in the directory of ``path``: beside a remote object, a URI in the same
+    store (never a local path made of the URI); beside a local file, an absolute local path."""
+    if is_remote(path):
+        return path.rpartition("/")[0] + "/" + name
+    return os.path.join(os.path.dirname(os.path.abspath(local_path(path))), name)
+
+
+def shown_path(path: str) -> str:
+    """``path`` as the stderr summaries name it: a local file's absolute path (as Kafka prints
+    it), a remote URI as given (credentials masked)."""
+    if is_remote(path):
+        return display_uri(path)
+    return os.path.abspath(local_path(path))
 
 
 def timestamp_type_name(h: BatchHeader) -> str:
