@@ -11,6 +11,7 @@ from kafkalog.
 from __future__ import annotations
 
 import importlib.util
+import os
 import struct
 import sys
 from pathlib import Path
@@ -97,16 +98,23 @@ class Archive:
         plog.next_offset = offset
         self._written[(partition, seg.base_offset)] = -1  # rewrite the whole file
 
-    def sync(self) -> None:
+    def sync(self, atomic: bool = False) -> None:
         """Write what is new: appended bytes to each ``.log``, indexes of closed segments; a
-        truncated segment (:meth:`truncate`) is written again in place (same inode)."""
+        truncated segment (:meth:`truncate`) is written again in place (same inode), or with
+        ``atomic`` as a new file renamed over the old one (a reader never sees it half done)."""
         for partition, plog in self.logs.items():
             d = self.root / plog.name
             d.mkdir(parents=True, exist_ok=True)
             for i, seg in enumerate(plog.segments):
                 stem = f"{seg.base_offset:020d}"
                 done = self._written.get((partition, seg.base_offset), 0)
-                if done < 0:
+                if done < 0 and atomic:
+                    tmp = self.root / f".{plog.name}-{stem}.tmp"
+                    tmp.write_bytes(bytes(seg.log))
+                    os.replace(tmp, d / f"{stem}.log")
+                    done = len(seg.log)
+                    self._written[(partition, seg.base_offset)] = done
+                elif done < 0:
                     with open(d / f"{stem}.log", "r+b") as f:
                         f.truncate(0)
                     done = 0

@@ -223,3 +223,42 @@ def test_read_committed_walks_only_the_appended_bytes(tmp_path: Path) -> None:
     src_lenient = StreamSource(src.options, fail_on_data_loss=False)
     src_lenient.latest(start, Limit())
     assert markers.bytes_walked() - walked == seg.stat().st_size
+
+
+@pytest.mark.spark
+def test_a_processing_time_query_over_a_rewritten_segment(spark, tmp_path: Path) -> None:
+    """One query (one reader, its cache kept between triggers): the last segment is truncated to
+    offset 5 and appended again as 5..24, then 25..29 are appended. The output is the old 0..9
+    and the new 10..29; the new 5..9 are the reported loss (failOnDataLoss=false)."""
+    logs, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
+    a = _old_segment(logs)
+    old = sorted(a.expected())
+    cols = ["topic", "partition", "offset", "value"]
+    q = (
+        spark.readStream.format("kafkalog")
+        .option("failOnDataLoss", "false")
+        .load(str(logs))
+        .select(*cols)
+        .writeStream.format("parquet")
+        .option("checkpointLocation", str(ckpt))
+        .option("path", str(out))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        q.processAllAvailable()
+        a.truncate(0, 5)
+        a.append(0, batches=5, per_batch=4)
+        a.sync(atomic=True)  # a trigger sees the old file or the new one, never half of it
+        q.processAllAvailable()
+        a.append(0, batches=1, per_batch=5)
+        a.sync()
+        q.processAllAvailable()
+        assert q.exception() is None, q.exception()
+    finally:
+        q.stop()
+    rows = spark.read.parquet(str(out)).select(*cols).collect()
+    got = sorted((r.topic, r.partition, r.offset, bytes(r.value)) for r in rows)
+    new = sorted(a.expected())
+    assert len(got) == len(set(got))
+    assert got == old + [r for r in new if r[2] >= 10]
