@@ -262,3 +262,27 @@ def test_a_processing_time_query_over_a_rewritten_segment(spark, tmp_path: Path)
     new = sorted(a.expected())
     assert len(got) == len(set(got))
     assert got == old + [r for r in new if r[2] >= 10]
+
+
+def test_a_rewrite_after_the_index_start_is_reported_exactly(tmp_path: Path) -> None:
+    """The first walk starts at the last ``.index`` entry; a truncation after it is still
+    reported exactly (the batches the stream walked are compared, not guessed)."""
+    logs = tmp_path / "logs"
+    a = Archive(logs)
+    a.append(0, batches=60, per_batch=5)  # offsets 0..299, several index intervals
+    a.sync()
+    seg = a.log(0).active
+    assert seg.index, "the active segment has index entries"
+    (logs / "orders-0" / f"{0:020d}.index").write_bytes(
+        b"".join(struct.pack(">ii", o - seg.base_offset, q) for o, q in seg.index)
+    )
+    src = StreamSource(parse_options(paths=str(logs)), fail_on_data_loss=False)
+    end = src.latest(src.initial(), Limit())
+    assert end == {KEY: 300}
+    assert src.walked_bytes < _segment(logs).stat().st_size  # from the index, not byte 0
+    cut = next(e.base_offset for e in seg.entries if e.position > seg.index[-1][1])
+    a.truncate(0, cut)
+    a.append(0, batches=2, per_batch=7)
+    a.sync()
+    assert src.latest(end, Limit()) == {KEY: cut + 14}
+    assert src.lost == 300 - cut
