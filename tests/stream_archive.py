@@ -11,6 +11,7 @@ from kafkalog.
 from __future__ import annotations
 
 import importlib.util
+import os
 import struct
 import sys
 from pathlib import Path
@@ -80,14 +81,43 @@ class Archive:
         """Close the active segment and start a new one (written at the next sync)."""
         self.log(partition).roll()
 
-    def sync(self) -> None:
-        """Write what is new: appended bytes to each ``.log``, indexes of closed segments."""
+    def truncate(self, partition: int, offset: int) -> None:
+        """Cut the partition's active segment before ``offset`` (a batch's base offset), as a
+        follower truncates its log after a leader change; the next :meth:`sync` rewrites the
+        file in place (shorter), and later appends reuse the offsets from ``offset`` on."""
+        plog = self.log(partition)
+        seg = plog.active
+        keep = [e for e in seg.entries if e.last_offset < offset]
+        assert len(keep) < len(seg.entries) and offset > seg.base_offset
+        assert seg.entries[len(keep)].base_offset == offset, "cut at a batch boundary"
+        cut = seg.entries[len(keep)].position
+        del seg.log[cut:]
+        seg.entries = keep
+        seg.index = [(o, q) for o, q in seg.index if q < cut]
+        seg.timeindex = [(t, o) for t, o in seg.timeindex if o < offset]
+        plog.next_offset = offset
+        self._written[(partition, seg.base_offset)] = -1  # rewrite the whole file
+
+    def sync(self, atomic: bool = False) -> None:
+        """Write what is new: appended bytes to each ``.log``, indexes of closed segments; a
+        truncated segment (:meth:`truncate`) is written again in place (same inode), or with
+        ``atomic`` as a new file renamed over the old one (a reader never sees it half done)."""
         for partition, plog in self.logs.items():
             d = self.root / plog.name
             d.mkdir(parents=True, exist_ok=True)
             for i, seg in enumerate(plog.segments):
                 stem = f"{seg.base_offset:020d}"
                 done = self._written.get((partition, seg.base_offset), 0)
+                if done < 0 and atomic:
+                    tmp = self.root / f".{plog.name}-{stem}.tmp"
+                    tmp.write_bytes(bytes(seg.log))
+                    os.replace(tmp, d / f"{stem}.log")
+                    done = len(seg.log)
+                    self._written[(partition, seg.base_offset)] = done
+                elif done < 0:
+                    with open(d / f"{stem}.log", "r+b") as f:
+                        f.truncate(0)
+                    done = 0
                 if done < len(seg.log) or not (d / f"{stem}.log").exists():
                     with open(d / f"{stem}.log", "ab") as f:
                         f.write(bytes(seg.log[done:]))

@@ -1,6 +1,7 @@
 """One segment's transaction bookkeeping (SEGMENT_SPEC §4): its control markers and first
 transactional batches from a walk of the batch headers, and its ``.txnindex`` entries, as a
-:class:`SegmentSummary` cached per file version (path, size, mtime). :mod:`.transactions` runs
+:class:`SegmentSummary` cached per file version (path, size, mtime, identity); a file that only
+grew is walked from where its last walk stopped. :mod:`.transactions` runs
 §4.4 pass 1 over these summaries across the segments of a partition log."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..framing.walk import (
     Stop,
 )
 from ..storage.indexes import read_txn_index, sibling_path
-from ..storage.source import file_stat, open_source
+from ..storage.source import ByteSource, file_stat, open_source
 
 log = logging.getLogger("kafkalog")
 
@@ -136,20 +137,68 @@ def _stop_error(stop: Stop) -> str | None:
     return f"v2 batch of {total} bytes at byte {stop.position} is shorter than its header"
 
 
-def _walk(path: str, size: int) -> tuple[int | None, int | None, list, str | None, list[int]]:
-    """Walk the batch headers of one file; see :class:`SegmentSummary`."""
-    events: list[tuple[int, int, int]] = []
-    counts = [0, 0, 0]  # batches, empty markers, unreadable markers
-    first_offset: int | None = None
-    next_offset: int | None = None
-    local_open: set[int] = set()
+@dataclass
+class _Progress:
+    """How far the last walk of one file got, so that a walk of the grown file can resume there.
+
+    ``identity`` and ``mtime_ns`` are the file's at that walk; ``next_pos`` is the end of the last
+    complete batch walked, ``last`` the position and first bytes (up to the 61-byte v2 header,
+    which holds its base offset, length, leader epoch and CRC) of that batch: the resumed walk
+    starts only when those bytes still read the same. ``summary`` is what the walk found, and
+    ``local_open`` the producers with a transactional batch after their last marker in the file.
+    """
+
+    identity: str
+    mtime_ns: int
+    next_pos: int
+    last: tuple[int, bytes] | None
+    summary: SegmentSummary
+    local_open: frozenset[int]
+
+
+class _WalkState:
+    """What a header walk of one file collects (resumable from a :class:`_Progress`)."""
+
+    def __init__(self, prev: _Progress | None = None) -> None:
+        s = prev.summary if prev is not None else None
+        self.events: list[tuple[int, int, int]] = list(s.events) if s is not None else []
+        self.counts = [s.batches, s.empty_markers, s.unreadable_markers] if s else [0, 0, 0]
+        self.first_offset: int | None = s.first_offset if s is not None else None
+        self.next_offset: int | None = s.next_offset if s is not None else None
+        self.local_open: set[int] = set(prev.local_open) if prev is not None else set()
+        self.start = prev.next_pos if prev is not None else 0
+        self.next_pos = self.start
+        self.last: tuple[int, bytes] | None = prev.last if prev is not None else None
+        self.error: str | None = None
+
+
+def _unchanged(src: ByteSource, prev: _Progress, size: int) -> bool:
+    """True when the file still holds, at the position the last walk reached, the batch header
+    it read there: bytes were only appended since (a cheap check, not a proof)."""
+    if size < prev.next_pos:
+        return False
+    if prev.last is None:
+        return prev.next_pos == 0
+    pos, head = prev.last
+    return src.read(pos, len(head)) == head
+
+
+def _walk(path: str, size: int, prev: _Progress | None = None) -> _WalkState:
+    """Walk the batch headers of one file (from where ``prev`` stopped, when given and the file
+    only grew since); see :class:`SegmentSummary`."""
     with open_source(path) as src:
-        walk = HeaderWalk(src, 0, size, _BLOCK, _fields)
+        if prev is not None and not _unchanged(src, prev, size):
+            prev = None  # rewritten, truncated or replaced: walk it all again
+        st = _WalkState(prev)
+        events, counts, local_open = st.events, st.counts, st.local_open
+        walk = HeaderWalk(src, st.start, size, _BLOCK, _fields)
+        last: tuple[int, int] | None = None
         for pos, base, total, magic, attrs, lod, pid, count in walk:
             counts[0] += 1
-            if first_offset is None:
-                first_offset = base
-            next_offset = base + lod + 1
+            last = (pos, total)
+            if st.first_offset is None:
+                st.first_offset = base
+            st.next_offset = base + lod + 1
             if magic < 2 or pid < 0:
                 continue
             if attrs & 0x20:
@@ -169,14 +218,20 @@ def _walk(path: str, size: int) -> tuple[int | None, int | None, list, str | Non
                 local_open.add(pid)
                 events.append((base, pid, DATA))
         assert walk.stop is not None
-        error = _stop_error(walk.stop)
-    return first_offset, next_offset, events, error, counts
+        if last is not None:
+            st.last = (last[0], bytes(walk.bytes_at(last[0], min(last[1], V2_HEADER_SIZE))))
+            st.next_pos = last[0] + last[1]
+        st.error = _stop_error(walk.stop)
+    return st
 
 
 _lock = threading.Lock()
 _segments: OrderedDict[tuple, SegmentSummary] = OrderedDict()
 _segment_events = 0
+_progress: OrderedDict[str, _Progress] = OrderedDict()  # per path: where its last walk got to
+_CACHE_PROGRESS = 4096
 _walks = 0  # header walks done (for tests and diagnostics)
+_bytes_walked = 0  # bytes those walks covered (a resumed walk: only the appended ones)
 
 
 def _summary_key(path: str) -> tuple | None:
@@ -187,47 +242,70 @@ def _summary_key(path: str) -> tuple | None:
 
 
 def summarize_segment(path: str, base_offset: int | None = None) -> SegmentSummary | None:
-    """The (cached) transaction summary of one segment file; None when it cannot be read."""
-    global _segment_events, _walks
+    """The (cached) transaction summary of one segment file; None when it cannot be read.
+
+    The cache is keyed by the file's version (size, mtime, identity). When the file has only
+    grown since its last walk (same identity, mtime not earlier, and the header of the last batch
+    walked still reads the same at the same position), the walk resumes after that batch, so a
+    growing active segment costs the appended bytes per call, not the whole file. Otherwise (the
+    file shrank, was rewritten or replaced) it is walked again from its start.
+    """
+    global _segment_events, _walks, _bytes_walked
     key = _summary_key(path)
     if key is None:
         return None
+    size, mtime_ns, identity = key[0]
     with _lock:
         hit = _segments.get(key)
         if hit is not None:
             _segments.move_to_end(key)
             return hit
+        prev = _progress.get(path)
+    if prev is not None and (
+        prev.identity != identity
+        or mtime_ns < prev.mtime_ns
+        or prev.summary.error is not None
+        or prev.summary.base_offset != base_offset
+    ):
+        prev = None
     try:
-        first, nxt, events, error, counts = _walk(path, key[0][0])
+        st = _walk(path, size, prev)
     except OSError as e:
         log.warning("cannot read %s for transaction markers (%s); skipping it", path, e)
         return None
-    if error is not None:
+    if st.error is not None:
         log.warning(
             "read_committed planning stopped walking %s: %s; markers after it come from its "
             ".txnindex only",
             path,
-            error,
+            st.error,
         )
     summary = SegmentSummary(
         path,
         base_offset,
-        first,
-        nxt,
-        tuple(events),
+        st.first_offset,
+        st.next_offset,
+        tuple(st.events),
         _read_txn_index(path),
-        error,
-        counts[0],
-        counts[1],
-        counts[2],
+        st.error,
+        st.counts[0],
+        st.counts[1],
+        st.counts[2],
     )
     with _lock:
         _walks += 1
+        _bytes_walked += max(0, size - st.start)
         _segments[key] = summary
         _segment_events += len(summary.events) + 1
         while _segment_events > _CACHE_EVENTS and len(_segments) > 1:
             _, old = _segments.popitem(last=False)
             _segment_events -= len(old.events) + 1
+        _progress[path] = _Progress(
+            identity, mtime_ns, st.next_pos, st.last, summary, frozenset(st.local_open)
+        )
+        _progress.move_to_end(path)
+        while len(_progress) > _CACHE_PROGRESS:
+            _progress.popitem(last=False)
     return summary
 
 
@@ -236,9 +314,16 @@ def clear_cache() -> None:
     global _segment_events
     with _lock:
         _segments.clear()
+        _progress.clear()
         _segment_events = 0
 
 
 def walk_count() -> int:
     """How many segment header walks this process has done (cache misses)."""
     return _walks
+
+
+def bytes_walked() -> int:
+    """How many segment bytes those walks covered (a walk resumed after an append counts only
+    the appended bytes)."""
+    return _bytes_walked

@@ -11,7 +11,10 @@ here, once per partition log (one partition directory), before the log is cut in
   COMMIT; no record data is read or decompressed) and §4.4 pass 1 is applied across the segments in
   offset order: a producer's transaction starts at its first transactional batch after its
   previous marker, and an ABORT marker closes it as aborted. The walk is cached per file version
-  (path, size, mtime), so planning the same data again costs a ``stat`` per segment.
+  (path, size, mtime, identity), so planning the same data again costs a ``stat`` per segment;
+  a segment that only grew (the header of the last batch walked still reads the same) is walked
+  from there, so a stream over a growing active segment reads only the appended headers per
+  trigger. A segment that shrank or was rewritten is walked again from its start.
 * **The ``.txnindex``** (§4.3) of the segment holding each ABORT marker gives the broker's own
   ``firstOffset`` for that transaction. It is used where it agrees with the log: an entry must
   name an ABORT marker the walk found (same producer, same offset), and its ``firstOffset`` must lie

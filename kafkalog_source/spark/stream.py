@@ -4,7 +4,11 @@ The offsets, limits and micro-batch plans are :class:`~kafkalog_source.streaming
 StreamSource`'s; this module maps them to Spark's stream reader API (Spark >= 4.2: read limits,
 ``reportLatestOffset`` and ``SupportsTriggerAvailableNow``). Each micro-batch's splits are
 decoded by the same reader as a batch read. Spark keeps this object on the driver for the whole
-query, so the archive's listing and the walks of growing segments are cached between triggers.
+query, so the archive's listing and the walks of growing segments are cached between triggers
+(only appended bytes are walked), and a last segment truncated or rewritten between triggers is
+noticed and walked again, its replaced offsets reported as a data loss (see
+:class:`~kafkalog_source.streaming.source.StreamSource`). A new query (an AvailableNow run after
+another) starts with an empty cache, so it cannot tell that a segment changed while none ran.
 """
 
 from __future__ import annotations

@@ -10,10 +10,25 @@ record is read twice or skipped.
 **What is available.** A partition's end is the offset after the last complete batch of its last
 segment: the last segment may still be growing, and a batch being appended (a truncated tail)
 ends it quietly. The end is found by walking batch headers from the last ``.index`` entry, and
-each later trigger walks only the bytes appended since (the walk is cached per segment file).
-With ``isolationLevel=read_committed`` the end is also at most the partition's last stable
-offset: the first offset of a transaction still undecided in the data (no marker yet), so its
-records come in the micro-batch that sees its marker.
+each later trigger walks only the bytes appended since (the walk is cached per segment file),
+once it has checked that the bytes it knows did not change: same file (inode, locally), not
+smaller, mtime not earlier, and the header of the last batch walked (base offset, size, CRC)
+still at the same position. With ``isolationLevel=read_committed`` the end is also at most the
+partition's last stable offset: the first offset of a transaction still undecided in the data
+(no marker yet), so its records come in the micro-batch that sees its marker; the transaction
+markers are also gathered from the appended bytes only (:mod:`..planning.markers`).
+
+**A rewritten last segment.** A follower truncates its log after a leader change and appends
+again at the same offsets; an archive copy may be replaced. When the checks above fail, the
+segment is walked again from byte 0 and compared with the batches the stream had walked (their
+offsets, positions, sizes and CRCs; the latest few thousand per segment). Offsets the stream had
+already delivered whose batch is gone or differs are a data loss: with ``failOnDataLoss`` the
+query fails naming the partition, offsets and file; with false it is logged once and counted in
+:attr:`lost`, and the stream goes on from where it was (it does not deliver those offsets again)
+and delivers the offsets after. This needs the cache of the running query: a segment rewritten
+while no query runs is not noticed by the next one (its offsets say where to go on, not what was
+read), nor is a rewrite that leaves the last known batch header and the file's identity as they
+were while only changing bytes before it.
 
 **Admission control** (Spark's names): ``maxOffsetsPerTrigger`` (offsets), ``maxBytesPerTrigger``
 (segment bytes, estimated within a segment from its offsets and size) and ``maxFilesPerTrigger``
@@ -24,8 +39,9 @@ Spark's Kafka source does, and every micro-batch makes progress.
 records to retention; a partition that disappears lost all that was not read. With
 ``failOnDataLoss`` (true by default for streams, as in Spark's Kafka source) the query fails
 naming the partition and offsets; with false the loss is logged, counted in :attr:`lost`, and the
-stream goes on from the earliest offset. A segment rewritten by compaction keeps its offsets, so
-it is not read again.
+stream goes on from the earliest offset. A segment before the last one rewritten by compaction
+keeps its offsets, so it is not read again (its bytes are not compared: the cleaner never rewrites
+the active segment, and only the last one is watched).
 """
 
 from __future__ import annotations
@@ -42,7 +58,8 @@ from ..planning.probe import SegmentProbe
 from ..planning.splits import NO_LIMIT, Split
 from ..planning.transactions import log_transactions
 from ..storage.discovery import SegmentFile, discover, parent_directory
-from ..storage.filesystems import using_store
+from ..storage.filesystems import is_remote, using_store
+from ..storage.source import file_stat
 
 log = logging.getLogger("kafkalog")
 
@@ -98,12 +115,62 @@ class PartitionLog:
     end: int  # the offset after the last complete batch (capped by the LSO, read_committed)
 
 
+# (first offset, last offset, position, bytes, CRC) of a batch the end walk passed
+_Print = tuple[int, int, int, int, int]
+# batch prints kept per growing segment (the latest ones): enough to say which offsets a
+# truncation near the end replaced; a rewrite further back is reported from the segment's start
+_PRINTS = 4096
+
+
 @dataclass
 class _EndCache:
+    """What the end walk of a partition's last segment knew at the last trigger."""
+
     size: int
     mtime: float
-    last_pos: int  # start of the last complete batch walked (-1: none)
-    end: int  # the offset after it
+    identity: str | None  # the local file's real path and inode (None: not known, remote)
+    end: int  # the offset after the last complete batch walked
+    prints: list[_Print]  # the latest batches walked, in file order (the last: the known end)
+    from_start: bool  # ``prints`` covers every batch from byte 0
+
+    @property
+    def resume(self) -> int:
+        """The byte after the last batch walked (0 when none was)."""
+        if not self.prints:
+            return 0
+        _, _, pos, size, _ = self.prints[-1]
+        return pos + size
+
+
+@dataclass(frozen=True)
+class _Rewrite:
+    """A last segment whose known bytes changed between triggers: offsets from ``changed`` up to
+    ``known_end`` (what the stream had seen) may now hold other data, or none."""
+
+    path: str
+    changed: int
+    known_end: int
+    exact: bool  # ``changed`` is the first batch that differs (not the segment's start)
+
+
+def _identity(seg: SegmentFile) -> str | None:
+    """The local file's real path and inode (a file replaced by a copy has another one)."""
+    if is_remote(seg.path):
+        return None
+    st = file_stat(seg.path)
+    return st[2] if st is not None else None
+
+
+def _first_changed(old: _EndCache, new: list[_Print], base: int) -> tuple[int, bool] | None:
+    """The first offset whose batch in ``old`` is not in ``new`` (same offsets, position, size
+    and CRC), and whether that is exact; None when every known batch is still there."""
+    now = set(new)
+    for i, p in enumerate(old.prints):
+        if p not in now:
+            if i == 0 and not old.from_start:
+                return base, False  # batches before the first known one may differ too
+            return p[0], True
+    return None
 
 
 @dataclass
@@ -112,8 +179,10 @@ class StreamSource:
 
     options: ReadOptions
     fail_on_data_loss: bool = True
-    lost: int = 0  # offsets lost to retention (failOnDataLoss=false)
+    lost: int = 0  # offsets lost to retention or replaced by a rewrite (failOnDataLoss=false)
+    walked_bytes: int = 0  # segment bytes the end walks covered (for tests and diagnostics)
     _ends: dict[str, _EndCache] = field(default_factory=dict)
+    _rewrites: dict[PartitionKey, _Rewrite] = field(default_factory=dict)  # not yet reported
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
     _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
     available: Offsets = field(default_factory=dict)  # each partition's end at the last latest()
@@ -145,7 +214,7 @@ class StreamSource:
             for key, segs in groups.items():
                 segs.sort(key=lambda s: s.base_offset if s.base_offset is not None else -1)
                 earliest = segs[0].base_offset or 0
-                end = self._end_of(segs[-1], earliest)
+                end = self._end_of(segs[-1], earliest, key)
                 live.add(segs[-1].path)
                 if self.options.isolation_level == "read_committed":
                     lso = log_transactions(segs).last_stable_offset
@@ -157,30 +226,90 @@ class StreamSource:
                     del self._ends[path]
         return out
 
-    def _end_of(self, seg: SegmentFile, floor: int) -> int:
-        """The offset after the last complete batch of ``seg`` (its base offset when it has none)."""
+    def _end_of(self, seg: SegmentFile, floor: int, key: PartitionKey) -> int:
+        """The offset after the last complete batch of ``seg`` (its base offset when it has none).
+
+        The walk is cached per file. When the file changed since the last call, the cache is
+        trusted only if bytes were just appended: same identity (inode), not smaller, mtime not
+        earlier, and the header of the last batch walked still reads the same (base offset, size,
+        CRC) at the same position; then only the bytes after that batch are walked. Otherwise the
+        segment was truncated, rewritten or replaced: it is walked again from byte 0, and the
+        batches it no longer holds as they were are noted for :meth:`latest` to report.
+        """
         base = seg.base_offset if seg.base_offset is not None else floor
+        identity = _identity(seg)
         hit = self._ends.get(seg.path)
-        if hit is not None and hit.size == seg.size and hit.mtime == seg.mtime:
+        if (
+            hit is not None
+            and hit.size == seg.size
+            and hit.mtime == seg.mtime
+            and hit.identity == identity
+        ):
             return hit.end
         probe = SegmentProbe(seg)
         try:
-            if hit is not None and hit.size < seg.size and hit.last_pos >= 0:
-                start = hit.last_pos  # appended to: walk only what is new
-                end = hit.end
+            appended = hit is not None and self._only_appended(hit, seg, identity, probe)
+            if hit is not None and appended:
+                start, end = hit.resume, hit.end
+                prints, from_start = list(hit.prints), hit.from_start
             else:
-                h = probe.index_start(NO_LIMIT - 1)  # the last entry of the .index that checks out
-                start = h.position if h is not None else 0
-                end = base
-            last_pos = hit.last_pos if hit is not None and hit.size < seg.size else -1
+                if hit is not None:
+                    start = 0  # changed: walk it all, to tell which known batches differ
+                else:
+                    h = probe.index_start(NO_LIMIT - 1)  # the last .index entry that checks out
+                    start = h.position if h is not None else 0
+                end, prints, from_start = base, [], start == 0
+            prev_last = end - 1
+            self.walked_bytes += max(0, seg.size - start)
             for h in probe.walk(start, required=True):
-                last_pos, end = h.position, max(end, h.last_offset + 1)
+                first = h.base_offset if h.magic >= 2 else prev_last + 1
+                prints.append((first, h.last_offset, h.position, h.size, h.crc))
+                end = max(end, h.last_offset + 1)
+                prev_last = h.last_offset
             if probe.walk_error is not None:
                 self._damaged(seg, probe.walk_error)
         finally:
             probe.close()
-        self._ends[seg.path] = _EndCache(seg.size, seg.mtime, last_pos, end)
+        if hit is not None and not appended:
+            changed = _first_changed(hit, prints, base)
+            if changed is not None:
+                self._note_rewrite(key, _Rewrite(seg.path, changed[0], hit.end, changed[1]))
+        if len(prints) > _PRINTS:
+            del prints[: len(prints) - _PRINTS]
+            from_start = False
+        self._ends[seg.path] = _EndCache(seg.size, seg.mtime, identity, end, prints, from_start)
         return end
+
+    @staticmethod
+    def _only_appended(
+        hit: _EndCache, seg: SegmentFile, identity: str | None, probe: SegmentProbe
+    ) -> bool:
+        """True when ``seg`` looks like ``hit``'s file with bytes appended (see :meth:`_end_of`)."""
+        if identity != hit.identity or seg.size < hit.size or seg.mtime < hit.mtime:
+            return False
+        if not hit.prints:
+            return True  # no batch walked yet: the walk starts at byte 0 either way
+        first, last, pos, size, crc = hit.prints[-1]
+        h = probe.header(pos)
+        return (
+            h is not None
+            and h.size == size
+            and h.crc == crc
+            and h.last_offset == last
+            and (h.magic < 2 or h.base_offset == first)
+        )
+
+    def _note_rewrite(self, key: PartitionKey, rw: _Rewrite) -> None:
+        """Keep ``rw`` until :meth:`latest` reports it (merged with one not yet reported)."""
+        old = self._rewrites.get(key)
+        if old is not None:
+            rw = _Rewrite(
+                rw.path,
+                min(old.changed, rw.changed),
+                max(old.known_end, rw.known_end),
+                old.exact and rw.exact,
+            )
+        self._rewrites[key] = rw
 
     def _damaged(self, seg: SegmentFile, error: Exception) -> None:
         o = self.options
@@ -198,6 +327,7 @@ class StreamSource:
         """Where a new query starts: ``startingOffsets`` (earliest, latest or a JSON map), or the
         first offset at or after ``startingTimestamp`` / ``startingOffsetsByTimestamp``."""
         logs = self.snapshot()
+        self._rewrites.clear()  # nothing was delivered yet
         o = self.options
         out: Offsets = {}
         for key, p in logs.items():
@@ -258,8 +388,24 @@ class StreamSource:
         return out
 
     def _checked_start(self, start: Offsets, logs: dict[PartitionKey, PartitionLog]) -> Offsets:
-        """``start`` with retention losses applied (or raised, with failOnDataLoss)."""
+        """``start`` with retention losses applied (or raised, with failOnDataLoss), and the
+        delivered offsets a rewrite of a last segment replaced reported (or raised) once."""
         out = dict(start)
+        rewrites, self._rewrites = self._rewrites, {}
+        for key, rw in sorted(rewrites.items()):
+            off = start.get(key)
+            hi = min(off, rw.known_end) if off is not None else rw.changed
+            if rw.changed < hi:
+                self._loss(
+                    f"partition {key[0]}-{key[1]}: offsets {rw.changed} to {hi - 1}, already "
+                    f"delivered, were {'' if rw.exact else 'possibly '}replaced in {rw.path} "
+                    "(the segment was truncated, rewritten or replaced between triggers, as a "
+                    "follower does after a leader change); what it holds now at those offsets is "
+                    f"not delivered, the stream goes on from offset {off}",
+                    key,
+                    rw.changed,
+                    hi,
+                )
         for key, off in start.items():
             p = logs.get(key)
             if p is None:
