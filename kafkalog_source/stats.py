@@ -161,7 +161,8 @@ class ReadStats:
 
     @property
     def skipped(self) -> bool:
-        """Whether anything was left undecoded: malformed batches, tails, ignored files."""
+        """Whether anything was left undecoded or is missing: malformed batches, tails, ignored
+        files, offsets missing from the archive."""
         return bool(
             self.malformed_batches
             or self.truncated_tails

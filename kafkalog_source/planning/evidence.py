@@ -46,7 +46,6 @@ from ..storage.checkpoints import (
     REPLICATION,
     LogDirCheckpoints,
 )
-from ..storage.indexes import absolute_offsets, read_offset_index, read_time_index, sibling_path
 from .probe import SegmentProbe
 from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
 
@@ -101,28 +100,20 @@ def segment_end(p: SegmentProbe) -> int | None:
 def _indexed_past(p: SegmentProbe, end: int) -> list[tuple[int, str]]:
     """(last offset named, what named it) for the ``.index`` and ``.timeindex`` entries at or
     past ``end``, the next offset after the segment's last complete batch."""
-    base = p.seg.base_offset
-    if base is None:
-        return []
     out = []
-    entries = read_offset_index(sibling_path(p.path, ".index"))
-    if entries is not None and len(entries):
-        offs = absolute_offsets(entries, base)
-        n = int((offs >= end).sum())
-        if n:
-            out.append(
-                (
-                    int(offs[-1]),
-                    f"its .index ({n} entr{'y' if n == 1 else 'ies'} past it, the last naming "
-                    f"offset {int(offs[-1])} at byte {int(entries['position'][-1])} of a "
-                    f"{p.size}-byte file)",
-                )
+    offs, pos = p.index_entries()
+    n = int((offs >= end).sum())
+    if n:
+        out.append(
+            (
+                int(offs[-1]),
+                f"its .index ({n} entr{'y' if n == 1 else 'ies'} past it, the last naming "
+                f"offset {int(offs[-1])} at byte {int(pos[-1])} of a {p.size}-byte file)",
             )
-    tentries = read_time_index(sibling_path(p.path, ".timeindex"))
-    if tentries is not None and len(tentries):
-        toffs = absolute_offsets(tentries, base)
-        if int(toffs[-1]) >= end:
-            out.append((int(toffs[-1]), f"its .timeindex (offset {int(toffs[-1])})"))
+        )
+    _, toffs = p.time_index()
+    if len(toffs) and int(toffs[-1]) >= end:
+        out.append((int(toffs[-1]), f"its .timeindex (offset {int(toffs[-1])})"))
     return out
 
 

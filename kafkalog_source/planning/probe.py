@@ -71,6 +71,7 @@ class SegmentProbe:
         self.size = seg.size
         self._src: ByteSource | None = None
         self._index: tuple[np.ndarray, np.ndarray] | None = None
+        self._index_all: tuple[np.ndarray, np.ndarray] | None = None
         self._time_index: tuple[np.ndarray, np.ndarray] | None = None
         self._headers: dict[int, BatchHeader | None] = {}
         self._chain: dict[int, bool] = {}
@@ -92,19 +93,26 @@ class SegmentProbe:
             self._src.close()
             self._src = None
 
-    def offset_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """(absolute offsets, positions) of the usable ``.index`` entries; empty when unusable."""
-        if self._index is None:
+    def index_entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """(absolute offsets, positions) of every believable ``.index`` entry, those past the end
+        of the log included (evidence that the log was cut short); read once."""
+        if self._index_all is None:
             offs = pos = np.empty(0, dtype=np.int64)
             base = self.seg.base_offset
             if base is not None:
                 entries = read_offset_index(sibling_path(self.path, ".index"))
                 if entries is not None and len(entries):
-                    p = entries["position"].astype(np.int64)
-                    keep = int(np.searchsorted(p, self.size - PREFIX_SIZE, side="right"))
-                    offs = absolute_offsets(entries[:keep], base)
-                    pos = p[:keep]
-            self._index = (offs, pos)
+                    offs = absolute_offsets(entries, base)
+                    pos = entries["position"].astype(np.int64)
+            self._index_all = (offs, pos)
+        return self._index_all
+
+    def offset_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(absolute offsets, positions) of the usable ``.index`` entries; empty when unusable."""
+        if self._index is None:
+            offs, pos = self.index_entries()
+            keep = int(np.searchsorted(pos, self.size - PREFIX_SIZE, side="right"))
+            self._index = (offs[:keep], pos[:keep])
         return self._index
 
     def time_index(self) -> tuple[np.ndarray, np.ndarray]:
