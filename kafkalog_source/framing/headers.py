@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from ..errors import RecordStructureError
 from ..logformat import CODEC_NAMES
 from ..storage.source import ByteSource, as_source
+from .layout import (  # noqa: F401  (re-exported: the framing facts' names here)
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    PREFIX_SIZE,
+    V1_HEADER_SIZE,
+    V2_HEADER_SIZE,
+)
+from .layout import PREFIX as _PREFIX
 
-LOG_OVERHEAD = 12
-PREFIX_SIZE = 17  # offset, size, 4 format bytes, magic
-V2_HEADER_SIZE = 61
-LEGACY_MIN_SIZE = 14  # RECORD_OVERHEAD_V0: the smallest legal size field
-V1_HEADER_SIZE = 34  # 12 + crc 4 + magic 1 + attrs 1 + ts 8 + key len 4 + value len 4
-
-
-_PREFIX = struct.Struct(">qiiB")
 _V2 = struct.Struct(">qiiBIhiqqqhii")  # through recordsCount
 _LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 
@@ -197,22 +197,6 @@ def _is_zero(src: ByteSource, pos: int, end: int, chunk: int = 1 << 20) -> bool:
     return True
 
 
-EVIDENCE_BYTES = 8 << 20  # how far a truncated tail is searched for the batch's true end
-
-
-def _true_end(
-    src: ByteSource, pos: int, end: int, prefix: bytes, limit: int = EVIDENCE_BYTES
-) -> int | None:
-    """Where the batch at ``pos`` really ends, when its size field runs past ``end`` but its
-    CRC matches a shorter length that ends at ``end`` or at the start of another whole batch:
-    evidence of a damaged length field, not of an append in progress. None when not found
-    (see :func:`~.resync.crc_true_end`, which looks at most ``limit`` bytes)."""
-    from .resync import crc_true_end  # the planner imports this module: numpy only if needed
-
-    del prefix  # read again by crc_true_end
-    return crc_true_end(src, pos, end, limit)[0]
-
-
 def classify_stop(
     source: ByteSource | int,
     path: str,
@@ -221,7 +205,7 @@ def classify_stop(
     prefix: bytes | None,
     last_segment: bool = True,
     max_batch_bytes: int | None = None,
-    evidence_bytes: int = EVIDENCE_BYTES,
+    evidence_bytes: int | None = None,
 ) -> Tail:
     """Decide how the data at ``pos`` ends. Raises for a bad size field that is not a zero tail.
 
@@ -231,7 +215,9 @@ def classify_stop(
     ``max_batch_bytes`` (a damaged length field, not a batch being written), and when its magic
     byte is not 0, 1 or 2 (not the start of a batch at all: a text file named ``.log``, say).
     A zero-filled tail is preallocation or a crash, and always ends quietly. The CRC evidence
-    of a damaged length field is looked for in at most ``evidence_bytes`` bytes from ``pos``.
+    of a damaged length field (:func:`~.resync.crc_true_end`: the batch's CRC over candidate
+    lengths) is looked for in at most ``evidence_bytes`` bytes from ``pos`` (default
+    :data:`~.resync.EVIDENCE_BYTES`).
     """
     src = as_source(source, path)
     remaining = end - pos
@@ -261,7 +247,12 @@ def classify_stop(
         )
     runs_past = f"a batch of {LOG_OVERHEAD + size} bytes runs past the end ({remaining} bytes left)"
     plausible = 0 <= magic <= 2 and not (magic == 2 and LOG_OVERHEAD + size < V2_HEADER_SIZE)
-    true_end = _true_end(src, pos, end, prefix, evidence_bytes) if plausible else None
+    true_end = None
+    if plausible:
+        from .resync import EVIDENCE_BYTES, crc_true_end  # numpy only for a truncated tail
+
+        limit = EVIDENCE_BYTES if evidence_bytes is None else evidence_bytes
+        true_end = crc_true_end(src, pos, end, limit)[0]
     problem = None
     if magic > 2 or magic < 0:
         problem = f"unknown magic byte {magic}, and {runs_past}: this is not a batch"

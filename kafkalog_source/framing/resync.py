@@ -28,17 +28,14 @@ import crc32c
 import numpy as np
 
 from ..storage.source import ByteSource
+from .layout import LEGACY_MIN_SIZE, LOG_OVERHEAD, PREFIX, V2_HEADER_SIZE
 
-LOG_OVERHEAD = 12
-LEGACY_MIN_SIZE = 14
-V2_HEADER_SIZE = 61
 EVIDENCE_BYTES = 8 << 20  # how far past a damaged batch its true end is searched
 FIRST_CHUNK = 64 << 10  # the first bytes read; each next read is twice as large
 MAX_CANDIDATES = 1000  # candidate ends whose CRC is compared, per damaged batch
 MAX_VERIFIED = 64  # candidate headers whose own CRC is computed, per damaged batch
 MAX_INDEX_ENTRIES = 8  # .index entries after the damage tried, per damaged batch
 
-_PREFIX = struct.Struct(">qiiB")
 _V2_CHECK = struct.Struct(">IhiqqqhiI")  # crc .. recordsCount (from byte 17)
 
 
@@ -121,7 +118,7 @@ def verify_batch(src: ByteSource, q: int, end: int, limit: int) -> tuple[bool, i
     head = src.read(q, max(0, min(V2_HEADER_SIZE, end - q)))
     if len(head) < 17:
         return False, len(head)
-    _, size, _, magic = _PREFIX.unpack_from(head, 0)
+    _, size, _, magic = PREFIX.unpack_from(head, 0)
     total = LOG_OVERHEAD + size
     if size < LEGACY_MIN_SIZE or magic > 2 or q + total > end or total > limit:
         return False, len(head)

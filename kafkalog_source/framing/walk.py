@@ -21,23 +21,14 @@ more only the next 61-byte header.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ..errors import RecordStructureError, UnsupportedFormatError
 from ..storage.source import ByteSource
-from .headers import (
-    LEGACY_MIN_SIZE,
-    LOG_OVERHEAD,
-    PREFIX_SIZE,
-    V2_HEADER_SIZE,
-    BatchHeader,
-    Tail,
-    classify_stop,
-    parse_header,
-)
+from .headers import BatchHeader, Tail, classify_stop, parse_header
+from .layout import LEGACY_MIN_SIZE, LOG_OVERHEAD, PREFIX, PREFIX_SIZE, V2_HEADER_SIZE
 
 # why a walk (or scan_window) stopped; scan_window adds STOP_FULL
 STOP_END = 0  # fewer than 17 bytes left
@@ -48,7 +39,6 @@ STOP_V2_SMALL = 4  # v2 batch smaller than its 61-byte header
 
 WALK_BLOCK = 16 * 1024  # bytes read at a time by default
 
-_PREFIX = struct.Struct(">qiiB")
 H = TypeVar("H")
 
 
@@ -79,7 +69,7 @@ class Stop:
     @property
     def offset_and_size(self) -> tuple[int, int]:
         """The offset and size fields at the stop (needs a prefix)."""
-        offset, size, _, _ = _PREFIX.unpack_from(self.prefix or b"", 0)
+        offset, size, _, _ = PREFIX.unpack_from(self.prefix or b"", 0)
         return offset, size
 
     @property
@@ -146,7 +136,7 @@ class HeaderWalk(Generic[H]):
                     end = self.end = pos + len(self._buf)
                     continue
             buf = self._buf
-            _, size, _, magic = _PREFIX.unpack_from(buf, at)
+            _, size, _, magic = PREFIX.unpack_from(buf, at)
             why = frame_stop(size, magic, left)
             if why is not None:
                 self.stop = Stop(pos, why, bytes(buf[at : at + need]))
