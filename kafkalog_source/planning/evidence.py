@@ -146,7 +146,7 @@ def partition_evidence(
                 p.path,
             ),
         )
-    if not probes or key is None and probes[-1].seg.base_offset is None:
+    if not probes or (key is None and probes[-1].seg.base_offset is None):
         return ev
     last = probes[-1]
     end = segment_end(last)

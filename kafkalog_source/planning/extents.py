@@ -63,6 +63,17 @@ def _bounds_for(key: tuple[str, int] | None, options: ReadOptions) -> _Partition
     return b
 
 
+def offset_window(b: _PartitionBounds, pruning: Pruning) -> tuple[int, int]:
+    """The offsets ``[lo, hi)`` a partition's read needs: its bounds narrowed by pushed filters
+    (the bytes needed may be fewer than the exact bounds say)."""
+    lo, hi = b.lo, b.hi
+    if pruning.offset_min is not None:
+        lo = max(lo, pruning.offset_min)
+    if pruning.offset_max is not None:
+        hi = min(hi, pruning.offset_max + 1)
+    return lo, hi
+
+
 def _find_time(probes: list[SegmentProbe], t: int) -> tuple[int, BatchHeader] | None:
     """(segment index, batch) of the first non-empty batch, in offset order, with maxTimestamp
     >= ``t``: it holds the partition's earliest offset whose timestamp is >= ``t``."""
@@ -102,12 +113,7 @@ def _partition_extents(
             b.hi = min(b.hi, ts_end[1].last_offset + 1)
     if ts_start is not None and ts_end is not None and ts_end[0] < ts_start[0]:
         return []
-    # the bytes needed may be fewer than the exact bounds say (pushed filters)
-    lo, hi = b.lo, b.hi
-    if pruning.offset_min is not None:
-        lo = max(lo, pruning.offset_min)
-    if pruning.offset_max is not None:
-        hi = min(hi, pruning.offset_max + 1)
+    lo, hi = offset_window(b, pruning)
     if lo >= hi:
         return []
     out: list[_Extent] = []

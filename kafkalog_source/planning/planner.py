@@ -46,7 +46,7 @@ from ..storage.discovery import SegmentFile, discover, parent_directory
 from ..storage.filesystems import is_remote
 from ..storage.source import remote_totals, using_store
 from .evidence import clip, partition_evidence
-from .extents import _bounds_for, _Extent, _partition_extents
+from .extents import _bounds_for, _Extent, _partition_extents, offset_window
 from .packing import _ranges, _splits_for, max_split_bytes
 from .probe import SegmentProbe
 from .pruning import Pruning
@@ -230,11 +230,7 @@ def _report(
     failOnDataLoss, else warn and hand them to the partition's first extent (whose reader counts
     them in ReadStats; a partition with nothing to read gets an extent of no bytes for it)."""
     b = _bounds_for(pkey, options)
-    lo, hi = b.lo, b.hi
-    if pruning.offset_min is not None:
-        lo = max(lo, pruning.offset_min)
-    if pruning.offset_max is not None:
-        hi = min(hi, pruning.offset_max + 1)
+    lo, hi = offset_window(b, pruning)
     missing = clip(missing, lo, hi) if lo < hi else []
     if not extents and (b.ts_start is not None or b.ts_end is not None):
         missing = []  # nothing in the time bounds, which say nothing about the missing offsets

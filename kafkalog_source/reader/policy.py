@@ -142,6 +142,21 @@ class CorruptPolicy:
             f"({source}) starts at byte {found}; reading resumed there"
         )
 
+    def _true_extent(
+        self, exc: CorruptDataError, pos: int, size: int
+    ) -> tuple[CorruptDataError, int] | None:
+        """Outside FAILFAST, a malformed batch known by its framing (at ``pos``, declared
+        ``size``) whose length field the evidence shows damaged: the error with that evidence in
+        its reason, and the batch's true size; None when there is no such evidence."""
+        if self.opts.mode == "FAILFAST":
+            return None
+        found = self._damaged_length(pos, size)
+        if found is None:
+            return None
+        return type(exc)(f"{exc.reason}; {found[1]}", exc.path, pos, exc.base_offset), found[
+            0
+        ] - pos
+
     def _index_positions(self) -> np.ndarray:
         """The batch positions the segment's ``.index`` holds (empty when it has none or
         cannot be read); read once per range, only after damage."""
@@ -235,11 +250,9 @@ class CorruptPolicy:
             pos,
             base,
         )
-        if self.opts.mode != "FAILFAST":
-            found = self._damaged_length(pos, size)
-            if found is not None:  # a damaged length field: skip to where the batch ends
-                exc = RecordStructureError(f"{exc.reason}; {found[1]}", self.rng.path, pos, base)
-                size = found[0] - pos
+        true = self._true_extent(exc, pos, size)
+        if true is not None:  # a damaged length field: skip to where the batch ends
+            exc, size = true
         self._framing_error(exc, pos, size, base, b"")
         return size
 

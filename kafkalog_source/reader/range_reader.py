@@ -230,11 +230,9 @@ class RangeReader(
                     base,
                 )
             raw: bytes | None = bytes(buf[at : at + size])
-            if self.opts.mode != "FAILFAST":
-                found = self._damaged_length(pos, size)
-                if found is not None:  # the framing says where reading goes on
-                    exc = type(exc)(f"{exc.reason}; {found[1]}", rng.path, pos, base)
-                    size, raw = found[0] - pos, None
+            true = self._true_extent(exc, pos, size)
+            if true is not None:  # the framing says where reading goes on
+                (exc, size), raw = true, None
             self._framing_error(exc, pos, size, base, raw)
             pos += size  # skipped (FAILFAST has raised)
         if self._done and pos < end:
@@ -267,12 +265,11 @@ class RangeReader(
             self._spend(min(limit, end - pos))  # at most this was examined for CRC evidence
             base = exc.base_offset if exc.base_offset is not None else 0
             resume = exc.resume_at
-            if resume is None and self.opts.mode != "FAILFAST" and len(prefix) >= 17:
+            if resume is None and len(prefix) >= 17:
                 size = LOG_OVERHEAD + struct.unpack_from(">i", prefix, 8)[0]
-                found = self._damaged_length(pos, size)
-                if found is not None:
-                    resume = found[0]
-                    exc = type(exc)(f"{exc.reason}; {found[1]}", exc.path, pos, exc.base_offset)
+                true = self._true_extent(exc, pos, size)
+                if true is not None:
+                    exc, resume = true[0], pos + true[1]
             if resume is None:
                 resume = end
             self._framing_error(exc, pos, resume - pos, base, None)
