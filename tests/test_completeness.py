@@ -416,3 +416,22 @@ def test_damaged_real_partitions_lose_nothing_silently(tmp_path: Path, damage: s
         if lost:
             with pytest.raises(kl.KafkaLogError):
                 kl.read_table(str(part), failOnDataLoss=True)
+
+
+def test_missing_offsets_over_s3(s3_server, tmp_path: Path) -> None:
+    """The same evidence on a remote store: an emptied middle segment, and a last segment cut
+    short whose .index names the lost batches, read from a bucket (moto)."""
+    part, segs = segmented(tmp_path / "logs", "magic2-gzip-0")
+    segs[1][0].write_bytes(b"")
+    log, _, chunk = segs[2]
+    log.write_bytes(log.read_bytes()[: chunk[-1].position - chunk[0].position + 20])
+    uri = s3_server.upload(part, "kafkalog-complete/logs/magic2-gzip-0")
+    got, stats = read(uri, **s3_server.options)
+    assert got == read(str(part))[0]
+    lost_from = _last_offset(segs[0][2][-1]) + 1
+    assert missing(stats) == [
+        (lost_from, segs[2][1] - 1),
+        (_last_offset(chunk[-2]) + 1, _last_offset(chunk[-1])),
+    ]
+    with pytest.raises(DataLossError, match=f"{lost_from}.."):
+        kl.read_table(uri, failOnDataLoss=True, **s3_server.options)

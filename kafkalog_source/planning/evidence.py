@@ -9,7 +9,10 @@ small reads per partition, never a decode:
   ``base..next - 1`` are in no file. The broker never rolls an empty segment (a roll happens on an
   append), so this is loss, unless the log cleaner explains it (below).
 * **The last segment cut short.** Its ``.index`` and ``.timeindex`` name offsets past its last
-  complete batch: the broker wrote those batches, the copy does not hold them.
+  complete batch: the broker wrote those batches, the copy does not hold them. The last complete
+  batch is found by walking headers from the last index entry that checks out; the walk is done
+  only when an index or checkpoint could say more, and a remote segment with no such entry is
+  walked from its start only up to :data:`REMOTE_END_WALK_BYTES`.
 * **The log directory's checkpoints** (:mod:`..storage.checkpoints`): the recovery point (offsets
   below it were flushed) and the high watermark (offsets every in-sync replica held) above the
   log's end mean a cut or missing last segment; a log start offset below the first segment's base
@@ -36,6 +39,7 @@ A cut last segment and offsets below a checkpoint are loss under every rule.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..framing.headers import PREFIX_SIZE
@@ -52,6 +56,9 @@ from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
 log = logging.getLogger("kafkalog")
 
 OFFSET_GAP_RULES = ("auto", "compacted", "loss")
+# A remote segment (which the planner may not walk: remoteHeaderWalk) with no .index entry that
+# checks out is walked from its start for its end only when it is at most this large.
+REMOTE_END_WALK_BYTES = 1 << 20
 
 
 @dataclass
@@ -79,13 +86,13 @@ def compacted_below(key: tuple[str, int] | None, ckpt: LogDirCheckpoints | None,
 def segment_end(p: SegmentProbe) -> int | None:
     """The next offset after the segment's last complete batch (its base offset when it holds
     none), from the latest verified ``.index`` entry and a walk of the headers after it; None
-    when it cannot be told cheaply (damage, or a remote segment with no usable index that the
-    planner may not walk)."""
+    when it cannot be told cheaply (damage, or a remote segment over
+    :data:`REMOTE_END_WALK_BYTES` with no usable index, which the planner may not walk)."""
     base = p.seg.base_offset
     if p.size < PREFIX_SIZE:
         return base
     start = p.index_start(NO_LIMIT - 1)
-    if start is None and not p.may_walk:
+    if start is None and not p.may_walk and p.size > REMOTE_END_WALK_BYTES:
         return None
     last = None
     for h in p.walk(start.position if start is not None else 0, required=True):
@@ -115,6 +122,30 @@ def _indexed_past(p: SegmentProbe, end: int) -> list[tuple[int, str]]:
     if len(toffs) and int(toffs[-1]) >= end:
         out.append((int(toffs[-1]), f"its .timeindex (offset {int(toffs[-1])})"))
     return out
+
+
+def _claims_past_end(
+    key: tuple[str, int] | None, last: SegmentProbe, ckpt: LogDirCheckpoints | None
+) -> Callable[[int], list[tuple[int, str]]] | None:
+    """What says the log went on past its last segment: None when nothing can (no index
+    entries and no recovery point or high watermark for the partition), else a function of the
+    log's end giving (last offset claimed, who claims it) for each claim past it."""
+    marks = []
+    if ckpt is not None and key is not None:
+        for name, table in ((RECOVERY_POINT, ckpt.recovery_point), (REPLICATION, ckpt.replication)):
+            v = table.get(key)
+            if v is not None:
+                marks.append((name, v))
+    indexed = bool(last.seg.size) and (len(last.index_entries()[0]) or len(last.time_index()[1]))
+    if not marks and not indexed:
+        return None
+
+    def claims(end: int) -> list[tuple[int, str]]:
+        out = _indexed_past(last, end) if indexed else []
+        out += [(v - 1, f"{name} ({v})") for name, v in marks if v > end]
+        return out
+
+    return claims
 
 
 def partition_evidence(
@@ -149,18 +180,10 @@ def partition_evidence(
     if not probes or (key is None and probes[-1].seg.base_offset is None):
         return ev
     last = probes[-1]
-    end = segment_end(last)
+    said_after = _claims_past_end(key, last, ckpt)
+    end = segment_end(last) if said_after else None  # walked only when something can be said
     ev.log_end = end
-    if end is None:
-        return ev
-    said: list[tuple[int, str]] = []  # (last missing offset, who says the log went on)
-    if last.seg.size:
-        said += _indexed_past(last, end)
-    if ckpt is not None and key is not None:
-        for name, table in ((RECOVERY_POINT, ckpt.recovery_point), (REPLICATION, ckpt.replication)):
-            v = table.get(key)
-            if v is not None and v > end:
-                said.append((v - 1, f"{name} ({v})"))
+    said = said_after(end) if said_after is not None and end is not None else []
     if said:
         hi = max(o for o, _ in said)
         whom = [w for _, w in said]
