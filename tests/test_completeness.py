@@ -191,6 +191,11 @@ def test_real_broker_partition_cut_in_half(tmp_path: Path, keep_index: bool) -> 
         "query", str(logdir), "SELECT count(*) FROM kafkalog", "-o", "failOnDataLoss=true"
     )
     assert res.returncode == 1 and "8663..17211" in res.stderr
+    # verify knows what every read knows: the same evidence, an error (exit 1)
+    res = run_cli("verify", str(logdir), "--quiet")
+    assert res.returncode == 1
+    assert "orders-0: error: offsets 8663..17211 are missing" in res.stdout
+    assert "recovery-point-offset-checkpoint" in res.stdout
 
 
 def test_real_missing_active_segment_found_by_checkpoints() -> None:
@@ -206,6 +211,9 @@ def test_real_missing_active_segment_found_by_checkpoints() -> None:
     with pytest.raises(DataLossError, match="258527..330478"):
         kl.read_table(str(ARTHUR / "__consumer_offsets-19"), failOnDataLoss=True)
     assert read(str(ARTHUR / "__consumer_offsets-19"), endingOffsets="latest")[0] == got
+    res = run_cli("verify", str(ARTHUR / "__consumer_offsets-19"), "--quiet")
+    assert res.returncode == 1
+    assert "error: offsets 258527..330478 are missing" in res.stdout
 
 
 # ---------------------------------------------------------------------- checkpoints and rules
@@ -223,6 +231,10 @@ def test_log_start_checkpoint_finds_missing_first_segments(tmp_path: Path) -> No
     assert got == offsets(segs[1][2]) + offsets(segs[2][2])
     assert missing(stats) == [(0, segs[1][1] - 1)]
     assert "log-start-offset-checkpoint" in stats.events_of("missing offsets")[0].reason
+    res = run_cli("verify", str(part), "--quiet")
+    assert res.returncode == 1
+    assert f"error: offsets 0..{segs[1][1] - 1} are missing" in res.stdout
+    assert "log-start-offset-checkpoint" in res.stdout
 
 
 def test_offset_gaps_rule_and_cleaner_checkpoint(tmp_path: Path) -> None:
@@ -232,6 +244,8 @@ def test_offset_gaps_rule_and_cleaner_checkpoint(tmp_path: Path) -> None:
     for f in part.glob(f"{segs[1][1]:020d}.*"):
         f.unlink()
     assert len(missing(read(str(part))[1])) == 1
+    res = run_cli("verify", str(part), "--strict", "--quiet")
+    assert res.returncode == 1 and "are in no segment file" in res.stdout
     assert missing(read(str(part), offsetGaps="compacted")[1]) == []
     kl.read_table(str(part), offsetGaps="compacted", failOnDataLoss=True)  # no raise
     _checkpoint(
@@ -239,6 +253,8 @@ def test_offset_gaps_rule_and_cleaner_checkpoint(tmp_path: Path) -> None:
     )
     assert missing(read(str(part))[1]) == []
     kl.read_table(str(part), failOnDataLoss=True)  # compaction, not loss
+    res = run_cli("verify", str(part), "--strict", "--quiet")  # verify applies the same rule
+    assert res.returncode == 0 and res.stdout == "", res.stdout
     assert len(missing(read(str(part), offsetGaps="loss")[1])) == 1
     with pytest.raises(OptionError, match="offsetGaps"):
         kl.read_table(str(part), offsetGaps="maybe")

@@ -50,6 +50,7 @@ from ..storage.checkpoints import (
     REPLICATION,
     LogDirCheckpoints,
 )
+from .logview import segment_walk
 from .probe import SegmentProbe
 from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
 
@@ -85,23 +86,22 @@ def compacted_below(key: tuple[str, int] | None, ckpt: LogDirCheckpoints | None,
 
 def segment_end(p: SegmentProbe) -> int | None:
     """The next offset after the segment's last complete batch (its base offset when it holds
-    none), from the latest verified ``.index`` entry and a walk of the headers after it; None
-    when it cannot be told cheaply (damage, or a remote segment over
-    :data:`REMOTE_END_WALK_BYTES` with no usable index, which the planner may not walk)."""
+    none), from the shared header walk (:mod:`.logview`: from the latest verified ``.index``
+    entry on a first walk, only appended bytes later); None when it cannot be told cheaply
+    (damage, or a remote segment over :data:`REMOTE_END_WALK_BYTES` with no usable index, which
+    the planner may not walk)."""
     base = p.seg.base_offset
     if p.size < PREFIX_SIZE:
         return base
     start = p.index_start(NO_LIMIT - 1)
     if start is None and not p.may_walk and p.size > REMOTE_END_WALK_BYTES:
         return None
-    last = None
-    for h in p.walk(start.position if start is not None else 0, required=True):
-        last = h
-    if p.walk_error is not None:
+    w = segment_walk(
+        p.seg, start_at=lambda: start.position if start is not None else 0, source=p.source
+    )
+    if w is None or w.error is not None:
         return None
-    if last is None:
-        return base
-    return last.last_offset + 1
+    return w.end
 
 
 def _indexed_past(p: SegmentProbe, end: int) -> list[tuple[int, str]]:
