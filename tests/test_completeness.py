@@ -451,3 +451,36 @@ def test_missing_offsets_over_s3(s3_server, tmp_path: Path) -> None:
     ]
     with pytest.raises(DataLossError, match=f"{lost_from}.."):
         kl.read_table(uri, failOnDataLoss=True, **s3_server.options)
+
+
+def test_stream_reports_a_cut_last_segment(tmp_path: Path, caplog) -> None:
+    """A stream over a copy whose last segment was cut short: the offsets its .index names
+    past the end are not waited for in silence. Once the file did not change between two
+    triggers (a live broker writes the log before the index, so its file would have grown),
+    the stream fails by default, or with failOnDataLoss=false counts and logs them once."""
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.streaming.source import Limit, StreamSource
+
+    part, segs = segmented(tmp_path / "logs", "magic2-zstd-0", parts=2)
+    log, base, chunk = segs[-1]
+    cut = chunk[len(chunk) // 2]
+    log.write_bytes(log.read_bytes()[: cut.position - chunk[0].position + cut_len(cut)])
+    first_lost, last_named = _last_offset(chunk[len(chunk) // 2 - 1]) + 1, _last_offset(chunk[-1])
+    key = ("magic2-zstd", 0)
+    src = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    start = src.initial()
+    with pytest.raises(DataLossError, match=f"{first_lost}..{last_named}.*cut short"):
+        src.latest(start, Limit())
+    lenient = StreamSource(parse_options(paths=str(tmp_path / "logs")), fail_on_data_loss=False)
+    start = lenient.initial()
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        end = lenient.latest(start, Limit())
+        assert lenient.latest(end, Limit()) == end  # reported once per version of the file
+    assert end == {key: first_lost}
+    assert lenient.lost == last_named - first_lost + 1
+    assert sum("cut short" in r.getMessage() for r in caplog.records) == 1
+    # the same partition without its index: nothing says more was written, nothing reported
+    log.with_suffix(".index").unlink()
+    log.with_suffix(".timeindex").unlink(missing_ok=True)
+    quiet = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    assert quiet.latest(quiet.initial(), Limit()) == {key: first_lost}

@@ -40,7 +40,11 @@ Spark's Kafka source does, and every micro-batch makes progress.
 records to retention; a partition that disappears lost all that was not read. With
 ``failOnDataLoss`` (true by default for streams, as in Spark's Kafka source) the query fails
 naming the partition and offsets; with false the loss is logged, counted in :attr:`lost`, and the
-stream goes on from the earliest offset. A segment before the last one rewritten by compaction
+stream goes on from the earliest offset. A last segment that did not change between two triggers
+while its ``.index``, ``.timeindex`` or the log directory's recovery point or high watermark name
+offsets past its end was cut short (a live broker writes the log before the index, so its file
+would have grown): those offsets are a loss too, reported once per version of the file, instead
+of being waited for. A segment before the last one rewritten by compaction
 keeps its offsets, so it is not read again (its bytes are not compared: the cleaner never rewrites
 the active segment, and only the last one is watched).
 """
@@ -54,13 +58,22 @@ from typing import Any
 from ..arrow.schema import output_projection
 from ..errors import DataLossError, OptionError
 from ..options import EARLIEST, LATEST, ReadOptions
-from ..planning.logview import Rewrite, SegmentWalk, changed_since, segment_walk
+from ..planning.evidence import last_segment_cut
+from ..planning.logview import (
+    Rewrite,
+    SegmentWalk,
+    Version,
+    changed_since,
+    segment_walk,
+    version_of,
+)
 from ..planning.planner import plan
 from ..planning.probe import SegmentProbe
-from ..planning.splits import NO_LIMIT, Split
+from ..planning.splits import NO_LIMIT, MissingOffsets, Split
 from ..planning.transactions import log_transactions
+from ..storage.checkpoints import read_log_dir_checkpoints
 from ..storage.discovery import SegmentFile, discover, parent_directory
-from ..storage.filesystems import using_store
+from ..storage.filesystems import is_remote, using_store
 
 log = logging.getLogger("kafkalog")
 
@@ -125,6 +138,8 @@ class StreamSource:
     lost: int = 0  # offsets lost to retention or replaced by a rewrite (failOnDataLoss=false)
     walked_bytes: int = 0  # segment bytes the end walks covered (for tests and diagnostics)
     _known: dict[str, SegmentWalk] = field(default_factory=dict)  # last segments' walks seen
+    _idle: set[str] = field(default_factory=set)  # last segments unchanged at the last snapshot
+    _cuts: dict[str, tuple[Version, MissingOffsets | None]] = field(default_factory=dict)
     _rewrites: dict[PartitionKey, Rewrite] = field(default_factory=dict)  # not yet reported
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
     _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
@@ -154,6 +169,7 @@ class StreamSource:
                 groups.setdefault(key, []).append(seg)
             out: dict[PartitionKey, PartitionLog] = {}
             live = set()
+            self._idle = set()
             for key, segs in groups.items():
                 segs.sort(key=lambda s: s.base_offset if s.base_offset is not None else -1)
                 earliest = segs[0].base_offset or 0
@@ -167,6 +183,7 @@ class StreamSource:
             for path in list(self._known):
                 if path not in live:
                     del self._known[path]
+                    self._cuts.pop(path, None)
         return out
 
     def _end_of(self, seg: SegmentFile, floor: int, key: PartitionKey) -> int:
@@ -195,7 +212,9 @@ class StreamSource:
         if now is None:  # gone since the listing
             return seg.base_offset if seg.base_offset is not None else floor
         known = self._known.get(seg.path)
-        if known is not now:
+        if known is now:
+            self._idle.add(seg.path)
+        else:
             self.walked_bytes += now.walked
             if now.error is not None:
                 self._damaged(seg, now.error)
@@ -281,6 +300,7 @@ class StreamSource:
         logs = self._logs = self.snapshot()
         self.available = {k: p.end for k, p in logs.items()}
         start = self._checked_start(start, logs)
+        self._check_cut_ends(start, logs)
         avail: Offsets = {}
         for key, p in logs.items():
             end = p.end
@@ -338,6 +358,35 @@ class StreamSource:
                     off,
                 )
         return out
+
+    def _check_cut_ends(self, start: Offsets, logs: dict[PartitionKey, PartitionLog]) -> None:
+        """A last segment that did not change since the previous trigger, while its ``.index``,
+        ``.timeindex`` or the log directory's recovery point or high watermark say the log went
+        on past its last complete batch, was cut short (a live broker writes the log before the
+        index, and the file would have grown): those offsets are a loss, reported once per
+        version of the file (raised with failOnDataLoss)."""
+        for key, p in sorted(logs.items()):
+            last = p.segments[-1]
+            w = self._known.get(last.path)
+            if last.path not in self._idle or w is None or w.error is not None:
+                continue
+            hit = self._cuts.get(last.path)
+            if hit is not None and hit[0] == w.version:
+                continue  # checked (and reported) for this version of the file
+            home = parent_directory(last.path)
+            probe = SegmentProbe(last, not is_remote(last.path) or self.options.remote_header_walk)
+            try:
+                cut = last_segment_cut(
+                    key, probe, read_log_dir_checkpoints(parent_directory(home)), w.end
+                )
+            finally:
+                probe.close()
+            if cut is not None and version_of(last) != w.version:
+                continue  # it changed while the index was read: a live append, look again later
+            self._cuts[last.path] = (w.version, cut)
+            if cut is None or cut.last < start.get(key, p.earliest):
+                continue
+            self._loss(cut.message(), key, cut.first, cut.last + 1)
 
     def _loss(self, message: str, key: PartitionKey, lo: int, hi: int | None) -> None:
         if self.fail_on_data_loss:
