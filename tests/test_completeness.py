@@ -484,3 +484,30 @@ def test_stream_reports_a_cut_last_segment(tmp_path: Path, caplog) -> None:
     log.with_suffix(".timeindex").unlink(missing_ok=True)
     quiet = StreamSource(parse_options(paths=str(tmp_path / "logs")))
     assert quiet.latest(quiet.initial(), Limit()) == {key: first_lost}
+
+
+def test_replicas_merge_read_committed_and_timestamps(tmp_path: Path) -> None:
+    """Merged copies take read_committed (the transactions of the batches taken, markers from
+    whichever copy holds them) and timestamp bounds, with the answers of one whole copy."""
+    b1, b2 = _two_brokers(tmp_path, "transactions-0")
+    for f in b1.glob("00000000000000000019.*"):
+        f.unlink()  # broker 1: the first segment only
+    for f in b2.glob("00000000000000000000.*"):
+        f.unlink()  # broker 2: the second only (its markers close broker 1's transactions)
+    paths = [str(b1.parent), str(b2.parent)]
+    whole = str(SAMPLES / "transactions-0")
+    committed = read(whole, isolationLevel="read_committed")[0]
+    assert committed != read(whole)[0], "the sample holds aborted records"
+    assert read(paths, replicas="merge", isolationLevel="read_committed")[0] == committed
+    assert read(paths, replicas="merge")[0] == read(whole)[0]
+    # timestamps: the same first and last offsets as the whole copy
+    t = kl.read_table(whole).select(["offset", "timestamp"]).to_pydict()
+    ms = [int(x.timestamp() * 1000) for x in t["timestamp"]]
+    mid, late = ms[len(ms) // 3], ms[2 * len(ms) // 3]
+    for bounds in (
+        {"startingTimestamp": mid},
+        {"endingTimestamp": late},
+        {"startingTimestamp": mid, "endingTimestamp": late},
+    ):
+        want = read(whole, **bounds)[0]
+        assert want and read(paths, replicas="merge", **bounds)[0] == want, bounds

@@ -143,6 +143,38 @@ def control_type(record: bytes) -> int | None:
     return int.from_bytes(record[p + 2 : p + 4], "big", signed=True)
 
 
+EMPTIED_MARKER = -1  # transaction_event: a control batch the cleaner emptied (not a marker)
+UNREADABLE_MARKER = -2  # a compressed control batch, or one whose key cannot be read
+
+
+def transaction_event(
+    h: BatchHeader, read: Callable[[int, int], bytes], local_open: set[int]
+) -> int | None:
+    """What batch ``h`` means to the transaction bookkeeping (SEGMENT_SPEC §4.4), given the
+    producers with data after their last marker so far (``local_open``, updated): ``ABORT`` or
+    ``COMMIT`` for a marker, ``DATA`` for a producer's first transactional batch since its
+    previous marker, :data:`EMPTIED_MARKER` / :data:`UNREADABLE_MARKER` for control batches that
+    are not markers any more, None for everything else. ``read(position, n)`` gives the first
+    record bytes of a control batch."""
+    if h.magic < 2 or h.producer_id < 0:
+        return None
+    if h.attributes & 0x20:
+        if h.records_count == 0:
+            return EMPTIED_MARKER  # an emptied marker (compaction): not a marker any more
+        if h.attributes & 0x07:
+            return UNREADABLE_MARKER  # a compressed control batch: the reader ignores it too
+        peek = min(h.size, V2_HEADER_SIZE + _CONTROL_PEEK) - V2_HEADER_SIZE
+        t = control_type(read(h.position + V2_HEADER_SIZE, peek))
+        if t in (ABORT, COMMIT):
+            local_open.discard(h.producer_id)
+            return t
+        return UNREADABLE_MARKER if t is None else None
+    if h.attributes & 0x10 and h.producer_id not in local_open:
+        local_open.add(h.producer_id)
+        return DATA
+    return None
+
+
 _lock = threading.Lock()
 _cache: OrderedDict[str, SegmentWalk] = OrderedDict()
 _cache_items = 0
@@ -198,24 +230,12 @@ def _walk(
         prints.append((lo, h.last_offset, h.position, h.size, h.crc))
         end = max(end, h.last_offset + 1)
         prev_last = h.last_offset
-        if h.magic < 2 or h.producer_id < 0:
-            continue
-        if h.attributes & 0x20:
-            if h.records_count == 0:
-                counts[1] += 1  # an emptied marker (compaction): not a marker any more
-            elif h.attributes & 0x07:
-                counts[2] += 1  # a compressed control batch: the reader ignores it too
+        kind = transaction_event(h, walk.bytes_at, local_open)
+        if kind is not None:
+            if kind >= 0:
+                events.append((h.base_offset, h.producer_id, kind))
             else:
-                peek = min(h.size, V2_HEADER_SIZE + _CONTROL_PEEK) - V2_HEADER_SIZE
-                t = control_type(walk.bytes_at(h.position + V2_HEADER_SIZE, peek))
-                if t in (ABORT, COMMIT):
-                    events.append((h.base_offset, h.producer_id, t))
-                    local_open.discard(h.producer_id)
-                elif t is None:
-                    counts[2] += 1
-        elif h.attributes & 0x10 and h.producer_id not in local_open:
-            local_open.add(h.producer_id)
-            events.append((h.base_offset, h.producer_id, DATA))
+                counts[-kind] += 1
     if last is not None:
         next_pos = last.end
         last_head = (
@@ -392,6 +412,7 @@ __all__ = [
     "changed_since",
     "control_type",
     "forget",
+    "transaction_event",
     "segment_walk",
     "version_of",
     "walk_count",
