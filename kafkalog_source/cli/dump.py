@@ -67,7 +67,7 @@ import sys
 from typing import Any, TextIO
 
 from ..storage.source import file_stat
-from .common import add_common_arguments, command_options, non_negative
+from .common import CommandError, add_common_arguments, command_options, non_negative
 from .dump_indexes import IndexDump
 from .dump_log import EXIT_INCOMPLETE as EXIT_INCOMPLETE
 from .dump_log import INT_MAX, LogDump
@@ -146,7 +146,6 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dump every file; return 0, or 1 for bad data (a file not dumped whole, records not shown)."""
-    from .main import CommandError
 
     args.reader_options = command_options(args.option, "dump", DUMP_OPTIONS)
 

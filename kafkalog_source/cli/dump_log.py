@@ -30,7 +30,9 @@ import re
 from typing import Any
 
 from ..errors import CorruptDataError
-from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail
+from ..format.batch import PREFIX_SIZE, BatchHeader
+from ..format.names import CONTROL_TYPE_IDS, base_offset_from_name
+from ..framing.headers import Tail
 from ..framing.walk import walk_classified
 from ..storage.source import ByteSource, open_source
 from ..storage.tiered import is_tiered_log
@@ -130,7 +132,7 @@ class LogDump:
     def dump_log(self, path: str) -> None:
         """Batch lines, record lines with deep iteration, and the trailing-bytes line."""
         name = os.path.basename(path)
-        base = seg.base_offset_from_name(path)
+        base = base_offset_from_name(path)
         if base is None and is_tiered_log(path):  # {offset}-{segmentId}.log (tiered storage)
             base = int(os.path.basename(path)[:20])
         kind = "log"
@@ -398,6 +400,6 @@ def _control_info(control: dict[str, Any]) -> str:
     ctype = control["type"]
     if ctype in ("ABORT", "COMMIT"):
         return f" endTxnMarker: {ctype} coordinatorEpoch: {control['coordinatorEpoch']}"
-    if ctype in seg.CONTROL_TYPE_IDS:
-        return f" controlType: {ctype}({seg.CONTROL_TYPE_IDS[ctype]})"
+    if ctype in CONTROL_TYPE_IDS:
+        return f" controlType: {ctype}({CONTROL_TYPE_IDS[ctype]})"
     return f" controlType: {ctype}"  # UNKNOWN(9) as the reader names it; INVALID for a short key

@@ -21,7 +21,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from .common import add_common_arguments, command_options, non_negative
+from .common import CommandError, add_common_arguments, command_options, non_negative
 
 VIEW = "kafkalog"
 ENGINES = ("duckdb", "spark")
@@ -82,7 +82,6 @@ def run(args: argparse.Namespace) -> int:
     """Run the query and print the result table to stdout."""
     from ..options import parse_options
     from ..storage.discovery import discover
-    from .main import CommandError
     from .progress import wanted
 
     options = command_options(args.option, "query")

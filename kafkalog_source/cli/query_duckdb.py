@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..arrow.schema import output_projection
 from ..options import ReadOptions
-from .main import CommandError
+from .common import CommandError
 
 VIEW = "kafkalog"
 _ANY = "__kafkalog_any_column"  # first column of the planning table: what count(*) scans

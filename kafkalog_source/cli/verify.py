@@ -77,7 +77,7 @@ from ..storage.checkpoints import read_log_dir_checkpoints
 from ..storage.discovery import parent_directory, parse_partition_dir
 from ..storage.source import open_source
 from . import segments as seg
-from .common import add_common_arguments, command_options
+from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 from .verify_indexes import _check_offset_index, _check_time_index, _check_txn_index
 from .verify_log import (
@@ -137,7 +137,6 @@ def run(args: argparse.Namespace) -> int:
     from ..options import parse_options
     from ..stats import ReadStats
     from ..storage.discovery import discover, segment_bases
-    from .main import CommandError
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     for item in args.option:

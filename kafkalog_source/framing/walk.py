@@ -26,9 +26,17 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ..errors import RecordStructureError, UnsupportedFormatError
-from ..storage.source import ByteSource
-from .headers import BatchHeader, Tail, classify_stop, parse_header
-from .layout import LEGACY_MIN_SIZE, LOG_OVERHEAD, PREFIX, PREFIX_SIZE, V2_HEADER_SIZE
+from ..format.batch import (
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    PREFIX,
+    PREFIX_SIZE,
+    V2_HEADER_SIZE,
+    BatchHeader,
+    parse_header,
+)
+from ..storage.source import ByteSource, as_source
+from .headers import Tail, classify_stop
 
 # why a walk (or scan_window) stopped; scan_window adds STOP_FULL
 STOP_END = 0  # fewer than 17 bytes left
@@ -190,6 +198,21 @@ def walk_classified(
     )
 
 
+def walk_headers(
+    source: ByteSource | int,
+    path: str,
+    start: int,
+    end: int,
+    full: bool = False,
+    last_segment: bool = True,
+    max_batch_bytes: int | None = None,
+) -> Iterator[BatchHeader | Tail]:
+    """:func:`walk_classified` over ``source`` (a byte source or an open descriptor): every
+    complete batch's full header in ``[start, end)``, then one :class:`Tail`; raises for
+    damage. ``full`` is accepted for old callers (headers are always full)."""
+    return walk_classified(as_source(source, path), path, start, end, last_segment, max_batch_bytes)
+
+
 __all__ = [
     "STOP_BAD_MAGIC",
     "STOP_BAD_SIZE",
@@ -201,4 +224,5 @@ __all__ = [
     "frame_stop",
     "raise_for_stop",
     "walk_classified",
+    "walk_headers",
 ]

@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..framing.headers import PREFIX_SIZE
+from ..format.batch import PREFIX_SIZE
 from ..storage.checkpoints import (
     CLEANER,
     LOG_START,

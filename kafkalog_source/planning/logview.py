@@ -32,16 +32,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import CorruptDataError
-from ..framing.headers import BatchHeader, Tail, classify_stop, read_varint
-from ..framing.layout import V2_HEADER_SIZE
+from ..format.batch import V2_HEADER_SIZE, BatchHeader
+from ..format.control import ABORT, COMMIT, control_type
+from ..framing.headers import Tail, classify_stop
 from ..framing.walk import HeaderWalk, raise_for_stop
 from ..storage.discovery import SegmentFile
 from ..storage.filesystems import is_remote
 from ..storage.source import ByteSource, file_stat, open_source
 
-# transaction event kinds (:mod:`.markers`)
-ABORT = 0
-COMMIT = 1
+# transaction event kinds (:mod:`.markers`): ABORT and COMMIT (the marker types), and
 DATA = 2  # a producer's first transactional batch since its previous marker
 
 # (first offset, last offset, position, bytes, CRC) of a batch a walk passed
@@ -122,25 +121,6 @@ def version_of(seg: SegmentFile | str) -> Version | None:
     if isinstance(seg, SegmentFile) and is_remote(seg.path):
         return (seg.size, int(seg.mtime * 1_000_000), seg.path)
     return file_stat(seg if isinstance(seg, str) else seg.path)
-
-
-def control_type(record: bytes) -> int | None:
-    """The type of the control record at the start of ``record`` (0 ABORT, 1 COMMIT, ...), or
-    None when its key cannot be read (fewer than 4 bytes, malformed varints)."""
-    end = len(record)
-    _, p = read_varint(record, 0, end)  # record length
-    if p < 0:
-        return None
-    _, p = read_varint(record, p + 1, end)  # attributes (1 byte), then timestampDelta
-    if p < 0:
-        return None
-    _, p = read_varint(record, p, end)  # offsetDelta
-    if p < 0:
-        return None
-    klen, p = read_varint(record, p, end)
-    if p < 0 or klen < 4 or p + 4 > end:
-        return None
-    return int.from_bytes(record[p + 2 : p + 4], "big", signed=True)
 
 
 EMPTIED_MARKER = -1  # transaction_event: a control batch the cleaner emptied (not a marker)

@@ -11,10 +11,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from ..format.control import ABORT, COMMIT, control_type
 from ..storage.indexes import read_txn_index, sibling_path
 from ..storage.source import file_stat
 from . import logview
-from .logview import ABORT, COMMIT, DATA, control_type
+from .logview import DATA
 
 log = logging.getLogger("kafkalog")
 

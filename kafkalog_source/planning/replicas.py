@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 
 from ..errors import DataLossError, PathError
-from ..framing.headers import BatchHeader
+from ..format.batch import BatchHeader
 from ..options import ReadOptions
 from ..storage.checkpoints import read_topic_id
 from ..storage.discovery import SegmentFile

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..framing.layout import LEGACY_MIN_SIZE, PREFIX, PREFIX_SIZE
+from ..format.batch import LEGACY_MIN_SIZE, PREFIX, PREFIX_SIZE
 from ..storage.discovery import SEGMENT_NAME, SegmentFile, parent_directory, segment_bases
 from ..storage.filesystems import is_remote
 from ..storage.indexes import sibling_path

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError
+from ..format.batch import MAGIC_AT, size_field
 from ..framing.resync import EVIDENCE_BYTES, crc_true_end, next_verified_batch
 from ..framing.scan import H_BASE_OFFSET, H_POS, H_SIZE, H_WIDTH, H_WPOS
 from ..framing.walk import frame_stop
@@ -122,7 +123,7 @@ class CorruptPolicy:
             head = src.read(declared, 17)
             if len(head) < 17:
                 return None
-            nsize, nmagic = int.from_bytes(head[8:12], "big", signed=True), head[16]
+            nsize, nmagic = size_field(head), head[MAGIC_AT]
             if frame_stop(nsize, nmagic, end - declared) is None or not any(head):
                 return None  # the declared end looks like a boundary (or a zero tail)
         limit = self._resync_limit()

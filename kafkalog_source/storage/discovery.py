@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError
-from ..logformat import segment_base_offset
+from ..format.names import segment_base_offset
 from ..options import ReadOptions, StoreOptions
 from ..stats import ReadEvent, ReadStats
 from .filesystems import Location, display_uri, is_remote, local_path, resolve
