@@ -41,3 +41,38 @@ def test_timestamp_bounds_take_iso_dates_and_times_as_modified_before_does():
         kl.read_table(ORDERS0, startingTimestamp="yesterday")
     with pytest.raises(OptionError, match="must be >= 0"):
         kl.read_table(ORDERS0, startingTimestamp="1969-12-31")
+
+
+# ------------------------------------------------------------------ columns= and read_pandas
+
+
+def test_read_table_and_iter_batches_take_columns_as_open_reader_does():
+    full = kl.read_table(ORDERS0)
+    picked = kl.read_table(ORDERS0, columns=["value", "offset"])
+    assert picked.column_names == ["value", "offset"]
+    assert picked.equals(full.select(["value", "offset"]))
+    batches = list(kl.iter_batches(ORDERS0, columns=["offset"]))
+    assert sum(b.num_rows for b in batches) == full.num_rows
+    assert {tuple(b.schema.names) for b in batches} == {("offset",)}
+    assert kl.open_reader(ORDERS0, columns=["offset"]).read_all().equals(full.select(["offset"]))
+    with pytest.raises(OptionError, match="unknown column.*'producerId'.*columns are: key"):
+        kl.read_table(ORDERS0, columns=["producerId"])  # only with includeMetadata=true
+    meta = kl.read_table(ORDERS0, columns=["producerId"], includeMetadata="true")
+    assert meta.column_names == ["producerId"]
+
+
+def test_pandas_is_an_extra_and_read_pandas_says_how_to_get_it(monkeypatch):
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((SAMPLES.parent / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "kafkalog"
+    assert any(d.startswith("pandas") for d in project["optional-dependencies"]["pandas"])
+    assert not any(d.startswith("pandas") for d in project["dependencies"])
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"pip install 'kafkalog\[pandas\]'"):
+        kl.read_pandas(ORDERS0)
+
+
+def test_read_pandas_gives_the_table_as_a_data_frame():
+    pytest.importorskip("pandas")
+    frame = kl.read_pandas(ORDERS0, columns=["offset", "value"])
+    assert frame["offset"].tolist() == kl.read_table(ORDERS0).column("offset").to_pylist()
