@@ -76,3 +76,46 @@ def test_read_pandas_gives_the_table_as_a_data_frame():
     pytest.importorskip("pandas")
     frame = kl.read_pandas(ORDERS0, columns=["offset", "value"])
     assert frame["offset"].tolist() == kl.read_table(ORDERS0).column("offset").to_pylist()
+
+
+# ------------------------------------------------------------------ kafkalog query
+
+
+def _main(capsys, *argv: str) -> tuple[int, str, str]:
+    from kafkalog_source.cli.main import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_query_takes_several_paths_before_the_sql(capsys):
+    code, out, err = _main(
+        capsys, "query", str(ORDERS0), str(SAMPLES / "orders-1"),
+        "SELECT topic, partition, count(*) AS n FROM kafkalog GROUP BY ALL ORDER BY ALL",
+    )  # fmt: skip
+    assert code == 0, err
+    rows = [[c.strip() for c in line.split("|")] for line in out.splitlines()[2:-1]]
+    assert rows == [["orders", "0", "30"], ["orders", "1", "30"]]
+
+
+def test_query_names_the_view_when_the_sql_names_another(capsys):
+    code, out, err = _main(capsys, "query", str(ORDERS0), "SELECT count(*) FROM kafka")
+    assert code == 2 and out == ""
+    assert "Table with name kafka does not exist" in err
+    assert "the view kafkalog, the only one this command registers" in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_query_on_spark_names_the_view_too():
+    from conftest import run_cli
+
+    out = run_cli("query", str(ORDERS0), "SELECT count(*) FROM orders", "--engine", "spark",
+                  timeout=600)  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.startswith("kafkalog: error:")]
+    assert len(errors) == 1
+    assert "`orders` cannot be found" in errors[0]
+    assert "the view kafkalog, the only one this command registers" in errors[0]
