@@ -119,3 +119,49 @@ def test_query_on_spark_names_the_view_too():
     assert len(errors) == 1
     assert "`orders` cannot be found" in errors[0]
     assert "the view kafkalog, the only one this command registers" in errors[0]
+
+
+# ------------------------------------------------------------------ nothing found: look deeper
+
+
+def test_a_folder_of_log_directories_suggests_the_paths_and_recursive_lookup(tmp_path):
+    import shutil
+
+    from kafkalog_source.errors import PathError
+
+    for broker, partitions in (("broker1", ["orders-0"]), ("broker2", ["orders-0", "orders-1"])):
+        for name in partitions:
+            shutil.copytree(SAMPLES / name, tmp_path / broker / name)
+    with pytest.raises(PathError) as info:
+        kl.read_table(tmp_path)
+    message = str(info.value)
+    assert "no segment files (.log) found under" in message
+    assert f"Segment files lie deeper, in {tmp_path / 'broker1' / 'orders-0'}, " in message
+    assert f"({tmp_path / 'broker1'}, {tmp_path / 'broker2'}, or the glob {tmp_path / '*'})" in (
+        message
+    )
+    assert "recursiveFileLookup=true" in message
+    # what it suggests reads them: the glob, and the recursive lookup (replicas apart)
+    assert kl.read_table(str(tmp_path / "*"), replicas="separate").num_rows == 90
+    assert kl.read_table(tmp_path, recursiveFileLookup="true", replicas="separate").num_rows == 90
+    # a file beside the log directories: the glob would read it as a segment, so it is not
+    # suggested; log directories two levels down get a two-level glob
+    (tmp_path / "README").write_text("copied from three brokers\n")
+    with pytest.raises(PathError) as info:
+        kl.read_table(tmp_path)
+    assert "or the glob" not in str(info.value)
+    assert f"({tmp_path / 'broker1'}, {tmp_path / 'broker2'})" in str(info.value)
+    deep = tmp_path / "deep"
+    shutil.copytree(SAMPLES / "orders-0", deep / "host1" / "kafka-logs" / "orders-0")
+    with pytest.raises(PathError, match=r"or the glob .*deep/\*/\*\)"):
+        kl.read_table(deep)
+
+
+def test_a_redpanda_data_directory_is_named_as_such(tmp_path):
+    from kafkalog_source.errors import PathError
+
+    partition = tmp_path / "kafka" / "orders" / "0_17"
+    partition.mkdir(parents=True)
+    (partition / "0-1-v1.log").write_bytes(b"\0" * 100)
+    with pytest.raises(PathError, match=r"0-1-v1.log are Redpanda segments, a format of its own"):
+        kl.read_table(tmp_path)
