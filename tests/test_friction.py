@@ -82,6 +82,8 @@ def test_read_pandas_gives_the_table_as_a_data_frame():
 
 
 def _main(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run ``kafkalog ARGV`` in this process; its exit code, stdout and stderr (``capsys``, or
+    ``capfd`` for dump, which writes to the descriptor)."""
     from kafkalog_source.cli.main import main
 
     code = main(list(argv))
@@ -165,3 +167,45 @@ def test_a_redpanda_data_directory_is_named_as_such(tmp_path):
     (partition / "0-1-v1.log").write_bytes(b"\0" * 100)
     with pytest.raises(PathError, match=r"0-1-v1.log are Redpanda segments, a format of its own"):
         kl.read_table(tmp_path)
+
+
+# ------------------------------------------------------------------ kafkalog dump
+
+
+MULTI = SAMPLES / "multi-segment-0"
+
+
+def test_dump_of_a_partition_directory_dumps_its_segments_in_offset_order(capfd, tmp_path):
+    segments = sorted(MULTI.glob("*.log"))
+    code, by_dir, err = _main(capfd, "dump", str(MULTI))
+    assert code == 0, err
+    code, by_file, _ = _main(capfd, "dump", *map(str, segments))
+    assert code == 0
+    assert by_dir == by_file
+    assert [line for line in by_dir.splitlines() if line.startswith("Dumping ")] == [
+        f"Dumping {s}" for s in segments
+    ]
+    code, out, err = _main(capfd, "dump", "--verify-index-only", str(MULTI))
+    assert code == 0, err
+    assert out.splitlines() == [
+        f"Dumping {s.with_suffix(suffix)}" for s in segments for suffix in (".index", ".timeindex")
+    ]
+    # a directory with nothing to dump is an error, exit 1, and the other files are still dumped
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = _main(capfd, "dump", str(empty), str(segments[0]))
+    assert code == 1
+    assert err.startswith(f"kafkalog: error: no segment files (.log) found under {empty}")
+    assert out.startswith(f"Dumping {segments[0]}\n")
+
+
+def test_dump_of_healthy_segments_reports_no_non_consecutive_offsets(capfd):
+    # the segments start at 1000, 1048 and 1096 and their offsets run on without a gap: Kafka's
+    # Java tool would print "-1 is followed by 1000" (and 1048, 1096) here
+    for style in ("text", "scala", "jsonl"):
+        code, _, err = _main(capfd, "dump", "--deep-iteration", "--format", style, str(MULTI))
+        assert code == 0 and err == "", (style, err)
+    code, _, err = _main(
+        capfd, "dump", "--deep-iteration", str(SAMPLES / "transactions-0"), str(MULTI)
+    )
+    assert code == 0 and err == ""
