@@ -209,3 +209,125 @@ def test_dump_of_healthy_segments_reports_no_non_consecutive_offsets(capfd):
         capfd, "dump", "--deep-iteration", str(SAMPLES / "transactions-0"), str(MULTI)
     )
     assert code == 0 and err == ""
+
+
+# ------------------------------------------------------------------ foreign files at byte 0
+
+
+def _redpanda_segment(base_offset: int, records: int = 3) -> bytes:
+    """Two batches as Redpanda stores them: its 61-byte little-endian header (header CRC-32C,
+    size, base offset, batch type 1, then Kafka's fields from the CRC on) and Kafka's records."""
+    import struct
+
+    import crc32c
+    from conftest import kp_v2_batch
+
+    out = b""
+    for first in (base_offset, base_offset + records):
+        rows = [(1700000000000 + i, b"k%d" % i, b"value-%d" % i, []) for i in range(records)]
+        kafka = kp_v2_batch(rows, first)
+        base, _, _, _, crc, attrs, lod, first_ts, max_ts, pid, epoch, seq, count = (
+            struct.unpack_from(">qiiBIhiqqqhii", kafka)
+        )
+        body = kafka[61:]
+        rest = struct.pack("<iqbIhiqqqhii", 61 + len(body), base, 1, crc, attrs, lod, first_ts,
+                           max_ts, pid, epoch, seq, count)  # fmt: skip
+        out += struct.pack("<I", crc32c.crc32c(rest)) + rest + body
+    return out
+
+
+def _foreign_files() -> dict[str, tuple[bytes, str]]:
+    """name -> (the file's bytes, what the error must say it looks like)."""
+    import bz2
+    import gzip
+    import io
+    import json
+    import lzma
+    import tarfile
+    import zipfile
+
+    import lz4.frame
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    segment = (SAMPLES / "magic2-none-0" / "00000000000000000000.log").read_bytes()
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("orders-0/00000000000000000000.log", segment)
+    tar = io.BytesIO()
+    with tarfile.open(fileobj=tar, mode="w") as t:
+        info = tarfile.TarInfo("orders-0/00000000000000000000.log")
+        info.size = len(segment)
+        t.addfile(info, io.BytesIO(segment))
+    parquet = io.BytesIO()
+    pq.write_table(pa.table({"offset": [1, 2, 3]}), parquet)
+    lines = "\n".join(json.dumps({"offset": i, "value": "v" * i}) for i in range(30))
+    decompress = "not a Kafka segment: decompress it first"
+    return {
+        "gzip": (gzip.compress(segment), f"a gzip file, {decompress} (gunzip)"),
+        "zstd": (zstandard.ZstdCompressor().compress(segment), f"a zstd file, {decompress}"),
+        "lz4": (lz4.frame.compress(segment), f"an LZ4 frame file, {decompress}"),
+        "bzip2": (bz2.compress(segment), f"a bzip2 file, {decompress}"),
+        "xz": (lzma.compress(segment), f"an xz file, {decompress}"),
+        "zip": (archive.getvalue(), "a zip archive, not a Kafka segment: extract it first"),
+        "tar": (tar.getvalue(), "a tar archive, not a Kafka segment: extract it first"),
+        "parquet": (parquet.getvalue(), "a Parquet file, not a Kafka segment"),
+        "avro": (b"Obj\x01\x04\x16avro.schema" + b"\x00" * 200, "an Avro container file"),
+        "json": (lines.encode(), "a JSON (or JSON lines) file, not a Kafka segment"),
+        "text": (
+            b"[2024-03-01 10:00:00,123] INFO started (kafka.server.KafkaServer)\n" * 20,
+            "a text file (an application's log, say), not a Kafka segment",
+        ),
+        "redpanda": (_redpanda_segment(0), "a Redpanda segment (Redpanda's own format"),
+        # base offset 1000: Kafka's size field reads negative; 2**28: the first 28 bytes frame
+        # as a v1 message whose CRC fails
+        "redpanda-1000": (_redpanda_segment(1000), "a Redpanda segment"),
+        "redpanda-framing": (_redpanda_segment(1 << 28), "a Redpanda segment"),
+    }
+
+
+def test_a_foreign_file_at_byte_0_says_what_it_looks_like(tmp_path):
+    from kafkalog_source.errors import CorruptDataError
+
+    for name, (data, looks) in _foreign_files().items():
+        path = tmp_path / f"{name}-0" / "00000000000000000000.log"
+        path.parent.mkdir()
+        path.write_bytes(data)
+        with pytest.raises(CorruptDataError) as info:
+            kl.read_table(path)
+        message = str(info.value)
+        assert message.startswith(f"{path}: byte 0: this looks like {looks}"), (name, message)
+        assert "(as a Kafka batch: " in message, name
+        assert info.value.base_offset is None  # the bytes say nothing of an offset
+        # the other modes keep the reason in their event (and read on: a zip archive stores
+        # the segment uncompressed, which DROPMALFORMED finds after the zip's header)
+        stats = kl.ReadStats()
+        kl.read_table(path, mode="DROPMALFORMED", stats=stats)
+        assert any(f"this looks like {looks}" in e.reason for e in stats.events), name
+
+
+def test_dump_and_verify_say_it_too(capfd, tmp_path):
+    path = tmp_path / "orders-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(_redpanda_segment(0))
+    code, out, err = _main(capfd, "dump", str(path))
+    assert code == 1
+    assert f"kafkalog: error: {path}: byte 0: this looks like a Redpanda segment" in err
+    code, out, err = _main(capfd, "verify", str(path))
+    assert code == 1
+    assert f"{path}: error: byte 0: unreadable batch framing (this looks like a Redpanda" in out
+
+
+def test_a_damaged_kafka_segment_is_not_taken_for_a_foreign_file(tmp_path):
+    from kafkalog_source.errors import CorruptDataError
+
+    data = bytearray((SAMPLES / "magic2-none-0" / "00000000000000000000.log").read_bytes())
+    data[8:12] = b"\0\0\0\0"  # the first batch's size field
+    path = tmp_path / "orders-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptDataError) as info:
+        kl.read_table(path)
+    assert "this looks like" not in str(info.value)
+    assert info.value.base_offset == 0
