@@ -20,6 +20,10 @@ Deviations from kafka-dump-log (deliberate):
   `` controlType: LEADER_CHANGE(2)`` (what the Scala tool printed for leader changes); the Java
   tool's JSON for LeaderChange and the KRaft snapshot/voter records is not produced.
 * ``--max-bytes`` is not limited to 2 GiB, and files larger than 2 GiB are read whole.
+* The ``Non-consecutive offsets`` summary lists only records whose offset does not follow the
+  previous record's (compaction gaps, lost data). The Java tool also lists the first record of
+  every file, as following -1 (``-1 is followed by 19``), so that every healthy segment whose
+  base offset is not 0 looked damaged; the 2024 Scala tool left it out too.
 """
 
 from __future__ import annotations
@@ -172,7 +176,8 @@ class LogDump:
             stats = ReadStats()
             options = seg.reader_options(False, **self.reader_options)
         pairs: Any = [] if self.scala else {}
-        state = {"last": -1}
+        # the previous record's offset; None before the first record of the file
+        state: dict[str, int | None] = {"last": None}
         tail: Tail | None = None
         start_done = self._done_bytes
         pending: list[BatchHeader] = []
@@ -302,7 +307,7 @@ class LogDump:
         data: bytes,
         rows: list[tuple[Any, ...]],
         pairs: Any,
-        state: dict[str, int],
+        state: dict[str, int | None],
     ) -> None:
         legacy: list[tuple[int, bool]] | None = None
         if h.magic < 2:
@@ -314,13 +319,16 @@ class LogDump:
         ts_type = seg.timestamp_type_name(h)
         for i, row in enumerate(rows):
             key, value, offset, ts, headers, sequence, _pos, control = row
-            # Kafka's offset bookkeeping for the "Non-consecutive offsets" summary
+            # Kafka's offset bookkeeping for the "Non-consecutive offsets" summary: a record
+            # whose offset does not follow the previous record's. The first record of a file
+            # follows none (the Java tool reports it as following -1, which reads as an error
+            # for every healthy segment whose base offset is not 0).
             last = state["last"]
-            if self.scala:
-                if last != -1 and offset != last + 1:
+            if last is not None and offset != last + 1:
+                if self.scala:
                     pairs.insert(0, (last, offset))
-            elif offset != last + 1:
-                pairs[last] = offset
+                else:
+                    pairs[last] = offset
             state["last"] = offset
             if control is not None:
                 ctype = control["type"]

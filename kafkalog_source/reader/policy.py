@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError
 from ..format.batch import MAGIC_AT, size_field
+from ..framing.foreign import explain_foreign
 from ..framing.resync import EVIDENCE_BYTES, crc_true_end, next_verified_batch
 from ..framing.scan import H_BASE_OFFSET, H_POS, H_SIZE, H_WIDTH, H_WPOS
 from ..framing.walk import frame_stop
@@ -47,7 +48,11 @@ class CorruptPolicy:
         """Apply the mode to a malformed batch: raise, or count it and skip it. A batch whose
         CRC fails (or is not checked) may have a damaged length field: when the evidence says
         where it really ends (see :meth:`_damaged_length`), :class:`Resync` is raised instead
-        (``resync=False``: not looked for)."""
+        (``resync=False``: not looked for). The error of a file's first batch says what the
+        file looks like when its first bytes tell (a gzip file, a Redpanda segment, text, ...;
+        see :func:`~..framing.foreign.explain_foreign`)."""
+        if exc.position == 0 and self._src is not None:
+            exc = explain_foreign(exc, self._src)
         mode = self.opts.mode
         if mode == "FAILFAST":
             raise exc
