@@ -19,7 +19,7 @@ LAYERS = [
     "spark",
     "cli",
 ]
-SHARED = {"errors", "logformat", "options", "stats"}  # modules any layer may use
+SHARED = {"errors", "logformat", "options", "redact", "stats"}  # modules any layer may use
 
 
 def _imports(path: Path) -> set[str]:

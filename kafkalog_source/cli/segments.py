@@ -41,7 +41,8 @@ from ..logformat import (  # noqa: F401  (dump uses them as seg.*)
     decrement_sequence,
     increment_sequence,
 )
-from ..storage.filesystems import display_uri, is_remote, local_path
+from ..redact import redact_uri
+from ..storage.filesystems import is_remote, local_path
 from ..storage.source import ByteSource
 
 LOWEST_OFFSET = -(2**63)
@@ -62,7 +63,7 @@ def shown_path(path: str) -> str:
     """``path`` as the stderr summaries name it: a local file's absolute path (as Kafka prints
     it), a remote URI as given (credentials masked)."""
     if is_remote(path):
-        return display_uri(path)
+        return redact_uri(path)
     return os.path.abspath(local_path(path))
 
 

@@ -47,8 +47,9 @@ from typing import Any
 from ..errors import CorruptDataError, OptionError, PathError
 from ..logformat import segment_base_offset
 from ..options import ReadOptions, StoreOptions
+from ..redact import redact_uri, scrub
 from ..stats import ReadEvent, ReadStats
-from .filesystems import Location, display_uri, is_remote, local_path, resolve
+from .filesystems import Location, is_remote, local_path, resolve
 from .source import open_stored
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
@@ -187,6 +188,11 @@ class _RemoteLister:
     def _location(self, uri: str) -> Location:
         return resolve(uri, self.store)
 
+    def _failed(self, what: str, uri: str, exc: OSError) -> PathError:
+        """The error for a listing or look-up the store failed (its message scrubbed)."""
+        said = scrub(str(exc), (self.store or StoreOptions()).secrets())
+        return PathError(f"cannot {what} {redact_uri(uri)}: {said}")
+
     def _info_entry(self, loc: Location, info: Any) -> _Entry | None:
         from pyarrow.fs import FileType
 
@@ -207,7 +213,7 @@ class _RemoteLister:
         try:
             info = loc.fs.get_file_info(loc.path)
         except OSError as e:
-            raise PathError(f"cannot look up {display_uri(path)}: {e}") from e
+            raise self._failed("look up", path, e) from e
         return self._info_entry(loc, info)
 
     def list_dir(self, directory: str) -> list[_Entry] | None:
@@ -227,7 +233,7 @@ class _RemoteLister:
         except FileNotFoundError:
             return None
         except OSError as e:
-            raise PathError(f"cannot list {display_uri(directory)}: {e}") from e
+            raise self._failed("list", directory, e) from e
         self._listed.append(directory)
         tree: dict[str, list[_Entry]] = {directory: []}
         for info in infos:

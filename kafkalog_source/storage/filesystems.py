@@ -19,9 +19,9 @@ anything else          fsspec's filesystem for the scheme, in      as fsspec str
 Credentials come from each filesystem's own chain (environment, profile, instance role). Options
 named ``fs.<store>.<argument>`` (``<store>`` one of ``s3``, ``gs``, ``abfs``, ``hdfs`` or an fsspec
 protocol) are passed to that store's constructor: ``fs.s3.endpoint_override``,
-``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``, ``fs.abfs.account_key``, ... They are
-part of the options, so they reach executors in the pickled reader; their values never appear in
-``repr``, logs or error messages when the name says they are secret (keys, tokens, passwords).
+``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``, ``fs.abfs.account_key``, ... The options reach executors in the pickled reader; a value appears in ``repr``, logs or error messages only
+when its name is known to be harmless (:mod:`kafkalog_source.redact`), and a URI that carries a
+credential is refused (:func:`~kafkalog_source.options.check_path`).
 
 Filesystems are built once per process and per configuration.
 """
@@ -32,7 +32,6 @@ import atexit
 import contextlib
 import contextvars
 import gc
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,18 +39,16 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import OptionError
-from ..options import MASK, RETRY_ARG, STORE_OF_SCHEME, StoreOptions, is_secret
-
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+from ..options import RETRY_ARG, STORE_OF_SCHEME, StoreOptions, check_path, scheme_of
+from ..redact import redact_uri, scrub
 
 
 def local_path(path: str) -> str:
     """A local path: strips a ``file:`` scheme (``file:///x``, ``file:/x``, ``file://localhost/x``);
     refuses a remote URI (those go through :func:`resolve`)."""
-    m = _SCHEME.match(path)
-    if m is None or len(m.group(1)) == 1:  # no scheme, or a drive letter
+    scheme = scheme_of(path)
+    if scheme is None:  # no scheme, or a drive letter
         return path
-    scheme = m.group(1).lower()
     if scheme != "file":
         raise ValueError(f"{path}: not a local path")
     parts = urlsplit(path)
@@ -60,28 +57,10 @@ def local_path(path: str) -> str:
     return unquote(parts.path) or "/"
 
 
-def scheme_of(path: str) -> str | None:
-    """The lower-case URI scheme of ``path``; None for a plain path (or a Windows drive letter)."""
-    m = _SCHEME.match(path)
-    if m is None or len(m.group(1)) == 1:
-        return None
-    return m.group(1).lower()
-
-
 def is_remote(path: str) -> bool:
     """Whether ``path`` names an object in a store other than the local filesystem."""
     scheme = scheme_of(path)
     return scheme is not None and scheme != "file"
-
-
-def display_uri(uri: str) -> str:
-    """``uri`` with any ``user:password@`` part masked, for messages (an abfs URI's
-    ``container@account`` is not a credential and stays)."""
-    parts = urlsplit(uri)
-    if "@" not in parts.netloc or parts.scheme in ("abfs", "abfss"):
-        return uri
-    host = parts.netloc.rsplit("@", 1)[1]
-    return uri.replace(parts.netloc, f"{MASK}@{host}", 1)
 
 
 @dataclass(frozen=True)
@@ -142,15 +121,8 @@ def _constructor_error(store: str, exc: Exception, store_options: StoreOptions) 
     names = ", ".join(f"fs.{store}.{a}" for a in store_options.args_for(store)) or "none"
     return OptionError(
         f"cannot build the {store} filesystem from the options given ({names}): "
-        f"{type(exc).__name__}: {_masked(str(exc), store_options)}"
+        f"{type(exc).__name__}: {scrub(str(exc), store_options.secrets())}"
     )
-
-
-def _masked(text: str, store_options: StoreOptions) -> str:
-    for _s, a, v in store_options.args:
-        if is_secret(a) and isinstance(v, str) and v:
-            text = text.replace(v, MASK)
-    return text
 
 
 _regions: dict[str, str | None] = {}
@@ -198,18 +170,13 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
     scheme = scheme_of(uri)
     if scheme is None or scheme == "file":
         raise ValueError(f"{uri}: not a remote URI")
+    check_path(uri)
     parts = urlsplit(uri)
     store = STORE_OF_SCHEME.get(scheme, scheme)
-    if store != "abfs" and "@" in parts.netloc and ":" in parts.netloc.rsplit("@", 1)[0]:
-        raise OptionError(
-            f"path {display_uri(uri)!r}: credentials in a URI would be shown wherever the path "
-            f"is (logs, errors, Spark's plans); give them as fs.{store}.* options or through "
-            "the store's environment variables or profiles"
-        )
     if store in ("s3", "gs", "abfs") and not parts.netloc:
         raise OptionError(
-            f"path {uri!r}: a {scheme} URI names its bucket or container after two slashes, "
-            f"like {scheme}://bucket/prefix"
+            f"path {redact_uri(uri)!r}: a {scheme} URI names its bucket or container after two "
+            f"slashes, like {scheme}://bucket/prefix"
         )
     kwargs = so.args_for(store)
     frozen = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
@@ -238,9 +205,15 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
             container, at, host = parts.netloc.partition("@")
             if not at or not container:
                 raise OptionError(
-                    f"path {uri!r}: an abfs URI names container@account.dfs.core.windows.net"
+                    f"path {redact_uri(uri)!r}: an abfs URI names "
+                    "container@account.dfs.core.windows.net"
                 )
             kwargs.setdefault("account_name", host.split(".", 1)[0])
+            sas = kwargs.get("sas_token")
+            if isinstance(sas, str) and sas and not sas.startswith("?"):
+                # pyarrow appends the token to the account's URL as given: "sv=...&sig=..." (as
+                # the Azure portal shows it) would become a path segment, not a query string
+                kwargs["sas_token"] = f"?{sas}"
             fs = _filesystem(("abfs", frozen, host), lambda: pafs.AzureFileSystem(**kwargs))
             return Location(
                 uri,
@@ -271,15 +244,19 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
         import fsspec
     except ImportError:
         raise OptionError(
-            f"path {uri!r}: the {scheme}:// scheme needs fsspec (pip install 'kafkalog[fsspec]'); "
-            "s3, gs, abfs and hdfs need nothing more"
+            f"path {redact_uri(uri)!r}: the {scheme}:// scheme needs fsspec "
+            "(pip install 'kafkalog[fsspec]'); s3, gs, abfs and hdfs need nothing more"
         ) from None
     try:
         fsspec.get_filesystem_class(scheme)
     except ValueError:
-        raise OptionError(f"path {uri!r}: no filesystem for the {scheme}:// scheme") from None
+        raise OptionError(
+            f"path {redact_uri(uri)!r}: no filesystem for the {scheme}:// scheme"
+        ) from None
     except ImportError as exc:
-        raise OptionError(f"path {uri!r}: the {scheme}:// filesystem needs {exc}") from None
+        raise OptionError(
+            f"path {redact_uri(uri)!r}: the {scheme}:// filesystem needs {exc}"
+        ) from None
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     def build() -> Any:
@@ -287,7 +264,7 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
             return PyFileSystem(FSSpecHandler(fsspec.filesystem(scheme, **kwargs)))
         except ImportError as exc:
             raise OptionError(
-                f"path {uri!r}: the {scheme}:// filesystem needs {exc.name}"
+                f"path {redact_uri(uri)!r}: the {scheme}:// filesystem needs {exc.name}"
             ) from None
 
     fs = _filesystem(("fsspec", scheme, frozen), build)
@@ -300,7 +277,6 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
 __all__ = [
     "Location",
     "current_store",
-    "display_uri",
     "is_remote",
     "local_path",
     "resolve",

@@ -28,10 +28,10 @@ from typing import Any
 
 from ..errors import FileChangedError, StorageError
 from ..options import StoreOptions
+from ..redact import redact_uri, scrub
 from .filesystems import (
     Location,
     current_store,
-    display_uri,
     is_remote,
     local_path,
     resolve,
@@ -205,7 +205,7 @@ class RemoteFileSource(ByteSource):
         """Open the object at ``location`` (one metadata request)."""
         self.location = location
         self.store = store or StoreOptions()
-        self._shown = display_uri(location.uri)
+        self._shown = redact_uri(location.uri)
         self._file = self._retrying(lambda: location.fs.open_input_file(location.path), 0, 0)
         super().__init__(location.uri, self._file.size())
         self._lock = threading.Lock()
@@ -223,13 +223,19 @@ class RemoteFileSource(ByteSource):
             except FileNotFoundError:
                 raise
             except OSError as exc:
+                said = scrub(str(exc), self.store.secrets())  # a client may echo a secret
                 if attempt >= self.store.retries:
                     raise StorageError(
-                        f"read failed after {attempt + 1} attempts: {exc}", self._shown, start, end
+                        f"read failed after {attempt + 1} attempts: {said}", self._shown, start, end
                     ) from exc
                 delay = min(0.1 * (2**attempt), 5.0)
                 log.info(
-                    "%s: bytes [%d, %d): %s; retrying in %.1fs", self._shown, start, end, exc, delay
+                    "%s: bytes [%d, %d): %s; retrying in %.1fs",
+                    self._shown,
+                    start,
+                    end,
+                    said,
+                    delay,
                 )
                 time.sleep(delay)
                 attempt += 1

@@ -1,0 +1,332 @@
+"""Secrets and stores (issue 20, items 4-7), through the public interfaces.
+
+* secrets (store options not known to be harmless, credentials in URIs, SAS tokens) never appear
+  in a repr, an error, a log line, Spark's plan strings or ReadStats.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import http.server
+import logging
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import SAMPLES
+
+import kafkalog_source as kl
+from kafkalog_source.cli.main import main
+from kafkalog_source.errors import KafkaLogError, OptionError, StorageError
+
+DIRECTORY = "magic2-zstd-0"
+
+
+def _local() -> Any:
+    if not (SAMPLES / DIRECTORY).is_dir():
+        pytest.skip("sample_segments/ not present")
+    return kl.read_table(str(SAMPLES / DIRECTORY))
+
+
+# -- fsspec test stores -------------------------------------------------------------------------
+
+
+class _Plan:
+    """What the failing store below raises on every read (None: nothing), and what it saw."""
+
+    error: BaseException | None = None
+    reads = 0
+    init_kwargs: dict[str, Any] = {}
+
+
+def _memory_store(protocol: str, cls_body: dict[str, Any] | None = None) -> str:
+    """Register ``<protocol>://``: fsspec's in-memory store holding sample_segments/magic2-zstd-0
+    under ``archive/``, whose reads raise ``_Plan.error``; return the directory's URI."""
+    fsspec = pytest.importorskip("fsspec")
+    from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
+
+    class FailingFile(MemoryFile):
+        def read(self, *args):  # type: ignore[no-untyped-def]
+            _Plan.reads += 1
+            if _Plan.error is not None:
+                raise _Plan.error
+            return super().read(*args)
+
+    def _strip_protocol(cls, path: str) -> str:  # type: ignore[no-untyped-def]
+        if path.startswith(f"{protocol}://"):
+            path = path[len(protocol) + 3 :]
+        return MemoryFileSystem._strip_protocol(path)
+
+    def _open(self, path, mode="rb", **kwargs):  # type: ignore[no-untyped-def]
+        f = MemoryFileSystem._open(self, path, mode, **kwargs)
+        return FailingFile(self, path, f.getvalue()) if "r" in mode else f
+
+    body = {
+        "protocol": protocol,
+        "store": {},
+        "pseudo_dirs": [""],
+        "_strip_protocol": classmethod(_strip_protocol),
+        "_open": _open,
+        **(cls_body or {}),
+    }
+    cls = type(f"Store_{protocol}", (MemoryFileSystem,), body)
+    fsspec.register_implementation(protocol, cls, clobber=True)
+    fs = cls()
+    for f in (SAMPLES / DIRECTORY).iterdir():
+        fs.pipe(f"/archive/{DIRECTORY}/{f.name}", f.read_bytes())
+    return f"{protocol}://archive/{DIRECTORY}"
+
+
+@pytest.fixture
+def plan() -> Iterator[type[_Plan]]:
+    _Plan.error, _Plan.reads, _Plan.init_kwargs = None, 0, {}
+    yield _Plan
+    _Plan.error = None
+
+
+# -- 5. secrets: repr, errors, logs, plans, ReadStats ---------------------------------------------
+
+PROXY_JSON = '{"scheme": "http", "host": "proxy.internal", "port": 3128, "username": "u", "password": "PROXYPW1"}'  # noqa: E501
+SECRETS = ("PROXYPW1", "HDFSCONF1", "EXTID1", "FTPPW1", "SASSIG1", "ACCOUNTKEY1")
+
+
+def _secret_options() -> dict[str, str]:
+    return {
+        "fs.s3.proxy_options": PROXY_JSON,
+        "fs.s3.external_id": "EXTID1",
+        "fs.s3.region": "eu-west-1",
+        "fs.s3.endpoint_override": "http://minio.internal:9000",
+        "fs.hdfs.extra_conf": '{"dfs.client.secret": "HDFSCONF1"}',
+        "fs.ftp.password": "FTPPW1",
+        "fs.ftp.host": "ftp.internal",
+        "fs.abfs.sas_token": "sv=2022-11-02&sig=SASSIG1",
+        "fs.abfs.account_key": "ACCOUNTKEY1",
+    }
+
+
+def test_repr_masks_every_value_not_known_to_be_harmless() -> None:
+    o = kl.parse_options(_secret_options(), paths="s3://bucket/kafka-logs")
+    shown = repr(o)
+    assert not [s for s in SECRETS if s in shown], shown
+    assert "fs.s3.proxy_options=****" in shown and "fs.hdfs.extra_conf=****" in shown
+    # what is known to be harmless stays readable
+    assert "fs.s3.region='eu-west-1'" in shown
+    assert "fs.s3.endpoint_override='http://minio.internal:9000'" in shown
+    assert "fs.ftp.host='ftp.internal'" in shown
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("fs.s3.proxy_options", '{"password": "PROXYPW1"'),
+        ("fs.hdfs.extra_conf", '{"dfs.client.secret": "HDFSCONF1"'),
+        ("fs.s3.default_metadata", "[PROXYPW1"),
+    ],
+)
+def test_a_malformed_value_is_never_echoed(name: str, value: str) -> None:
+    with pytest.raises(OptionError, match=name.replace(".", r"\.")) as exc:
+        kl.parse_options({name: value})
+    assert not [s for s in SECRETS if s in str(exc.value)], str(exc.value)
+
+
+def test_proxy_options_take_pyarrows_uri_form(s3_server) -> None:
+    """``fs.s3.proxy_options=http://user:password@host:port`` is used (the reads go through the
+    proxy, which gets the credentials) and never shown."""
+    bucket = "kafkalog-proxy"
+    s3_server.upload(SAMPLES / DIRECTORY, f"{bucket}/{DIRECTORY}")
+    with _Proxy() as proxy:
+        proxy_uri = f"http://user1:PROXYPW1@127.0.0.1:{proxy.port}"
+        o = kl.parse_options({**s3_server.options, "fs.s3.proxy_options": proxy_uri})
+        assert "PROXYPW1" not in repr(o)
+        got = kl.read_table(
+            f"s3://{bucket}/{DIRECTORY}", **s3_server.options, **{"fs.s3.proxy_options": proxy_uri}
+        )
+    assert got.equals(_local())
+    assert proxy.requests > 0
+    assert proxy.authorizations == {"user1:PROXYPW1"}
+
+
+class _Proxy:
+    """A forwarding HTTP proxy on 127.0.0.1 that counts requests and records the credentials
+    (``Proxy-Authorization: Basic``) it is given."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.authorizations: set[str] = set()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def _forward(self) -> None:
+                outer.requests += 1
+                auth = self.headers.get("Proxy-Authorization", "")
+                if auth.startswith("Basic "):
+                    outer.authorizations.add(base64.b64decode(auth[6:]).decode())
+                target = http.client.urlsplit(self.path)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() not in ("proxy-authorization", "proxy-connection", "connection")
+                }
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                path = target.path + (f"?{target.query}" if target.query else "")
+                conn.request(self.command, path, body=body or None, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status, resp.reason)
+                skip = {"transfer-encoding", "connection"}
+                if self.command != "HEAD":  # a HEAD's Content-Length is the object's
+                    skip.add("content-length")
+                    self.send_header("Content-Length", str(len(data)))
+                for k, v in resp.getheaders():
+                    if k.lower() not in skip:
+                        self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+
+    def __enter__(self) -> _Proxy:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_abfs_uri_with_a_key_is_refused_without_showing_it(capsys) -> None:
+    uri = "abfss://container:ACCOUNTKEY1@account.dfs.core.windows.net/kafka-logs"
+    with pytest.raises(OptionError, match="fs.abfs.account_key") as exc:
+        kl.read_table(uri)
+    assert "ACCOUNTKEY1" not in str(exc.value)
+    assert "abfss://container:****@account.dfs.core.windows.net/kafka-logs" in str(exc.value)
+    assert main(["verify", uri]) == 2
+    err = capsys.readouterr().err
+    assert "ACCOUNTKEY1" not in err and "fs.abfs.account_key" in err
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "abfss://container@account.dfs.core.windows.net/kafka-logs?sv=2022-11-02&sp=rl&sig=SASSIG1",
+        "abfs://container@account.dfs.core.windows.net/kafka-logs/orders-0?sig=SASSIG1",
+        "https://account.blob.core.windows.net/container/x.log?sv=2022-11-02&sig=SASSIG1",
+        "s3://bucket/x.log?X-Amz-Credential=AKIA&X-Amz-Signature=SASSIG1",
+    ],
+)
+def test_a_signed_query_string_never_appears(uri: str, capsys, caplog) -> None:
+    with caplog.at_level(logging.DEBUG, logger="kafkalog"):
+        with pytest.raises(OptionError, match="query string") as exc:
+            kl.parse_options(paths=uri)
+        with pytest.raises(OptionError):
+            kl.read_table(uri)
+        assert main(["verify", uri]) == 2
+    err = capsys.readouterr().err
+    shown = str(exc.value) + err + caplog.text
+    assert "SASSIG1" not in shown, shown
+    assert "sig=****" in str(exc.value) or "Signature=****" in str(exc.value)
+
+
+def test_a_store_error_echoing_a_secret_is_scrubbed(plan, caplog) -> None:
+    """Whatever a store's client writes in its errors, the masked options' values are scrubbed
+    from the error, the retry log lines and the read's stats."""
+    root = _memory_store("kafkalogecho")
+    plan.error = ConnectionResetError("reset while using password FTPPW1 and proxy PROXYPW1")
+    options = {
+        "fs.kafkalogecho.password": "FTPPW1",
+        "fs.kafkalogecho.proxy": "http://u:PROXYPW1@proxy:3128",
+        "remoteRetries": "1",
+    }
+    stats = kl.ReadStats()
+    with caplog.at_level(logging.DEBUG, logger="kafkalog"):
+        with pytest.raises(StorageError) as exc:
+            kl.read_table(root, stats=stats, **options)
+    shown = str(exc.value) + caplog.text + repr(stats)
+    assert "retrying" in caplog.text
+    assert "FTPPW1" not in shown and "PROXYPW1" not in shown, shown
+
+
+def _account_sas(permissions: str = "rl") -> str:
+    """An account SAS for Azurite's well-known account (Azure's signing scheme, version
+    2022-11-02): blob service, service/container/object resources, valid for an hour."""
+    import datetime
+    import hashlib
+    import hmac
+
+    from conftest import AZURITE_ACCOUNT, AZURITE_KEY
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    start = (now - datetime.timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    expiry = (now + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fields = [AZURITE_ACCOUNT, permissions, "b", "sco", start, expiry, "", "http,https"]
+    to_sign = "\n".join([*fields, "2022-11-02", "", ""])
+    digest = hmac.new(base64.b64decode(AZURITE_KEY), to_sign.encode(), hashlib.sha256).digest()
+    sig = urllib.parse.quote(base64.b64encode(digest).decode(), safe="")
+    return (
+        f"sv=2022-11-02&ss=b&srt=sco&sp={permissions}&st={start}&se={expiry}"
+        f"&spr=http,https&sig={sig}"
+    )
+
+
+@pytest.fixture
+def sas_container(azurite_server) -> tuple[str, dict[str, str]]:
+    """sample_segments/magic2-zstd-0 in Azurite, and options that reach it without the key."""
+    if not (SAMPLES / DIRECTORY).is_dir():
+        pytest.skip("sample_segments/ not present")
+    azurite_server.upload(SAMPLES / DIRECTORY, f"kafkalog-sas/{DIRECTORY}")
+    options = {k: v for k, v in azurite_server.options.items() if k != "fs.abfs.account_key"}
+    return azurite_server.uri(f"kafkalog-sas/{DIRECTORY}"), options
+
+
+def test_a_sas_token_option_reads_azure(sas_container) -> None:
+    """``fs.abfs.sas_token`` as the Azure portal shows it (``sv=...``) or as a query string
+    (``?sv=...``, the form pyarrow wants)."""
+    uri, options = sas_container
+    token = _account_sas()
+    for given in (token, f"?{token}"):
+        stats = kl.ReadStats()
+        got = kl.read_table(uri, stats=stats, **options, **{"fs.abfs.sas_token": given})
+        assert got.equals(_local())
+        sig = token.rpartition("sig=")[2]
+        assert sig not in repr(kl.parse_options({"fs.abfs.sas_token": given})) + repr(stats)
+
+
+def test_a_sas_token_never_appears_in_an_azure_error(sas_container, caplog) -> None:
+    """Azure's errors name the request's URL, which carries the SAS token: scrubbed."""
+    uri, options = sas_container
+    token = _account_sas().rpartition("sig=")[0] + "sig=SASSIG1%2Bx%2Fy%3D"
+    with caplog.at_level(logging.DEBUG, logger="kafkalog"):
+        with pytest.raises(KafkaLogError) as exc:  # the account refuses the signature
+            kl.read_table(uri, **options, **{"fs.abfs.sas_token": token})
+    assert "SASSIG1" not in str(exc.value) + caplog.text, str(exc.value)
+
+
+@pytest.mark.spark
+def test_spark_plan_strings_and_errors_show_no_secret(spark) -> None:
+    if not (SAMPLES / DIRECTORY).is_dir():
+        pytest.skip("sample_segments/ not present")
+    df = spark.read.format("kafkalog").options(**_secret_options()).load(str(SAMPLES / DIRECTORY))
+    qe = df._jdf.queryExecution()
+    plans = qe.toString() + qe.simpleString() + df._jdf.logicalPlan().toString()
+    assert "BatchScan kafkalog" in plans
+    assert not [s for s in SECRETS if s in plans]
+    assert df.count() == _local().num_rows
+    with pytest.raises(Exception) as exc:  # noqa: PT011 (Spark wraps our OptionError)
+        spark.read.format("kafkalog").option("fs.s3.proxy_options", '{"password": "PROXYPW1"').load(
+            str(SAMPLES / DIRECTORY)
+        )
+    assert "fs.s3.proxy_options" in str(exc.value) and "PROXYPW1" not in str(exc.value)
