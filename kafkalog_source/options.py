@@ -199,13 +199,13 @@ def check_path(path: str) -> None:
         )
 
 
-def _typed(option: str, store: str, arg: str, value: Any, native: bool) -> Any:
-    """An option's value as the constructor argument ``arg`` wants it."""
+def _typed(option: str, store: str, arg: str, value: Any) -> Any:
+    """An option's value as the constructor argument ``arg`` of a native store wants it."""
     if not isinstance(value, str):
         return value
     s = value.strip()
     try:
-        if arg in _BOOL_ARGS or (not native and s.lower() in ("true", "false")):
+        if arg in _BOOL_ARGS:
             if s.lower() not in ("true", "false"):
                 raise ValueError
             return s.lower() == "true"
@@ -223,8 +223,6 @@ def _typed(option: str, store: str, arg: str, value: Any, native: bool) -> Any:
         raise OptionError(
             f"option {option!r}: malformed value {show_value(store, arg, value)}"
         ) from None
-    if not native and re.fullmatch(r"-?[0-9]+", s):
-        return int(s)
     return value
 
 
@@ -258,8 +256,12 @@ class StoreOptions:
 
 
 def parse_fs_option(name: str, value: Any) -> tuple[str, str, Any]:
-    """``fs.<store>.<argument>`` = value → ``(store, argument, typed value)``; OptionError for a
-    malformed name, an argument the store's filesystem does not take, or a malformed value."""
+    """``fs.<store>.<argument>`` = value → ``(store, argument, value)``; OptionError for a
+    malformed name, an argument the store's filesystem does not take, or a malformed value.
+
+    A native store's value is typed as its pyarrow constructor wants it. An fsspec store's value
+    is kept as given: the filesystem layer types it from the store's signature when it builds the
+    store (a string stays a string unless the signature says otherwise)."""
     parts = name.split(".", 2)
     if len(parts) != 3 or parts[0].lower() != "fs" or not parts[1] or not parts[2]:
         raise OptionError(
@@ -278,7 +280,7 @@ def parse_fs_option(name: str, value: Any) -> tuple[str, str, Any]:
             f"option {name!r}: the {store} filesystem takes no argument {arg!r}{hint} "
             f"(known: {', '.join(sorted(_KNOWN_ARGS[store]))})"
         )
-    return store, arg, _typed(name, store, arg, value, native)
+    return store, arg, (_typed(name, store, arg, value) if native else value)
 
 
 @dataclass(frozen=True, repr=False)

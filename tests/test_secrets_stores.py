@@ -1,5 +1,6 @@
 """Secrets and stores (issue 20, items 4-7), through the public interfaces.
 
+* fsspec store options stay strings unless the store's constructor says otherwise;
 * secrets (store options not known to be harmless, credentials in URIs, SAS tokens) never appear
   in a repr, an error, a log line, Spark's plan strings or ReadStats.
 """
@@ -85,6 +86,75 @@ def plan() -> Iterator[type[_Plan]]:
     _Plan.error, _Plan.reads, _Plan.init_kwargs = None, 0, {}
     yield _Plan
     _Plan.error = None
+
+
+# -- 4. fsspec store values ---------------------------------------------------------------------
+
+
+def _signed_store() -> str:
+    """``kafkalogsig://``: a store whose constructor declares some argument types and records
+    what it was given."""
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self,
+        username=None,
+        password=None,
+        port: int = 21,
+        secure=False,
+        timeout: float | None = None,
+        params: dict[str, str] | None = None,
+        **kwargs,
+    ):
+        _Plan.init_kwargs = dict(
+            username=username,
+            password=password,
+            port=port,
+            secure=secure,
+            timeout=timeout,
+            params=params,
+            **kwargs,
+        )
+        super(type(self), self).__init__()
+
+    return _memory_store("kafkalogsig", {"__init__": __init__})
+
+
+def test_fsspec_values_stay_strings_unless_the_signature_says(plan) -> None:
+    root = _signed_store()
+    options = {
+        "fs.kafkalogsig.password": "007",
+        "fs.kafkalogsig.username": "0042",
+        "fs.kafkalogsig.port": "2121",
+        "fs.kafkalogsig.secure": "TRUE",
+        "fs.kafkalogsig.timeout": "2.5",
+        "fs.kafkalogsig.params": '{"a": "1"}',
+        "fs.kafkalogsig.extra": "12",  # not in the signature: as given
+        "fs.kafkalogsig.flag": "True",
+    }
+    got = kl.read_table(root, **options)
+    assert got.equals(_local())
+    assert plan.init_kwargs == {
+        "username": "0042",
+        "password": "007",
+        "port": 2121,
+        "secure": True,
+        "timeout": 2.5,
+        "params": {"a": "1"},
+        "extra": "12",
+        "flag": "True",
+    }
+    # a password that reads like a flag is still a password
+    kl.read_table(root, **{**options, "fs.kafkalogsig.password": "True"})
+    assert plan.init_kwargs["password"] == "True"
+
+
+def test_fsspec_value_the_signature_refuses_is_named_not_shown(plan) -> None:
+    root = _signed_store()
+    with pytest.raises(OptionError, match="'fs.kafkalogsig.secure'.*true or false"):
+        kl.read_table(root, **{"fs.kafkalogsig.secure": "maybe"})
+    with pytest.raises(OptionError, match="'fs.kafkalogsig.params'.*JSON dict") as exc:
+        kl.read_table(root, **{"fs.kafkalogsig.params": '{"sig": "SIGVALUE"'})
+    assert "SIGVALUE" not in str(exc.value)
 
 
 # -- 5. secrets: repr, errors, logs, plans, ReadStats ---------------------------------------------

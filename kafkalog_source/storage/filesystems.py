@@ -19,7 +19,9 @@ anything else          fsspec's filesystem for the scheme, in      as fsspec str
 Credentials come from each filesystem's own chain (environment, profile, instance role). Options
 named ``fs.<store>.<argument>`` (``<store>`` one of ``s3``, ``gs``, ``abfs``, ``hdfs`` or an fsspec
 protocol) are passed to that store's constructor: ``fs.s3.endpoint_override``,
-``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``, ``fs.abfs.account_key``, ... The options reach executors in the pickled reader; a value appears in ``repr``, logs or error messages only
+``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``, ``fs.abfs.account_key``, ... An fsspec store's values stay strings unless its constructor's
+signature (annotation or default) says it takes a bool, a number, a dict or a list. The options
+reach executors in the pickled reader; a value appears in ``repr``, logs or error messages only
 when its name is known to be harmless (:mod:`kafkalog_source.redact`), and a URI that carries a
 credential is refused (:func:`~kafkalog_source.options.check_path`).
 
@@ -32,6 +34,9 @@ import atexit
 import contextlib
 import contextvars
 import gc
+import inspect
+import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import OptionError
 from ..options import RETRY_ARG, STORE_OF_SCHEME, StoreOptions, check_path, scheme_of
-from ..redact import redact_uri, scrub
+from ..redact import redact_uri, scrub, show_value
 
 
 def local_path(path: str) -> str:
@@ -248,7 +253,7 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
             "(pip install 'kafkalog[fsspec]'); s3, gs, abfs and hdfs need nothing more"
         ) from None
     try:
-        fsspec.get_filesystem_class(scheme)
+        cls = fsspec.get_filesystem_class(scheme)
     except ValueError:
         raise OptionError(
             f"path {redact_uri(uri)!r}: no filesystem for the {scheme}:// scheme"
@@ -257,6 +262,7 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
         raise OptionError(
             f"path {redact_uri(uri)!r}: the {scheme}:// filesystem needs {exc}"
         ) from None
+    kwargs = fsspec_arguments(cls, scheme, kwargs)
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     def build() -> Any:
@@ -274,9 +280,96 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
     return Location(uri, fs, path, f"{scheme}://", strip)
 
 
+# What a signature's annotation names, and the type an option string becomes for it.
+_DECLARED = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "dict": dict,
+    "Dict": dict,
+    "Mapping": dict,
+    "MutableMapping": dict,
+    "list": list,
+    "List": list,
+    "Sequence": list,
+    "tuple": list,
+}
+_WRAPPER = re.compile(r"(?:typing\.)?(?:Optional|Union)\[")
+_INNERMOST = re.compile(r"\[[^\[\]]*\]")
+
+
+def _declared_type(param: inspect.Parameter) -> type | None:
+    """The one type the parameter's annotation declares among bool, int, float, dict and list
+    (None when it admits a string, names another type or several; ``None`` itself aside), else
+    the type of its default; None when neither says."""
+    ann = param.annotation
+    if ann is not inspect.Parameter.empty:
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", None) or str(ann)
+        text = _WRAPPER.sub("", text)
+        while _INNERMOST.search(text):
+            text = _INNERMOST.sub("", text)
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) - {"None", "NoneType", "typing"}
+        types = {_DECLARED.get(w) for w in words}
+        if types == {int, float}:
+            return float
+        return types.pop() if len(types) == 1 else None
+    default = param.default
+    for t in (bool, int, float, dict, list):  # bool first: a bool is an int
+        if isinstance(default, t):
+            return t
+    return None
+
+
+def _convert(text: str, want: type) -> Any:
+    """``text`` as a ``want``; ValueError when it is not one."""
+    s = text.strip()
+    if want is bool:
+        if s.lower() not in ("true", "false"):
+            raise ValueError
+        return s.lower() == "true"
+    if want is int:
+        return int(s) if re.fullmatch(r"[+-]?[0-9]+", s) else float(s)
+    if want is float:
+        return float(s)
+    value = json.loads(s)
+    if not isinstance(value, want):
+        raise ValueError
+    return value
+
+
+def fsspec_arguments(cls: type, store: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``fs.<protocol>.*`` values as the fsspec filesystem ``cls`` takes them: a string stays a
+    string unless the constructor's signature declares (annotation, else default) a bool, a
+    number, a dict or a list (JSON) for that argument. OptionError for a value that is not one.
+    ``password=007`` stays ``"007"``."""
+    try:
+        params = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return dict(kwargs)
+    out = {}
+    for name, value in kwargs.items():
+        param = params.get(name)
+        want = _declared_type(param) if param is not None and isinstance(value, str) else None
+        if want is None:
+            out[name] = value
+            continue
+        try:
+            out[name] = _convert(value, want)
+        except (ValueError, json.JSONDecodeError):
+            what = {bool: "true or false", int: "a number", float: "a number"}.get(
+                want, f"a JSON {want.__name__}"
+            )
+            raise OptionError(
+                f"option 'fs.{store}.{name}': the {store} filesystem ({cls.__name__}) takes "
+                f"{what}, got {show_value(store, name, value)}"
+            ) from None
+    return out
+
+
 __all__ = [
     "Location",
     "current_store",
+    "fsspec_arguments",
     "is_remote",
     "local_path",
     "resolve",
