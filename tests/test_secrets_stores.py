@@ -2,7 +2,9 @@
 
 * fsspec store options stay strings unless the store's constructor says otherwise;
 * secrets (store options not known to be harmless, credentials in URIs, SAS tokens) never appear
-  in a repr, an error, a log line, Spark's plan strings or ReadStats.
+  in a repr, an error, a log line, Spark's plan strings or ReadStats;
+* ``s3://`` reads take the endpoint and region from the AWS chain (``AWS_ENDPOINT_URL_S3``,
+  ``AWS_ENDPOINT_URL``, the profile), options overriding it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import base64
 import http.client
 import http.server
 import logging
+import os
 import threading
 import urllib.parse
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -400,3 +404,68 @@ def test_spark_plan_strings_and_errors_show_no_secret(spark) -> None:
             str(SAMPLES / DIRECTORY)
         )
     assert "fs.s3.proxy_options" in str(exc.value) and "PROXYPW1" not in str(exc.value)
+
+
+# -- 6. the AWS chain: endpoint, region, profile ------------------------------------------------
+
+
+@pytest.fixture
+def aws_env(monkeypatch, tmp_path: Path) -> Any:
+    """Only environment variables (and the config file they name) tell how to reach S3."""
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing-secret-value")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    return monkeypatch
+
+
+@pytest.fixture
+def env_bucket(s3_server) -> str:
+    if not (SAMPLES / DIRECTORY).is_dir():
+        pytest.skip("sample_segments/ not present")
+    s3_server.upload(SAMPLES / DIRECTORY, f"kafkalog-env/{DIRECTORY}")
+    return f"s3://kafkalog-env/{DIRECTORY}"
+
+
+DEAD = "http://127.0.0.1:9"  # nothing listens there
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"AWS_ENDPOINT_URL": "<moto>"},
+        {"AWS_ENDPOINT_URL_S3": "<moto>"},
+        {"AWS_ENDPOINT_URL_S3": "<moto>", "AWS_ENDPOINT_URL": DEAD},  # the S3 one comes first
+        {"AWS_ENDPOINT_URL": "<moto>", "AWS_REGION": "eu-west-1"},
+    ],
+)
+def test_s3_endpoint_from_the_environment(s3_server, env_bucket, aws_env, env) -> None:
+    for name, value in env.items():
+        aws_env.setenv(name, s3_server.endpoint if value == "<moto>" else value)
+    got = kl.read_table(env_bucket, remoteRetries="0")
+    assert got.equals(_local())
+
+
+def test_s3_endpoint_and_region_from_the_profile(s3_server, env_bucket, aws_env, tmp_path) -> None:
+    (tmp_path / "aws-config").write_text(
+        "[default]\nregion = us-east-1\n\n"
+        "[profile archive]\nregion = eu-west-1\nservices = archive-services\n\n"
+        f"[services archive-services]\ns3 =\n  endpoint_url = {s3_server.endpoint}\n"
+    )
+    aws_env.setenv("AWS_PROFILE", "archive")
+    assert kl.read_table(env_bucket, remoteRetries="0").equals(_local())
+
+
+def test_s3_options_override_the_environment(s3_server, env_bucket, aws_env) -> None:
+    aws_env.setenv("AWS_ENDPOINT_URL_S3", DEAD)
+    got = kl.read_table(
+        env_bucket, remoteRetries="0", **{"fs.s3.endpoint_override": s3_server.endpoint}
+    )
+    assert got.equals(_local())
+    # and the environment's endpoint is the one used when no option is given
+    with pytest.raises(KafkaLogError, match="127.0.0.1:9"):
+        kl.read_table(env_bucket, remoteRetries="0", **{"fs.s3.retry_max_attempts": "1"})

@@ -16,10 +16,12 @@ anything else          fsspec's filesystem for the scheme, in      as fsspec str
                        ``PyFileSystem(FSSpecHandler(...))``
 =====================  ==========================================  ==================================
 
-Credentials come from each filesystem's own chain (environment, profile, instance role). Options
-named ``fs.<store>.<argument>`` (``<store>`` one of ``s3``, ``gs``, ``abfs``, ``hdfs`` or an fsspec
-protocol) are passed to that store's constructor: ``fs.s3.endpoint_override``,
-``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``, ``fs.abfs.account_key``, ... An fsspec store's values stay strings unless its constructor's
+Credentials come from each filesystem's own chain (environment, profile, instance role); for S3
+the endpoint and region come from the AWS chain too (:mod:`.aws`), which ``S3FileSystem`` does not
+read by itself. Options named ``fs.<store>.<argument>`` (``<store>`` one of ``s3``, ``gs``,
+``abfs``, ``hdfs`` or an fsspec protocol) are passed to that store's constructor and override the
+chain: ``fs.s3.endpoint_override``, ``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``,
+``fs.abfs.account_key``, ... An fsspec store's values stay strings unless its constructor's
 signature (annotation or default) says it takes a bool, a number, a dict or a list. The options
 reach executors in the pickled reader; a value appears in ``repr``, logs or error messages only
 when its name is known to be harmless (:mod:`kafkalog_source.redact`), and a URI that carries a
@@ -46,6 +48,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import OptionError
 from ..options import RETRY_ARG, STORE_OF_SCHEME, StoreOptions, check_path, scheme_of
 from ..redact import redact_uri, scrub, show_value
+from .aws import aws_settings
 
 
 def local_path(path: str) -> str:
@@ -192,12 +195,19 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
             retry = kwargs.pop(RETRY_ARG, None)
             if retry is not None:
                 kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retry)
-            region = None
-            if "region" not in kwargs and "endpoint_override" not in kwargs and parts.netloc:
-                region = _bucket_region(parts.netloc)  # AWS itself: the bucket's region
+            chain = aws_settings()  # AWS_ENDPOINT_URL_S3, AWS_REGION, the profile, ...
+            if chain.endpoint and "endpoint_override" not in kwargs:
+                kwargs["endpoint_override"] = chain.endpoint
+            if "region" not in kwargs:
+                region = None
+                if "endpoint_override" not in kwargs and parts.netloc:
+                    # AWS itself: the bucket's own region, as the AWS tools follow the redirect
+                    region = _bucket_region(parts.netloc)
+                region = region or chain.region
                 if region is not None:
                     kwargs["region"] = region
-            fs = _filesystem(("s3", frozen, region), lambda: pafs.S3FileSystem(**kwargs))
+            key = ("s3", frozen, kwargs.get("endpoint_override"), kwargs.get("region"))
+            fs = _filesystem(key, lambda: pafs.S3FileSystem(**kwargs))
             return Location(uri, fs, parts.netloc + parts.path, f"{scheme}://", "")
         if store == "gs":
             from pyarrow import fs as pafs
