@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    AccessDeniedError,
     ChecksumError,
     CorruptDataError,
     DataLossError,
@@ -26,6 +27,7 @@ from .errors import (
     OptionError,
     PathError,
     RecordStructureError,
+    StorageError,
     UnsupportedFormatError,
 )
 from .options import ReadOptions, parse_options
@@ -45,6 +47,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AccessDeniedError",
     "ChecksumError",
     "CorruptDataError",
     "DataLossError",
@@ -56,6 +59,7 @@ __all__ = [
     "ReadOptions",
     "ReadStats",
     "RecordStructureError",
+    "StorageError",
     "UnsupportedFormatError",
     "iter_batches",
     "open_reader",

@@ -4,7 +4,9 @@
 * secrets (store options not known to be harmless, credentials in URIs, SAS tokens) never appear
   in a repr, an error, a log line, Spark's plan strings or ReadStats;
 * ``s3://`` reads take the endpoint and region from the AWS chain (``AWS_ENDPOINT_URL_S3``,
-  ``AWS_ENDPOINT_URL``, the profile), options overriding it.
+  ``AWS_ENDPOINT_URL``, the profile), options overriding it;
+* a failed read is retried only when a retry can fix it, and the error that ended it is named;
+  a file or object that may not be read says so, and what to do.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from conftest import SAMPLES
 
 import kafkalog_source as kl
 from kafkalog_source.cli.main import main
-from kafkalog_source.errors import KafkaLogError, OptionError, StorageError
+from kafkalog_source.errors import AccessDeniedError, KafkaLogError, OptionError, StorageError
 
 DIRECTORY = "magic2-zstd-0"
 
@@ -330,7 +332,7 @@ def test_a_store_error_echoing_a_secret_is_scrubbed(plan, caplog) -> None:
         with pytest.raises(StorageError) as exc:
             kl.read_table(root, stats=stats, **options)
     shown = str(exc.value) + caplog.text + repr(stats)
-    assert "retrying" in caplog.text
+    assert "retrying" in caplog.text and "ConnectionResetError" in str(exc.value)
     assert "FTPPW1" not in shown and "PROXYPW1" not in shown, shown
 
 
@@ -380,13 +382,15 @@ def test_a_sas_token_option_reads_azure(sas_container) -> None:
 
 
 def test_a_sas_token_never_appears_in_an_azure_error(sas_container, caplog) -> None:
-    """Azure's errors name the request's URL, which carries the SAS token: scrubbed."""
+    """Azure's errors name the request's URL, which carries the SAS token: scrubbed. A token
+    the account refuses is access denied, not retried."""
     uri, options = sas_container
     token = _account_sas().rpartition("sig=")[0] + "sig=SASSIG1%2Bx%2Fy%3D"
     with caplog.at_level(logging.DEBUG, logger="kafkalog"):
-        with pytest.raises(KafkaLogError) as exc:  # the account refuses the signature
+        with pytest.raises(AccessDeniedError) as exc:
             kl.read_table(uri, **options, **{"fs.abfs.sas_token": token})
     assert "SASSIG1" not in str(exc.value) + caplog.text, str(exc.value)
+    assert "fs.abfs.*" in str(exc.value)
 
 
 @pytest.mark.spark
@@ -469,3 +473,135 @@ def test_s3_options_override_the_environment(s3_server, env_bucket, aws_env) -> 
     # and the environment's endpoint is the one used when no option is given
     with pytest.raises(KafkaLogError, match="127.0.0.1:9"):
         kl.read_table(env_bucket, remoteRetries="0", **{"fs.s3.retry_max_attempts": "1"})
+
+
+# -- 7. retries and access denied ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (TimeoutError("read timed out"), "timeout"),
+        (ConnectionResetError("connection reset by peer"), "connection"),
+        (OSError("AWS Error SLOW_DOWN during GetObject operation: Please reduce your rate"),
+         "throttling"),
+        (OSError("AWS Error UNKNOWN (HTTP status 503) during GetObject operation: x"),
+         "server error"),
+    ],
+)  # fmt: skip
+def test_what_a_retry_can_fix_is_retried_and_named(plan, caplog, error, kind) -> None:
+    root = _memory_store("kafkalogfail")
+    plan.error = error
+    with caplog.at_level(logging.INFO, logger="kafkalog"):
+        with pytest.raises(StorageError) as exc:
+            kl.read_table(root, remoteRetries="2")
+    message = str(exc.value)
+    assert message.startswith(f"{root}/00000000000000000000.log: bytes [")
+    assert f"after 3 attempts; the last error ({kind}): {type(error).__name__}: " in message
+    assert sum("retrying" in r.getMessage() for r in caplog.records) == 2
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError("AWS Error INVALID_ARGUMENT during GetObject operation: bad range"),
+        OSError("AWS Error NETWORK_CONNECTION during GetObject operation: curlCode: 6, "
+                "Could not resolve host: kafkalog.s3.us-east-1.amazonaws.com"),
+        OSError("something else went wrong"),
+    ],
+)  # fmt: skip
+def test_what_a_retry_cannot_fix_fails_at_once_and_is_named(plan, caplog, error) -> None:
+    root = _memory_store("kafkalogfail")
+    plan.error = error
+    with caplog.at_level(logging.INFO, logger="kafkalog"):
+        with pytest.raises(StorageError) as exc:
+            kl.read_table(root, remoteRetries="3")
+    message = str(exc.value)
+    assert "not retried" in message and str(error).split(":")[0] in message
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert plan.reads == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        PermissionError(13, "Permission denied"),
+        OSError("AWS Error ACCESS_DENIED during GetObject operation: Access Denied"),
+        OSError("GetProperties failed for 'c/x'. Azure Error: [AuthorizationFailure] 403 "
+                "This request is not authorized to perform this operation."),
+        "azure-no-credential",
+    ],
+)  # fmt: skip
+def test_access_denied_is_not_retried_and_says_what_to_do(plan, caplog, error) -> None:
+    if error == "azure-no-credential":  # pyarrow's Azure filesystem, when no credential works
+        from pyarrow.lib import ArrowException
+
+        error = ArrowException(
+            "Unknown error: Check for Hierarchical Namespace support on "
+            "'https://account.blob.core.windows.net/c' failed: "
+            "N5Azure4Core11Credentials23AuthenticationExceptionE: Failed to get token from "
+            "DefaultAzureCredential."
+        )
+    root = _memory_store("kafkalogdenied")
+    plan.error = error
+    with caplog.at_level(logging.INFO, logger="kafkalog"):
+        with pytest.raises(AccessDeniedError) as exc:
+            kl.read_table(root, remoteRetries="3")
+    assert isinstance(exc.value, PermissionError)
+    message = str(exc.value)
+    assert message.startswith(f"{root}/00000000000000000000.log: bytes [")
+    assert "access denied" in message and "credentials" in message
+    assert "fs.kafkalogdenied.*" in message
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert plan.reads == 1
+
+
+@pytest.fixture
+def unreadable(monkeypatch, tmp_path: Path) -> Path:
+    """A copy of a sample partition whose .log this process may not open: ``os.open`` raises
+    ``PermissionError`` for it, as for a file without read permission (root reads any file, so
+    chmod cannot be used here)."""
+    if not (SAMPLES / DIRECTORY).is_dir():
+        pytest.skip("sample_segments/ not present")
+    part = tmp_path / DIRECTORY
+    part.mkdir()
+    for f in (SAMPLES / DIRECTORY).iterdir():
+        (part / f.name).write_bytes(f.read_bytes())
+    log_file = str(part / "00000000000000000000.log")
+    real_open = os.open
+
+    def fake_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(path) == log_file:
+            raise PermissionError(13, "Permission denied", log_file)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
+    return part
+
+
+def test_an_unreadable_local_file_is_named_with_what_to_do(unreadable: Path, capsys) -> None:
+    log_file = str(unreadable / "00000000000000000000.log")
+    with pytest.raises(AccessDeniedError) as exc:
+        kl.read_table(str(unreadable))
+    message = str(exc.value)
+    assert isinstance(exc.value, PermissionError)
+    assert message.startswith(f"{log_file}: permission denied")
+    assert "chmod" in message and "[Errno 13]" not in message
+    assert main(["verify", str(unreadable)]) == 1
+    out = capsys.readouterr()
+    assert "permission denied" in out.out + out.err and "chmod" in out.out + out.err
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads files without permission"
+)
+def test_a_file_without_read_permission(tmp_path: Path) -> None:
+    if not (SAMPLES / DIRECTORY).is_dir():
+        pytest.skip("sample_segments/ not present")
+    part = tmp_path / DIRECTORY
+    part.mkdir()
+    for f in (SAMPLES / DIRECTORY).iterdir():
+        (part / f.name).write_bytes(f.read_bytes())
+    (part / "00000000000000000000.log").chmod(0)
+    with pytest.raises(AccessDeniedError, match="permission denied.*chmod"):
+        kl.read_table(str(part))

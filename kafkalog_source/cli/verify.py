@@ -62,6 +62,7 @@ import os
 import sys
 from typing import Any
 
+from ..errors import StorageError
 from ..storage.source import open_source
 from . import segments as seg
 from .common import add_common_arguments, command_options
@@ -270,7 +271,9 @@ def verify_segment(
     try:
         src = open_source(path)
     except OSError as e:
-        report.error(path, f"cannot open: {e.strerror}")
+        report.error(
+            path, f"cannot open: {e.reason if isinstance(e, StorageError) else e.strerror}"
+        )
         return report
     try:
         size = src.size
