@@ -20,7 +20,7 @@ LAYERS = [
     "spark",
     "cli",
 ]
-SHARED = {"errors", "options", "stats"}  # modules any layer may use
+SHARED = {"errors", "options", "redact", "stats"}  # modules any layer may use
 
 
 def _imports(path: Path) -> set[str]:

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..storage.filesystems import display_uri, is_remote, local_path, resolve, scheme_of
+from ..redact import redact_uri
+from ..storage.filesystems import is_remote, local_path, resolve, scheme_of
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     out = output_dir(args.out)
     if contains(out, args.path):
         raise CommandError(
-            f"OUT {out.shown} contains PATH {display_uri(args.path)}; choose another directory"
+            f"OUT {out.shown} contains PATH {redact_uri(args.path)}; choose another directory"
         )
     check_out(out, args.mode)
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
@@ -164,7 +165,7 @@ def output_dir(out: str) -> OutputDir:
     if is_remote(out):
         loc = resolve(out)
         path = loc.path.rstrip("/") or loc.path
-        return OutputDir(display_uri(out), loc.fs, path, out)
+        return OutputDir(redact_uri(out), loc.fs, path, out)
     from pyarrow.fs import LocalFileSystem
 
     local = os.path.abspath(local_path(out))
@@ -334,7 +335,7 @@ def require_hadoop_filesystem(spark: Any, uri: str, what: str, fix: str) -> None
     if need is not None:
         raise CommandError(
             f"convert: this Spark has no Hadoop FileSystem for {scheme_of(uri)}://, so it cannot "
-            f"write {what} {display_uri(uri)}: add {need}, or {fix}"
+            f"write {what} {redact_uri(uri)}: add {need}, or {fix}"
         )
 
 

@@ -71,6 +71,7 @@ import os
 import sys
 from typing import Any, TextIO
 
+from ..errors import StorageError
 from ..storage.source import file_stat
 from .common import CommandError, add_common_arguments, command_options, non_negative
 from .dump_indexes import IndexDump
@@ -341,7 +342,11 @@ class Dumper(LogDump, IndexDump):
         except IsADirectoryError:
             self.fail(EXIT_IO, f"{path}: is a directory")
         except PermissionError as e:
-            self.fail(EXIT_IO, f"{e.filename or path}: permission denied")
+            # kafkalog's AccessDeniedError says what to do; a bare PermissionError does not
+            if isinstance(e, StorageError):
+                self.fail(EXIT_IO, str(e))
+            else:
+                self.fail(EXIT_IO, f"{e.filename or path}: permission denied")
 
     # ------------------------------------------------------------------ summaries
     def index_problems(self) -> bool:

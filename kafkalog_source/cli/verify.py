@@ -70,6 +70,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import StorageError
 from ..planning.evidence import partition_evidence
 from ..planning.probe import SegmentProbe
 from ..planning.splits import NO_LOWER, MissingOffsets
@@ -318,7 +319,9 @@ def verify_segment(
     try:
         src = open_source(path)
     except OSError as e:
-        report.error(path, f"cannot open: {e.strerror}")
+        report.error(
+            path, f"cannot open: {e.reason if isinstance(e, StorageError) else e.strerror}"
+        )
         return report
     try:
         size = src.size
