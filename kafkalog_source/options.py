@@ -41,7 +41,7 @@ ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 PartitionMap = dict[tuple[str, int], int]
 
 
-# Filesystem options (fs.<store>.<argument>), see storage/filesystems.py.
+# Filesystem options (fs.<store>.<argument>), see transport/filesystems.py.
 # URI scheme -> the store its fs.<store>.* options configure
 STORE_OF_SCHEME = {
     "s3": "s3",

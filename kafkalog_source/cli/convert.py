@@ -17,7 +17,7 @@ contain PATH (overwriting would delete the input). Segments without a topic and 
 directories.
 
 OUT may be a remote URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, fsspec schemes): it is
-reached through the same filesystem layer as reads (:mod:`kafkalog_source.storage.filesystems`,
+reached through the same filesystem layer as reads (:mod:`kafkalog_source.transport.filesystems`,
 configured by the ``-o fs.*`` options), for the checks above and for the arrow engine's writes
 (``write_dataset(..., filesystem=...)``; ``--mode overwrite`` deletes what is under the prefix).
 The Spark engine, and a ``--checkpoint`` stream, write through Hadoop instead: a scheme for which
@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..redact import redact_uri
-from ..storage.filesystems import is_remote, local_path, resolve, scheme_of
+from ..transport.filesystems import is_remote, local_path, resolve, scheme_of
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 
@@ -93,8 +93,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check OUT, then convert with the chosen engine."""
+    from ..layout.discovery import discover
     from ..options import parse_options
-    from ..storage.discovery import discover
 
     options = command_options(args.option, "convert")
     if args.checkpoint is not None:
@@ -158,7 +158,7 @@ class OutputDir:
 
 
 def output_dir(out: str) -> OutputDir:
-    """OUT resolved: a remote URI through :func:`~kafkalog_source.storage.filesystems.resolve`
+    """OUT resolved: a remote URI through :func:`~kafkalog_source.transport.filesystems.resolve`
     (with the command's ``-o fs.*`` store options), a local path or ``file:`` URI made absolute.
     Raises :class:`~kafkalog_source.errors.OptionError` for a URI no filesystem serves, or one
     that carries credentials."""
@@ -243,10 +243,10 @@ def convert_arrow(path: str, out: OutputDir, options: dict[str, str], mode: str,
     import pyarrow as pa
     import pyarrow.dataset as ds
 
+    from ..layout.discovery import discover
     from ..options import parse_options
     from ..reader import iter_batches, output_projection
     from ..stats import ReadStats
-    from ..storage.discovery import discover
 
     opts = parse_options(options, paths=path)
     schema = output_projection(opts).schema

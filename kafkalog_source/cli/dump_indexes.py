@@ -26,8 +26,9 @@ from ..format.indexes import (
 )
 from ..format.names import base_offset_from_name, decrement_sequence
 from ..framing.walk import walk_classified
-from ..storage.indexes import read_whole
-from ..storage.source import ByteSource, open_source
+from ..layout.files import open_source
+from ..layout.indexes import read_whole
+from ..transport.source import ByteSource
 from . import segments as seg
 from .dump_log import EXIT_INCOMPLETE, _optional_long
 

@@ -39,8 +39,8 @@ from ..format.names import (
     increment_sequence,
 )
 from ..redact import redact_uri
-from ..storage.filesystems import is_remote, local_path
-from ..storage.source import ByteSource
+from ..transport.filesystems import is_remote, local_path
+from ..transport.source import ByteSource
 
 LOWEST_OFFSET = -(2**63)
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}

@@ -14,7 +14,7 @@ from ..errors import CorruptDataError, StorageError
 from ..format.batch import BatchHeader
 from ..framing.headers import Tail
 from ..framing.walk import walk_classified
-from ..storage.source import ByteSource
+from ..transport.source import ByteSource
 from . import segments as seg
 from .progress import Progress
 

@@ -1,7 +1,7 @@
 """Where every byte comes from: a :class:`ByteSource` is one open file, read by ranges.
 
 Every reader of segment bytes, index files and ``.txnindex`` files (the reader, the planner, the
-transaction scan, ``dump`` and ``verify``) goes through this interface, and :func:`open_source`
+transaction scan, ``dump`` and ``verify``) goes through this interface, and :func:`~..layout.files.open_source`
 picks the implementation from the path:
 
 * :class:`LocalFileSource`: a local path or ``file:`` URI, read with ``pread``. Nothing maps the
@@ -56,7 +56,7 @@ class ByteSource(ABC):
 
     @property
     def uri(self) -> str:
-        """The location as given to :func:`open_source`."""
+        """The location as given to :func:`~..layout.files.open_source`."""
         return self.path
 
     @abstractmethod
@@ -402,24 +402,6 @@ class RemoteFileSource(ByteSource):
             pass
 
 
-def open_source(path: str, store: StoreOptions | None = None) -> ByteSource:
-    """Open ``path`` for ranged reads: a local path, a ``file:`` URI, or a remote URI read through
-    the filesystem that ``store`` (the options' :class:`StoreOptions`; by default the one of the
-    enclosing :func:`using_store`) configures.
-
-    A tiered-storage ``.log`` object (Aiven plugin layout, :mod:`.tiered`) opens as the segment's
-    original bytes: the object itself when its manifest names no transform, a
-    :class:`~.tiered.ChunkedSource` when it is compressed.
-
-    Raises what opening the file raises (``FileNotFoundError``, ...)."""
-    store = store or current_store()
-    from .tiered import is_tiered_log, open_tiered_log
-
-    if is_tiered_log(path):
-        return open_tiered_log(path, lambda p: open_stored(p, store))
-    return open_stored(path, store)
-
-
 def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
     """The object or file at ``path`` as it is stored (no tiered-storage decoding)."""
     store = store or current_store()
@@ -463,7 +445,6 @@ __all__ = [
     "RemoteFileSource",
     "as_source",
     "file_stat",
-    "open_source",
     "local_access_denied",
     "open_stored",
     "remote_access_denied",

@@ -49,9 +49,9 @@ from ..format.names import segment_base_offset
 from ..options import ReadOptions, StoreOptions
 from ..redact import redact_uri, scrub
 from ..stats import ReadEvent, ReadStats
-from .failures import access_denied, describe, store_errors
-from .filesystems import Location, is_remote, local_path, resolve
-from .source import local_access_denied, open_stored, remote_access_denied
+from ..transport.failures import access_denied, describe, store_errors
+from ..transport.filesystems import Location, is_remote, local_path, resolve
+from ..transport.source import local_access_denied, open_stored, remote_access_denied
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
 log = logging.getLogger("kafkalog")
