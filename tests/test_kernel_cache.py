@@ -216,7 +216,7 @@ def copy(dst, d, src, s, n):
     copy_bytes(dst, d, src, s, n)
 
 @numba.njit
-def memcpy(dst, d, src, s, n):
+def mcopy(dst, d, src, s, n):
     memcpy(dst, d, src, s, n)
 
 buf = np.zeros(16, np.uint8)
@@ -225,7 +225,7 @@ calls = {
     "load_u64": lambda: load(buf, 9),
     "load_u64_negative": lambda: load(buf, -1),
     "copy_bytes": lambda: copy(buf, 0, np.zeros(4, np.uint8), 0, 5),
-    "memcpy_dst": lambda: memcpy(buf, 12, buf, 0, 5),
+    "memcpy_dst": lambda: mcopy(buf, 12, buf, 0, 5),
 }
 for name, call in calls.items():
     try:
@@ -234,7 +234,7 @@ for name, call in calls.items():
     except IndexError:
         print(name, "IndexError")
 assert load(buf, 8) == 0  # the last 8 bytes are in bounds
-memcpy(buf, 0, buf, 8, 0)  # an empty copy at the end is fine
+mcopy(buf, 0, buf, 8, 0)  # an empty copy at the end is fine
 copy(buf, 0, buf, 8, 8)
 """
     env = _clean_env(NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "nc"))
