@@ -129,6 +129,33 @@ def test_middle_segment_emptied_or_deleted(tmp_path: Path, name: str, damage: st
     assert missing(read(str(part), endingOffsets=bound)[1]) == []
 
 
+@pytest.mark.parametrize("damage", ["cut", "deleted"])
+def test_a_start_past_the_data_of_a_segment_that_is_not_the_last(
+    tmp_path: Path, damage: str
+) -> None:
+    """A read that starts inside a segment whose batches all end below its start (the segment
+    after it deleted, or it cut short): no range is read there, so the planner names the
+    offsets up to the next file."""
+    part, segs = segmented(tmp_path, "magic2-none-0", parts=2 if damage == "cut" else 3)
+    log0, _, chunk0 = segs[0]
+    if damage == "cut":  # the first of two segments keeps its first batch
+        log0.write_bytes(chunk0[0].data)
+        lo = _last_offset(chunk0[0]) + 1
+    else:  # the middle one of three is deleted
+        for f in part.glob(f"{segs[1][1]:020d}.*"):
+            f.unlink()
+        lo = segs[1][1]
+    _, hi, last = segs[-1]
+    hi -= 1
+    bound = json.dumps({"magic2-none": {"0": lo}})
+    got, stats = read(str(part), startingOffsets=bound)
+    assert got == offsets(last)
+    assert missing(stats) == [(lo, hi)]
+    with pytest.raises(DataLossError, match=f"{lo}..{hi}") as err:
+        kl.read_table(str(part), startingOffsets=bound, failOnDataLoss=True)
+    assert log0.name in str(err.value)
+
+
 # ---------------------------------------------------------------------- the last segment
 @pytest.mark.parametrize("name", SAMPLE_PARTITIONS)
 def test_last_segment_cut_short(tmp_path: Path, name: str) -> None:

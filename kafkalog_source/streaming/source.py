@@ -574,7 +574,9 @@ def stream_fail_on_data_loss(options: ReadOptions) -> bool:
 
 def reader_options(options: ReadOptions) -> ReadOptions:
     """The options each micro-batch's reader uses: the batch checks of failOnDataLoss (offset
-    gaps between batches) only when the user set it, since compacted topics have such gaps."""
+    gaps between batches) only when the user set it, since compacted topics have such gaps.
+    Offsets a reader finds missing before the next segment file still fail the micro-batch by
+    the stream's default: the planner marks its ranges (``SegmentRange.fail_on_missing``)."""
     if "failOnDataLoss" in options.given:
         return options
     return options.replace(fail_on_data_loss=False)
