@@ -38,6 +38,7 @@ from kafkalog_source.stats import ReadStats
 from kafkalog_source.streaming.source import (
     Limit,
     Offsets,
+    Prints,
     StreamSource,
     reader_options,
     stream_fail_on_data_loss,
@@ -102,6 +103,7 @@ class Stream:
     corrupt: list[CorruptDataError] = field(default_factory=list)  # under FAILFAST
     lost: int = 0  # StreamSource.lost over the restarts
     committed: Offsets = field(default_factory=dict)
+    prints: Prints = field(default_factory=dict)  # the committed offsets' last batches
     src: StreamSource | None = None
 
     def source(self) -> StreamSource:
@@ -137,19 +139,21 @@ class Stream:
             if fn is not None:
                 fn()
 
-        planned: Offsets | None = None
+        planned: tuple[Offsets, Prints] | None = None
         for _ in range(5):
             try:
                 src = self.source()
                 start = self.committed
                 point("between")
-                end = planned if planned is not None else src.latest(start, limit)
-                planned = end  # in the offset log: a restart replays it
+                if planned is None:
+                    end = src.latest(start, limit, self.prints)
+                    planned = end, src.prints(end)  # in the offset log: a restart replays it
+                end, end_prints = planned
                 point("after_latest")
-                if end == start:
+                if end == start and end_prints == self.prints:
                     point("after_plan")
                     return False
-                splits = src.plan(start, end)
+                splits = src.plan(start, end, self.prints)
                 point("after_plan")
                 opts = reader_options(src.options)
                 projection = output_projection(opts)
@@ -161,7 +165,7 @@ class Stream:
                 self._fail(e)
                 continue
             self.rows += got
-            self.committed = end
+            self.committed, self.prints = end, end_prints
             return True
         raise AssertionError(f"the micro-batch failed 5 times: {self.errors}")
 
@@ -244,7 +248,7 @@ def test_middle_segment_damaged_between_or_during_triggers(
     for split in src.plan(start, end):
         for batch in read_split(split, opts, output_projection(opts)):
             s.rows += rows_of(batch)
-    s.committed = end
+    s.committed, s.prints = end, src.prints(end)
     gone: set[int] = set()
     s.trigger(damage=lambda: gone.update(damage_middle(logs, how)), at=at)
     s.drain()
@@ -301,7 +305,7 @@ def test_last_segment_truncated_between_or_during_triggers(
     for split in src.plan(start, end):
         for batch in read_split(split, opts, output_projection(opts)):
             s.rows += rows_of(batch)
-    s.committed = end
+    s.committed, s.prints = end, src.prints(end)
 
     def truncate() -> None:
         a.truncate(0, 25)
