@@ -4,21 +4,25 @@ one.
 
 A micro-batch is driven as Spark drives it: ``latest()`` chooses its end, ``plan()`` its splits,
 the executors read them, and only a micro-batch read whole is committed. A failed micro-batch is
-replayed with the same offsets by a new source (a restarted query); a ``DataLossError`` under the
-default failOnDataLoss (true for streams) is answered as a user would, by restarting with
-``failOnDataLoss=false``. Damage is done between two triggers, after ``latest()`` (before the
+replayed with the same offsets by a new source (a restarted query), which gets the checkpointed
+offsets' last batches as Spark passes them on; a ``DataLossError`` under the default
+failOnDataLoss (true for streams) is answered as a user would, by restarting with
+``failOnDataLoss=false``, and FAILFAST's error about a batch cut in two by restarting with
+``DROPMALFORMED``. Damage is done between two triggers, after ``latest()`` (before the
 micro-batch is planned) or after ``plan()`` (before its splits are read).
 
 Whatever happens, the rows delivered plus the offsets reported lost (ReadStats' missing offsets,
 the planner's and the stream's warnings, :attr:`StreamSource.lost`) are the input, no offset is
 delivered twice, and under the default the damage is a ``DataLossError`` naming the partition and
-offsets unless every lost offset had already been delivered.
+offsets (or FAILFAST's error naming the file, for a batch cut in two) unless every lost offset had
+already been delivered.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,7 +133,9 @@ class Stream:
                 self.corrupt.append(e)
                 self.mode = "DROPMALFORMED"
 
-    def trigger(self, limit: Limit = ALL, damage=None, at: str = "between") -> bool:
+    def trigger(
+        self, limit: Limit = ALL, damage: Callable[[], object] | None = None, at: str = "between"
+    ) -> bool:
         """One micro-batch (replayed until it commits, at most 5 attempts); ``damage`` is done
         once, at ``at``. False when there was nothing new."""
         pending = {at: damage} if damage is not None else {}

@@ -201,8 +201,9 @@ def _account(
 ) -> None:
     """Check one partition log against its own evidence (:mod:`.evidence`): raise under
     failOnDataLoss, else warn and hand the missing offsets to the partition's first extent (its
-    reader counts them in ReadStats). Every extent learns the next segment's base offset and
-    where compaction ends, for the reader's own checks."""
+    reader counts them in ReadStats). Every extent learns the next segment's base offset, where
+    compaction ends and this read's failOnDataLoss, for the reader's own checks; a start past
+    the last batch of a segment that is not the last is checked here (no reader sees it)."""
     ckpt = None
     if pkey is not None:
         log_dir = parent_directory(directory)
