@@ -7,6 +7,7 @@ The Arrow API needs no Spark::
     for batch in kl.iter_batches("/archive/kafka-logs", verifyChecksums=True):
         ...
     reader = kl.open_reader("/archive/kafka-logs")  # a pyarrow.RecordBatchReader (DuckDB, Polars)
+    frame = kl.read_pandas("/archive/kafka-logs/orders-0")  # needs pip install 'kafkalog[pandas]'
 
 With PySpark installed, ``spark.read.format("kafkalog").load(path)`` reads the same data with the
 same options (see the README's option table).
@@ -32,12 +33,12 @@ from .options import ReadOptions, parse_options
 from .stats import ReadStats
 
 if TYPE_CHECKING:
-    from .reader import iter_batches, open_reader, read_table
+    from .reader import iter_batches, open_reader, read_pandas, read_table
 
 
 def __getattr__(name: str) -> Any:
     """Import the decoder (numba, pyarrow) on first use, so light commands start fast."""
-    if name in ("iter_batches", "open_reader", "read_table"):
+    if name in ("iter_batches", "open_reader", "read_pandas", "read_table"):
         from . import reader
 
         return getattr(reader, name)
@@ -60,6 +61,7 @@ __all__ = [
     "iter_batches",
     "open_reader",
     "parse_options",
+    "read_pandas",
     "read_table",
 ]
 

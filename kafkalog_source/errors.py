@@ -90,7 +90,14 @@ class RecordStructureError(CorruptDataError):
 
 
 class DataLossError(CorruptDataError):
-    """``failOnDataLoss=true``: an offset gap between consecutive batches of a segment."""
+    """``failOnDataLoss=true`` (a stream's default): offsets the archive held are missing (an
+    empty or cut segment, a missing file, checkpoints past the log's end, a gap between
+    batches, a rewritten segment). The message names the partition, the offsets and why."""
+
+    def _format(self) -> str:
+        if self.path is None and self.position is None:
+            return self.reason  # the message names the partition and its files itself
+        return super()._format()
 
 
 class FileChangedError(CorruptDataError):

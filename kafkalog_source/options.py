@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -336,10 +337,15 @@ def _choice(name: str, v: Any, choices: tuple[str, ...], upper: bool) -> str:
 
 
 def _partition_json(
-    name: str, v: Any, allow_special: bool, forbid: int | None = None
+    name: str,
+    v: Any,
+    allow_special: bool,
+    forbid: int | None = None,
+    value: Any = _int,
 ) -> PartitionMap:
     """A per-partition JSON map. ``allow_special`` admits -2 (earliest) and -1 (latest), except
-    ``forbid``: the one of them a batch read cannot use (Spark's Kafka source rejects it too)."""
+    ``forbid``: the one of them a batch read cannot use (Spark's Kafka source rejects it too).
+    ``value(name, v)`` parses each value (an integer by default)."""
     if isinstance(v, str):
         try:
             v = json.loads(v)
@@ -353,7 +359,7 @@ def _partition_json(
             raise OptionError(f"option {name!r}: topic {topic!r} must map partitions to values")
         for p, val in parts.items():
             part = _int(f"{name}[{topic}]", p, 0)
-            num = _int(f"{name}[{topic}][{p}]", val)
+            num = value(f"{name}[{topic}][{p}]", val)
             if num < 0 and not (allow_special and num in (EARLIEST, LATEST)):
                 raise OptionError(
                     f"option {name!r}: {topic}-{part}: {num} is not an offset"
@@ -416,6 +422,17 @@ def _timestamp_ms(name: str, v: Any) -> float:
     return dt.timestamp() * 1000.0
 
 
+def _timestamp_bound(name: str, v: Any, minimum: int | None = None) -> int:
+    """A record-timestamp bound (``startingTimestamp``, ``endingTimestamp``, the values of the
+    by-timestamp maps): whole epoch milliseconds, or an ISO-8601 date or time read as
+    :func:`_timestamp_ms` reads ``modifiedBefore`` (UTC when no zone is given). A time with
+    finer digits is rounded up to the next millisecond: Kafka's timestamps are whole
+    milliseconds, so "at or after" it selects the same records."""
+    if isinstance(v, (int, float)) or (isinstance(v, str) and re.fullmatch(r"\s*-?[0-9]+\s*", v)):
+        return _int(name, v, minimum)  # epoch ms (a bool or a fractional number is refused)
+    return _int(name, math.ceil(_timestamp_ms(name, v)), minimum)
+
+
 # Spark option name (case-insensitive) -> (field name, parser)
 _PARSERS: dict[str, tuple[str, Any]] = {
     "verifyChecksums": ("verify_checksums", _bool),
@@ -433,15 +450,15 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     ),
     "startingOffsets": ("starting_offsets", lambda n, v: _offsets(n, v, "earliest")),
     "endingOffsets": ("ending_offsets", lambda n, v: _offsets(n, v, "latest")),
-    "startingTimestamp": ("starting_timestamp", lambda n, v: _int(n, v, 0)),
-    "endingTimestamp": ("ending_timestamp", lambda n, v: _int(n, v, 0)),
+    "startingTimestamp": ("starting_timestamp", lambda n, v: _timestamp_bound(n, v, 0)),
+    "endingTimestamp": ("ending_timestamp", lambda n, v: _timestamp_bound(n, v, 0)),
     "startingOffsetsByTimestamp": (
         "starting_offsets_by_timestamp",
-        lambda n, v: _partition_json(n, v, False),
+        lambda n, v: _partition_json(n, v, False, value=_timestamp_bound),
     ),
     "endingOffsetsByTimestamp": (
         "ending_offsets_by_timestamp",
-        lambda n, v: _partition_json(n, v, False),
+        lambda n, v: _partition_json(n, v, False, value=_timestamp_bound),
     ),
     "failOnDataLoss": ("fail_on_data_loss", _bool),
     "offsetGaps": ("offset_gaps", lambda n, v: _choice(n, v, OFFSET_GAPS, False)),

@@ -25,7 +25,8 @@ from conftest import BROKER_WRITTEN, ROOT, kp_v2_batch, require_shared, run_cli
 
 import kafkalog_source as kl
 from kafkalog_source.errors import CorruptDataError, RecordStructureError
-from kafkalog_source.framing.headers import BatchHeader, walk_headers
+from kafkalog_source.format.batch import BatchHeader
+from kafkalog_source.framing.walk import walk_headers
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.splits import SegmentRange
 from kafkalog_source.reader import RangeReader, output_projection
@@ -401,13 +402,13 @@ def test_spark_task_summary_reads_the_accounting(tmp_path: Path, caplog) -> None
     """The per-task summary line of the Spark source says what was decoded and skipped."""
     pytest.importorskip("pyspark")
     from kafkalog_source.planning.splits import Split
-    from kafkalog_source.spark import datasource as ds
+    from kafkalog_source.spark import partitions as parts
 
     seg, h, size = _damage_length("orders-0", tmp_path, "huge")
     stats = ReadStats()
     kl.read_table(str(seg), stats=stats, mode="DROPMALFORMED")
     with caplog.at_level(logging.INFO, logger="kafkalog"):
-        ds._log_summary(Split(0, (SegmentRange(str(seg), 0, size),)), stats)
+        parts.log_summary(Split(0, (SegmentRange(str(seg), 0, size),)), stats)
     line = caplog.records[-1]
     assert line.levelno == logging.WARNING
     assert f"decoded {size - h.size} of {size} bytes" in line.getMessage()

@@ -225,6 +225,11 @@ def test_real_broker_partition_cut_in_half(tmp_path: Path, keep_index: bool) -> 
         "query", str(logdir), "SELECT count(*) FROM kafkalog", "-o", "failOnDataLoss=true"
     )
     assert res.returncode == 1 and "8663..17211" in res.stderr
+    # verify knows what every read knows: the same evidence, an error (exit 1)
+    res = run_cli("verify", str(logdir), "--quiet")
+    assert res.returncode == 1
+    assert "orders-0: error: offsets 8663..17211 are missing" in res.stdout
+    assert "recovery-point-offset-checkpoint" in res.stdout
 
 
 def test_real_missing_active_segment_found_by_checkpoints() -> None:
@@ -240,6 +245,9 @@ def test_real_missing_active_segment_found_by_checkpoints() -> None:
     with pytest.raises(DataLossError, match="258527..330478"):
         kl.read_table(str(ARTHUR / "__consumer_offsets-19"), failOnDataLoss=True)
     assert read(str(ARTHUR / "__consumer_offsets-19"), endingOffsets="latest")[0] == got
+    res = run_cli("verify", str(ARTHUR / "__consumer_offsets-19"), "--quiet")
+    assert res.returncode == 1
+    assert "error: offsets 258527..330478 are missing" in res.stdout
 
 
 # ---------------------------------------------------------------------- checkpoints and rules
@@ -257,6 +265,10 @@ def test_log_start_checkpoint_finds_missing_first_segments(tmp_path: Path) -> No
     assert got == offsets(segs[1][2]) + offsets(segs[2][2])
     assert missing(stats) == [(0, segs[1][1] - 1)]
     assert "log-start-offset-checkpoint" in stats.events_of("missing offsets")[0].reason
+    res = run_cli("verify", str(part), "--quiet")
+    assert res.returncode == 1
+    assert f"error: offsets 0..{segs[1][1] - 1} are missing" in res.stdout
+    assert "log-start-offset-checkpoint" in res.stdout
 
 
 def test_offset_gaps_rule_and_cleaner_checkpoint(tmp_path: Path) -> None:
@@ -266,6 +278,8 @@ def test_offset_gaps_rule_and_cleaner_checkpoint(tmp_path: Path) -> None:
     for f in part.glob(f"{segs[1][1]:020d}.*"):
         f.unlink()
     assert len(missing(read(str(part))[1])) == 1
+    res = run_cli("verify", str(part), "--strict", "--quiet")
+    assert res.returncode == 1 and "are in no segment file" in res.stdout
     assert missing(read(str(part), offsetGaps="compacted")[1]) == []
     kl.read_table(str(part), offsetGaps="compacted", failOnDataLoss=True)  # no raise
     _checkpoint(
@@ -273,6 +287,8 @@ def test_offset_gaps_rule_and_cleaner_checkpoint(tmp_path: Path) -> None:
     )
     assert missing(read(str(part))[1]) == []
     kl.read_table(str(part), failOnDataLoss=True)  # compaction, not loss
+    res = run_cli("verify", str(part), "--strict", "--quiet")  # verify applies the same rule
+    assert res.returncode == 0 and res.stdout == "", res.stdout
     assert len(missing(read(str(part), offsetGaps="loss")[1])) == 1
     with pytest.raises(OptionError, match="offsetGaps"):
         kl.read_table(str(part), offsetGaps="maybe")
@@ -469,6 +485,66 @@ def test_missing_offsets_over_s3(s3_server, tmp_path: Path) -> None:
     ]
     with pytest.raises(DataLossError, match=f"{lost_from}.."):
         kl.read_table(uri, failOnDataLoss=True, **s3_server.options)
+
+
+def test_stream_reports_a_cut_last_segment(tmp_path: Path, caplog) -> None:
+    """A stream over a copy whose last segment was cut short: the offsets its .index names
+    past the end are not waited for in silence. Once the file did not change between two
+    triggers (a live broker writes the log before the index, so its file would have grown),
+    the stream fails by default, or with failOnDataLoss=false counts and logs them once."""
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.streaming.source import Limit, StreamSource
+
+    part, segs = segmented(tmp_path / "logs", "magic2-zstd-0", parts=2)
+    log, base, chunk = segs[-1]
+    cut = chunk[len(chunk) // 2]
+    log.write_bytes(log.read_bytes()[: cut.position - chunk[0].position + cut_len(cut)])
+    first_lost, last_named = _last_offset(chunk[len(chunk) // 2 - 1]) + 1, _last_offset(chunk[-1])
+    key = ("magic2-zstd", 0)
+    src = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    start = src.initial()
+    with pytest.raises(DataLossError, match=f"{first_lost}..{last_named}.*cut short"):
+        src.latest(start, Limit())
+    lenient = StreamSource(parse_options(paths=str(tmp_path / "logs")), fail_on_data_loss=False)
+    start = lenient.initial()
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        end = lenient.latest(start, Limit())
+        assert lenient.latest(end, Limit()) == end  # reported once per version of the file
+    assert end == {key: first_lost}
+    assert lenient.lost == last_named - first_lost + 1
+    assert sum("cut short" in r.getMessage() for r in caplog.records) == 1
+    # the same partition without its index: nothing says more was written, nothing reported
+    log.with_suffix(".index").unlink()
+    log.with_suffix(".timeindex").unlink(missing_ok=True)
+    quiet = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    assert quiet.latest(quiet.initial(), Limit()) == {key: first_lost}
+
+
+def test_replicas_merge_read_committed_and_timestamps(tmp_path: Path) -> None:
+    """Merged copies take read_committed (the transactions of the batches taken, markers from
+    whichever copy holds them) and timestamp bounds, with the answers of one whole copy."""
+    b1, b2 = _two_brokers(tmp_path, "transactions-0")
+    for f in b1.glob("00000000000000000019.*"):
+        f.unlink()  # broker 1: the first segment only
+    for f in b2.glob("00000000000000000000.*"):
+        f.unlink()  # broker 2: the second only (its markers close broker 1's transactions)
+    paths = [str(b1.parent), str(b2.parent)]
+    whole = str(SAMPLES / "transactions-0")
+    committed = read(whole, isolationLevel="read_committed")[0]
+    assert committed != read(whole)[0], "the sample holds aborted records"
+    assert read(paths, replicas="merge", isolationLevel="read_committed")[0] == committed
+    assert read(paths, replicas="merge")[0] == read(whole)[0]
+    # timestamps: the same first and last offsets as the whole copy
+    t = kl.read_table(whole).select(["offset", "timestamp"]).to_pydict()
+    ms = [int(x.timestamp() * 1000) for x in t["timestamp"]]
+    mid, late = ms[len(ms) // 3], ms[2 * len(ms) // 3]
+    for bounds in (
+        {"startingTimestamp": mid},
+        {"endingTimestamp": late},
+        {"startingTimestamp": mid, "endingTimestamp": late},
+    ):
+        want = read(whole, **bounds)[0]
+        assert want and read(paths, replicas="merge", **bounds)[0] == want, bounds
 
 
 # ---------------------------------------------------------------------- random cut points

@@ -15,7 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog_source.errors import OptionError, PathError
-from kafkalog_source.framing.headers import BatchHeader, Tail, walk_headers
+from kafkalog_source.format.batch import BatchHeader
+from kafkalog_source.framing.headers import Tail
+from kafkalog_source.framing.walk import walk_headers
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.planner import SegmentProbe, max_split_bytes, plan
 from kafkalog_source.planning.pruning import Pruning

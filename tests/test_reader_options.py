@@ -10,7 +10,8 @@ import pytest
 from conftest import SAMPLES, kp_v2_batch
 
 import kafkalog_source as kl
-from kafkalog_source.framing.headers import BatchHeader, walk_headers
+from kafkalog_source.format.batch import BatchHeader
+from kafkalog_source.framing.walk import walk_headers
 
 
 def _batches(path: Path) -> list[BatchHeader]:

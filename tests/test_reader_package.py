@@ -11,9 +11,9 @@ from conftest import SAMPLES, kp_v2_batch, run_cli
 
 import kafkalog_source.reader as reader
 import kafkalog_source.stats as stats_module
-from kafkalog_source import logformat
 from kafkalog_source.arrow.schema import projection_for
 from kafkalog_source.arrow.sink import ColumnSink
+from kafkalog_source.format import names as logformat
 from kafkalog_source.stats import ReadEvent, ReadStats
 
 

@@ -51,6 +51,7 @@ from kafkalog_source.options import parse_options
 from kafkalog_source.planning.pruning import Pruning
 from kafkalog_source.planning.splits import SegmentRange, Split
 from kafkalog_source.spark import datasource as ds
+from kafkalog_source.spark import partitions as parts
 from kafkalog_source.spark.filters import pruning_from_filters
 from kafkalog_source.stats import ReadStats
 
@@ -822,7 +823,7 @@ def test_empty_plan_partition_reads_nothing_and_partitions_pickle():
     opts = parse_options({"path": "x"})
     reader = ds.KafkaLogReader(opts, default_projection(), default_projection().schema)
     assert list(reader.read(InputPartition(None))) == []
-    part = ds.SplitPartition(Split(3, (SegmentRange("/x/00000000000000000000.log", 0, 10),)))
+    part = parts.SplitPartition(Split(3, (SegmentRange("/x/00000000000000000000.log", 0, 10),)))
     assert pickle.loads(pickle.dumps(part)) == part
     assert pickle.loads(pickle.dumps(reader)).read_options == opts
 
@@ -830,8 +831,8 @@ def test_empty_plan_partition_reads_nothing_and_partitions_pickle():
 def test_task_summary_is_a_warning_only_when_something_was_skipped(caplog):
     split = Split(0, (SegmentRange("/x/00000000000000000000.log", 0, 10),))
     with caplog.at_level(logging.INFO, logger="kafkalog"):
-        ds._log_summary(split, ReadStats(records=5, batches=1, segments=1))
-        ds._log_summary(split, ReadStats(records=5, malformed_batches=1, malformed_bytes=99))
+        parts.log_summary(split, ReadStats(records=5, batches=1, segments=1))
+        parts.log_summary(split, ReadStats(records=5, malformed_batches=1, malformed_bytes=99))
     levels = [(r.levelno, "skipped 1 malformed" in r.getMessage()) for r in caplog.records]
     assert levels == [(logging.INFO, False), (logging.WARNING, True)]
 

@@ -17,8 +17,8 @@ import numpy as np
 from conftest import SAMPLES
 from test_fuzz import Mutator, batch_starts, seed_segments
 
+from kafkalog_source.format.batch import BatchHeader
 from kafkalog_source.framing import scan
-from kafkalog_source.framing.headers import BatchHeader
 from kafkalog_source.framing.walk import HeaderWalk
 from kafkalog_source.storage.source import open_source
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import argparse
 
 
+class CommandError(Exception):
+    """A usage problem a command reports as one line (exit code 2)."""
+
+
 def non_negative(text: str) -> int:
     """argparse type: an integer >= 0."""
     try:
@@ -67,7 +71,6 @@ def command_options(
     """``-o`` items as a dict of reader options; unknown names fail (OptionError), and so do
     names outside ``accepted`` (a usage error naming the options the command uses)."""
     from ..options import OPTION_NAMES, parse_options
-    from .main import CommandError
 
     options = parse_option_args(items)
     if accepted is not None:
@@ -85,7 +88,6 @@ def command_options(
 
 def parse_option_args(items: list[str]) -> dict[str, str]:
     """``["k=v", ...]`` into a dict; the reader validates names and values."""
-    from .main import CommandError
 
     out: dict[str, str] = {}
     for item in items:

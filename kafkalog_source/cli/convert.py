@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..storage.filesystems import display_uri, is_remote, local_path, resolve, scheme_of
-from .common import add_common_arguments, command_options
+from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 
 ENGINES = ("spark", "arrow")
@@ -94,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
     """Check OUT, then convert with the chosen engine."""
     from ..options import parse_options
     from ..storage.discovery import discover
-    from .main import CommandError
 
     options = command_options(args.option, "convert")
     if args.checkpoint is not None:
@@ -198,8 +197,6 @@ def check_out(out: OutputDir, mode: str) -> None:
     """Refuse (:class:`~.main.CommandError`) an OUT that is a file, or a non-empty OUT unless
     ``mode`` is ``overwrite``."""
     from pyarrow.fs import FileSelector, FileType
-
-    from .main import CommandError
 
     info = out.fs.get_file_info(out.path)
     if info.type == FileType.NotFound:
@@ -332,7 +329,6 @@ def hadoop_filesystem_missing(spark: Any, uri: str) -> str | None:
 def require_hadoop_filesystem(spark: Any, uri: str, what: str, fix: str) -> None:
     """Raise :class:`~.main.CommandError` (one line, naming the connector and ``fix``) when Spark
     cannot write ``uri`` through Hadoop; ``what`` names the path (``OUT``, ``--checkpoint``)."""
-    from .main import CommandError
 
     need = hadoop_filesystem_missing(spark, uri)
     if need is not None:

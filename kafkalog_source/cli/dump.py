@@ -11,12 +11,17 @@ U+FFFD (Python's ``errors="replace"``, the same "maximal subpart" rule as Java's
 
 Where the two Kafka versions differ (§7.6), ``--format text`` (the default) follows the Java tool
 of newer trunk, and ``--format scala`` the 2024 Scala tool: the stray ``}`` after a legacy
-record's crc, `` payload:`` after ``--skip-record-metadata`` without a key, no
-``-1 is followed by`` entry for the first record, and the order of the stderr lists.
+record's crc, `` payload:`` after ``--skip-record-metadata`` without a key, and the order of the
+stderr lists. (Neither format lists the first record of a file as following -1, as the Java tool
+does: see :mod:`.dump_log`.)
 
 Deviations from kafka-dump-log (deliberate) are listed with the code that makes them: the
 log's in :mod:`.dump_log`, the indexes' in :mod:`.dump_indexes`, and the command's:
 
+* A directory stands for the segment files a read of it reads (a partition directory's ``.log``
+  files, or every partition's of a log directory), in log order, where Kafka's tool prints
+  "Ignoring unknown file"; with ``--verify-index-only``, for their ``.index`` and ``.timeindex``
+  files. A directory with no segment file is an error (exit 1) saying what it holds.
 * Missing files and files Kafka cannot name (no numeric base offset) get one stderr line each and
   the dump goes on with the next file; the exit code is 1 if a file could not be opened or
   dumped to its end, or a batch's records could not be shown, else 0. Kafka's stderr maps are printed per file in
@@ -67,7 +72,7 @@ import sys
 from typing import Any, TextIO
 
 from ..storage.source import file_stat
-from .common import add_common_arguments, command_options, non_negative
+from .common import CommandError, add_common_arguments, command_options, non_negative
 from .dump_indexes import IndexDump
 from .dump_log import EXIT_INCOMPLETE as EXIT_INCOMPLETE
 from .dump_log import INT_MAX, LogDump
@@ -77,8 +82,16 @@ from .progress import Progress, wanted
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 PROGRESS_MIN_BYTES = 64 << 20
 EXIT_IO = 1  # a file that cannot be opened is bad input too (the CLI's one exit code convention)
-# the reader options dump uses (its reader, for records; the store options, for remote files)
-DUMP_OPTIONS = ("maxBatchBytes", "readAheadBytes", "readAheadRequests", "remoteRetries")
+# the reader options dump uses (its reader, for records; the store options, for remote files;
+# how a directory named is searched for segment files)
+DUMP_OPTIONS = (
+    "maxBatchBytes",
+    "readAheadBytes",
+    "readAheadRequests",
+    "remoteRetries",
+    "recursiveFileLookup",
+    "allowEmpty",
+)
 
 
 def register(subparsers: Any) -> None:
@@ -92,7 +105,13 @@ def register(subparsers: Any) -> None:
             "--format scala for the 2024 Scala tool), or as JSON lines."
         ),
     )
-    p.add_argument("files", nargs="*", metavar="FILE", help="files to dump, in order")
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="files to dump, in order; a directory stands for its segment files (.log), in "
+        "offset order (with --verify-index-only, their .index and .timeindex files)",
+    )
     p.add_argument(
         "--files",
         dest="files_opt",
@@ -140,28 +159,35 @@ def register(subparsers: Any) -> None:
         help="text: the Java kafka-dump-log (default); scala: the 2024 Scala tool; "
         "jsonl: one JSON object per batch/record/entry",
     )
-    add_common_arguments(p, "no progress display", "maxBatchBytes=256m (the only one dump uses)")
+    add_common_arguments(
+        p,
+        "no progress display",
+        f"maxBatchBytes=256m (dump uses {', '.join(DUMP_OPTIONS[1:])} too)",
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Dump every file; return 0, or 1 for bad data (a file not dumped whole, records not shown)."""
-    from .main import CommandError
 
     args.reader_options = command_options(args.option, "dump", DUMP_OPTIONS)
 
-    files = list(args.files)
+    named = list(args.files)
     for item in args.files_opt:
-        files.extend(f for f in item.split(",") if f)
-    if not files:
+        named.extend(f for f in item.split(",") if f)
+    if not named:
         raise CommandError("dump: name at least one file (FILE... or --files F1,F2)")
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
+    files = expand_directories(named, args.verify_index_only, args.reader_options)
     out = open(sys.stdout.fileno(), "w", encoding="utf-8", newline="\n", closefd=False)
-    dumper = Dumper(args, out, sys.stderr)
+    dumper = Dumper(args, out, sys.stderr, [f for f in files if isinstance(f, str)])
     try:
         try:
             for path in files:
-                dumper.dump(path)
+                if isinstance(path, str):
+                    dumper.dump(path)
+                else:  # a directory with nothing to dump
+                    dumper.fail(EXIT_IO, str(path))
         finally:
             dumper.progress.close()
         out.flush()
@@ -176,10 +202,67 @@ def run(args: argparse.Namespace) -> int:
     return dumper.exit_code
 
 
+def _is_directory(path: str) -> bool:
+    """Whether ``path`` names a directory (a local one, or a prefix of a store, which is only
+    looked for when the name has no suffix dump knows)."""
+    from ..storage.filesystems import is_remote, local_path
+
+    if not is_remote(path):
+        try:
+            return os.path.isdir(local_path(path))
+        except ValueError:
+            return False
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return os.path.splitext(name)[1] not in _HANDLED and file_stat(path) is None
+
+
+_HANDLED = (".log", ".checkpoint", ".index", ".timeindex", ".txnindex", ".snapshot")
+
+
+def expand_directories(
+    paths: list[str], verify_index_only: bool, options: dict[str, str] | None = None
+) -> list[str | Exception]:
+    """``paths`` with each directory replaced by the files dump reads in it: the segment files
+    (``.log``) a read of the directory would read (a partition directory's, or every partition's
+    of a log directory), in log order (topic, partition, base offset); with
+    ``verify_index_only``, their ``.index`` and ``.timeindex`` files instead. A directory that
+    holds no segment file becomes the error saying so, dumped in its place."""
+    from ..errors import KafkaLogError
+    from ..options import parse_options
+    from ..storage.discovery import discover
+    from ..storage.indexes import sibling_path
+
+    out: list[str | Exception] = []
+    for path in paths:
+        if not _is_directory(path):
+            out.append(path)
+            continue
+        try:
+            segments = discover(parse_options(options or {}, paths=path))
+        except KafkaLogError as exc:
+            out.append(exc)
+            continue
+        for segment in segments:
+            if not verify_index_only:
+                out.append(segment.path)
+                continue
+            for suffix in (".index", ".timeindex"):
+                index = sibling_path(segment.path, suffix)
+                if file_stat(index) is not None:
+                    out.append(index)
+    return out
+
+
 class Dumper(LogDump, IndexDump):
     """Dumps files one by one and keeps Kafka's stderr summaries for the end."""
 
-    def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        out: TextIO,
+        err: TextIO,
+        files: list[str] | None = None,
+    ) -> None:
         self.out = out
         self.err = err
         self.style = args.format  # text | scala | jsonl
@@ -200,7 +283,9 @@ class Dumper(LogDump, IndexDump):
         self.time_not_found: list[tuple[str, list[tuple[int, int]]]] = []
         self.non_consecutive: list[tuple[str, Any]] = []
         total = 0
-        for f in list(args.files) + [x for i in args.files_opt for x in i.split(",") if x]:
+        if files is None:
+            files = list(args.files) + [x for i in args.files_opt for x in i.split(",") if x]
+        for f in files:
             st = file_stat(f)
             total += st[0] if st is not None else 0
         show = wanted(args.quiet) and not _isatty(out) and total >= PROGRESS_MIN_BYTES

@@ -14,18 +14,19 @@ from bisect import bisect_left
 from itertools import pairwise
 
 from ..errors import CorruptDataError
-from ..framing.headers import BatchHeader
-from ..framing.walk import walk_classified
-from ..storage.indexes import (
+from ..format.batch import BatchHeader
+from ..format.indexes import (
     OFFSET_INDEX_DTYPE,
     TIME_INDEX_DTYPE,
     TXN_INDEX_DTYPE,
     SnapshotError,
     decode_entries,
     decode_producer_snapshot,
-    read_whole,
     txn_entry_version,
 )
+from ..format.names import base_offset_from_name, decrement_sequence
+from ..framing.walk import walk_classified
+from ..storage.indexes import read_whole
 from ..storage.source import ByteSource, open_source
 from . import segments as seg
 from .dump_log import EXIT_INCOMPLETE, _optional_long
@@ -68,7 +69,7 @@ class IndexDump:
             self.warn(f"warning: {shown}: {reason}; index entries are not checked")
 
     def _index_base(self, path: str) -> tuple[int, str] | None:
-        base = seg.base_offset_from_name(path)
+        base = base_offset_from_name(path)
         if base is None:
             self.fail(EXIT_INCOMPLETE, f"{path}: no base offset in the file name")
             return None
@@ -204,7 +205,7 @@ class IndexDump:
         entries = decode_entries(read_whole(path), TXN_INDEX_DTYPE)
         if self.jsonl:
             self.obj(
-                type="file", file=path, kind="txnindex", baseOffset=seg.base_offset_from_name(path)
+                type="file", file=path, kind="txnindex", baseOffset=base_offset_from_name(path)
             )
         versions = txn_entry_version(entries).tolist()
         for (_, pid, first, last, lso), version in zip(entries.tolist(), versions, strict=True):
@@ -240,7 +241,7 @@ class IndexDump:
                 type="file",
                 file=path,
                 kind="producer-snapshot",
-                baseOffset=seg.base_offset_from_name(path),
+                baseOffset=base_offset_from_name(path),
             )
         try:
             entries = decode_producer_snapshot(data).tolist()
@@ -259,7 +260,7 @@ class IndexDump:
                     coordinatorEpoch=coord,
                     currentTxnFirstOffset=first_txn,
                     lastTimestamp=ts,
-                    firstSequence=seg.decrement_sequence(seq, delta) if meta else None,
+                    firstSequence=decrement_sequence(seq, delta) if meta else None,
                     lastSequence=seq if meta else None,
                     lastOffset=offset if meta else None,
                     offsetDelta=delta if meta else None,
@@ -276,7 +277,7 @@ class IndexDump:
                 sep = ""
             if meta:
                 text += (
-                    f"{sep}firstSequence: {seg.decrement_sequence(seq, delta)} "
+                    f"{sep}firstSequence: {decrement_sequence(seq, delta)} "
                     f"lastSequence: {seq} lastOffset: {offset} offsetDelta: {delta} "
                     f"timestamp: {ts}"
                 )

@@ -20,6 +20,10 @@ Deviations from kafka-dump-log (deliberate):
   `` controlType: LEADER_CHANGE(2)`` (what the Scala tool printed for leader changes); the Java
   tool's JSON for LeaderChange and the KRaft snapshot/voter records is not produced.
 * ``--max-bytes`` is not limited to 2 GiB, and files larger than 2 GiB are read whole.
+* The ``Non-consecutive offsets`` summary lists only records whose offset does not follow the
+  previous record's (compaction gaps, lost data). The Java tool also lists the first record of
+  every file, as following -1 (``-1 is followed by 19``), so that every healthy segment whose
+  base offset is not 0 looked damaged; the 2024 Scala tool left it out too.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import re
 from typing import Any
 
 from ..errors import CorruptDataError
-from ..framing.headers import PREFIX_SIZE, BatchHeader, Tail
+from ..format.batch import PREFIX_SIZE, BatchHeader
+from ..format.names import CONTROL_TYPE_IDS, base_offset_from_name
+from ..framing.headers import Tail
 from ..framing.walk import walk_classified
 from ..storage.source import ByteSource, open_source
 from ..storage.tiered import is_tiered_log
@@ -130,7 +136,7 @@ class LogDump:
     def dump_log(self, path: str) -> None:
         """Batch lines, record lines with deep iteration, and the trailing-bytes line."""
         name = os.path.basename(path)
-        base = seg.base_offset_from_name(path)
+        base = base_offset_from_name(path)
         if base is None and is_tiered_log(path):  # {offset}-{segmentId}.log (tiered storage)
             base = int(os.path.basename(path)[:20])
         kind = "log"
@@ -170,7 +176,8 @@ class LogDump:
             stats = ReadStats()
             options = seg.reader_options(False, **self.reader_options)
         pairs: Any = [] if self.scala else {}
-        state = {"last": -1}
+        # the previous record's offset; None before the first record of the file
+        state: dict[str, int | None] = {"last": None}
         tail: Tail | None = None
         start_done = self._done_bytes
         pending: list[BatchHeader] = []
@@ -300,7 +307,7 @@ class LogDump:
         data: bytes,
         rows: list[tuple[Any, ...]],
         pairs: Any,
-        state: dict[str, int],
+        state: dict[str, int | None],
     ) -> None:
         legacy: list[tuple[int, bool]] | None = None
         if h.magic < 2:
@@ -312,13 +319,16 @@ class LogDump:
         ts_type = seg.timestamp_type_name(h)
         for i, row in enumerate(rows):
             key, value, offset, ts, headers, sequence, _pos, control = row
-            # Kafka's offset bookkeeping for the "Non-consecutive offsets" summary
+            # Kafka's offset bookkeeping for the "Non-consecutive offsets" summary: a record
+            # whose offset does not follow the previous record's. The first record of a file
+            # follows none (the Java tool reports it as following -1, which reads as an error
+            # for every healthy segment whose base offset is not 0).
             last = state["last"]
-            if self.scala:
-                if last != -1 and offset != last + 1:
+            if last is not None and offset != last + 1:
+                if self.scala:
                     pairs.insert(0, (last, offset))
-            elif offset != last + 1:
-                pairs[last] = offset
+                else:
+                    pairs[last] = offset
             state["last"] = offset
             if control is not None:
                 ctype = control["type"]
@@ -398,6 +408,6 @@ def _control_info(control: dict[str, Any]) -> str:
     ctype = control["type"]
     if ctype in ("ABORT", "COMMIT"):
         return f" endTxnMarker: {ctype} coordinatorEpoch: {control['coordinatorEpoch']}"
-    if ctype in seg.CONTROL_TYPE_IDS:
-        return f" controlType: {ctype}({seg.CONTROL_TYPE_IDS[ctype]})"
+    if ctype in CONTROL_TYPE_IDS:
+        return f" controlType: {ctype}({CONTROL_TYPE_IDS[ctype]})"
     return f" controlType: {ctype}"  # UNKNOWN(9) as the reader names it; INVALID for a short key

@@ -26,6 +26,8 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from .common import CommandError
+
 # Subcommand modules, in help order.
 COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert", "warmup")
 
@@ -43,10 +45,6 @@ exit codes (every command):
   2  bad usage: wrong arguments, an unknown option or a malformed option value,
      conflicting arguments (e.g. a non-empty OUT), a SQL error in query
 """
-
-
-class CommandError(Exception):
-    """A usage problem a command reports as one line (exit code 2)."""
 
 
 def version() -> str:
@@ -207,8 +205,8 @@ def run_module(argv: Sequence[str] | None = None) -> None:
 
 if __name__ == "__main__":
     # ``python -m kafkalog_source.cli.main`` runs this file as ``__main__``, a second copy of the
-    # module: the commands raise the CommandError of ``kafkalog_source.cli.main``, which this
-    # copy's exit_code would not know (exit 1 instead of 2). Run the package's module instead.
+    # module. Run the package's module instead, so that one copy of every class is in play (this
+    # copy's exit_code would otherwise handle errors of the other copy's classes).
     from kafkalog_source.cli.main import run_module as _run_module
 
     _run_module()

@@ -21,9 +21,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from .common import add_common_arguments, command_options, non_negative
+from .common import CommandError, add_common_arguments, command_options, non_negative
+from .sqlview import VIEW, unknown_view_hint
 
-VIEW = "kafkalog"
 ENGINES = ("duckdb", "spark")
 DEFAULT_ENGINE = "duckdb"
 DEFAULT_MASTER = "local[2]"
@@ -37,8 +37,9 @@ def register(subparsers: Any) -> None:
         "query",
         help="run a SQL query over segment files (the view `kafkalog`)",
         description=(
-            "Read PATH (a .log file, a partition directory or a log directory) as the view "
-            f"`{VIEW}`, run SQL and print the result as a table. The default engine, DuckDB, "
+            "Read PATH (a .log file, a partition directory or a log directory; several may be "
+            f"given, before the SQL) as the view `{VIEW}`, run SQL and print the result as a "
+            "table. The default engine, DuckDB, "
             "runs in this process over the kafkalog Arrow stream (DuckDB's SQL dialect; a bare "
             "offset column is quoted for it); --engine spark runs Spark SQL on a local "
             "SparkSession. "
@@ -46,8 +47,15 @@ def register(subparsers: Any) -> None:
             "0x-prefixed hex."
         ),
     )
-    p.add_argument("path", metavar="PATH", help="segment file or directory")
-    p.add_argument("sql", metavar="SQL", help=f'a query, e.g. "SELECT count(*) FROM {VIEW}"')
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="segment files or directories, one or more (read together as one view)",
+    )
+    p.add_argument(
+        "sql", metavar="SQL", help=f'the query, the last argument: "SELECT count(*) FROM {VIEW}"'
+    )
     add_common_arguments(
         p,
         "no progress display (DuckDB's or Spark's, on a terminal)",
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the query and print the result table to stdout."""
     from ..options import parse_options
     from ..storage.discovery import discover
-    from .main import CommandError
+    from .main import one_line
     from .progress import wanted
 
     options = command_options(args.option, "query")
@@ -90,12 +98,13 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--master applies to --engine spark only")
     # Fail fast, before starting an engine: bad options, a missing path, nothing to read (the
     # readers apply the same rule when they plan the read).
-    opts = parse_options(options, paths=args.path)
+    paths = args.paths[0] if len(args.paths) == 1 else list(args.paths)
+    opts = parse_options(options, paths=paths)
     discover(opts)
     if args.engine == "duckdb":
         from .query_duckdb import run_query
 
-        table = run_query(args.path, args.sql, options, opts, args.max_rows, wanted(args.quiet))
+        table = run_query(paths, args.sql, options, opts, args.max_rows, wanted(args.quiet))
         print(format_table(table, args.max_rows, args.max_width))
         return 0
 
@@ -108,15 +117,35 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not args.verbose:
             spark.sparkContext.setLogLevel("OFF")
-        spark.read.format("kafkalog").options(**options).load(args.path).createOrReplaceTempView(
-            VIEW
-        )
-        result = spark.sql(args.sql)
+        spark.read.format("kafkalog").options(**options).load(paths).createOrReplaceTempView(VIEW)
+        try:
+            result = spark.sql(args.sql)
+        except Exception as e:
+            missing = _missing_table(e)
+            if missing is None:
+                raise
+            raise CommandError(f"{one_line(e).rstrip('.')}. {unknown_view_hint(missing)}") from None
         table = result.limit(args.max_rows + 1).toArrow()
     finally:
         spark.stop()
     print(format_table(table, args.max_rows, args.max_width))
     return 0
+
+
+_SPARK_MISSING_TABLE = re.compile(r"The table or view `?(?P<name>[^`\s]+)`? cannot be found")
+
+
+def _missing_table(exc: BaseException) -> str | None:
+    """The table name of Spark's TABLE_OR_VIEW_NOT_FOUND error, else None."""
+    condition = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    try:
+        cls = condition() if condition is not None else None
+    except Exception:  # an error Spark did not classify
+        cls = None
+    if cls != "TABLE_OR_VIEW_NOT_FOUND":
+        return None
+    m = _SPARK_MISSING_TABLE.search(str(exc))
+    return m.group("name") if m else "the table"
 
 
 def _quiet_python_loggers(verbose: bool) -> None:

@@ -14,15 +14,16 @@ the Spark engine's session does.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pyarrow as pa
 
 from ..arrow.schema import output_projection
 from ..options import ReadOptions
-from .main import CommandError
+from .common import CommandError
+from .sqlview import VIEW, unknown_view_hint
 
-VIEW = "kafkalog"
 _ANY = "__kafkalog_any_column"  # first column of the planning table: what count(*) scans
 
 # DuckDB error classes that mean "this SQL is wrong" (exit 2); anything else is exit 1.
@@ -198,10 +199,18 @@ def _fetch(
         raise _sql_error(e) from None
 
 
+_MISSING_TABLE = re.compile(r"Table with name (?P<name>\S+) does not exist")
+
+
 def _sql_error(e: Exception) -> Exception:
-    """A DuckDB error as a one-line command error: usage (exit 2) for bad SQL, else exit 1."""
+    """A DuckDB error as a one-line command error: usage (exit 2) for bad SQL, else exit 1. A
+    table that does not exist gets the name of the view there is (DuckDB's own "Did you mean"
+    line may name one of its catalog tables)."""
     text = str(e).strip()
     first = text.splitlines()[0] if text else type(e).__name__
+    missing = _MISSING_TABLE.search(first) if type(e).__name__ == "CatalogException" else None
+    if missing is not None:
+        first = f"{first} {unknown_view_hint(missing.group('name'))}"
     if type(e).__name__ in _USAGE_ERRORS:
         return CommandError(f"DuckDB: {first}")
     return RuntimeError(f"DuckDB: {first}")

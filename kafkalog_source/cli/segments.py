@@ -20,14 +20,13 @@ The reader is imported lazily, inside the functions that need it, so ``kafkalog 
 from __future__ import annotations
 
 import os
-import struct
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import crc32c
 
-from ..framing.headers import (
+from ..format.batch import (
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
     V2_HEADER_SIZE,
@@ -35,10 +34,8 @@ from ..framing.headers import (
     parse_header,
     read_varint,
 )
-from ..logformat import (  # noqa: F401  (dump uses them as seg.*)
-    CONTROL_TYPE_IDS,
-    base_offset_from_name,
-    decrement_sequence,
+from ..format.legacy import key_and_value
+from ..format.names import (
     increment_sequence,
 )
 from ..storage.filesystems import display_uri, is_remote, local_path
@@ -106,16 +103,12 @@ def legacy_inner_checksums(
     from ..codecs import decompress
     from ..errors import KafkaLogError
 
-    q = 26 if h.magic == 1 else 18
     try:
-        (klen,) = struct.unpack_from(">i", data, q)
-        q += 4 + max(klen, 0)
-        (vlen,) = struct.unpack_from(">i", data, q)
-        q += 4
+        _, _, q, vlen = key_and_value(data, 0, h.magic)
         if vlen < 0:
             return None
         inner = decompress(h.codec, memoryview(data)[q : q + vlen], h.magic, max_bytes)
-    except (struct.error, KafkaLogError):
+    except (ValueError, KafkaLogError):
         return None
     out: list[tuple[int, bool]] = []
     at = 0

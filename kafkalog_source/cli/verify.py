@@ -14,12 +14,19 @@ them). For every segment it checks:
   above the previous one), and record offsets must increase. Gaps are fine (compaction, aborted
   data, markers); overlaps and steps back are errors. A segment's first offset must not be below
   the base offset in its file name, and its last offset must be below the next segment's.
+* **Missing offsets.** What every read checks (:mod:`~..planning.evidence`): an empty segment
+  that is not the last, ``.index`` / ``.timeindex`` entries past the last segment's end, and the
+  log directory's checkpoints past the log's end or below its first segment. Each hole is an
+  error naming the partition directory, the offsets and the evidence, with the ``offsetGaps``
+  rule of reads.
 * **Offset gaps between files.** Each segment's base offset (its 20-digit name) must be the
   previous segment's next offset (its last batch's last offset + 1, or its own base offset when it
   holds no batch). A gap means offsets in no file: a segment file missing from the copy, or, on a
   compacted topic, records the cleaner removed. It is a warning (an error with ``--strict``), and
   an error with ``-o failOnDataLoss=true``, which also makes a gap between two consecutive batches
-  of a segment an error (as the reader's ``failOnDataLoss`` does: v2 batches).
+  of a segment an error (as the reader's ``failOnDataLoss`` does: v2 batches). A gap between
+  files below the cleaner's checkpoint (any, with ``offsetGaps=compacted``) is compaction, and
+  a gap already reported as missing offsets is not reported twice.
 * **Tails.** A truncated final batch, fewer than 17 stray bytes, or a zero-filled tail
   (preallocation, or a crash) is a *warning* in the last segment of a partition (the active
   segment: a copy taken while the broker was writing or after a crash looks like this, and the
@@ -48,7 +55,7 @@ segment file, included), 2 for usage errors.
 
 Reader options (``-o``): only those that change what verify does are accepted
 (:data:`VERIFY_OPTIONS`): ``maxBatchBytes`` (the decoder's cap), ``failOnDataLoss`` (gaps become
-errors), the file selection (``recursiveFileLookup``, ``pathGlobFilter``, ``modifiedBefore``,
+errors), ``offsetGaps`` (which gaps are compaction), the file selection (``recursiveFileLookup``, ``pathGlobFilter``, ``modifiedBefore``,
 ``modifiedAfter``), ``ignoreMissingFiles`` (a missing path becomes a warning) and
 ``allowEmpty``. Every other option is a usage error: verify always checks every batch of every
 selected file, whole, with checksums.
@@ -60,11 +67,17 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
+from ..planning.evidence import partition_evidence
+from ..planning.probe import SegmentProbe
+from ..planning.splits import NO_LOWER, MissingOffsets
+from ..storage.checkpoints import read_log_dir_checkpoints
+from ..storage.discovery import parent_directory, parse_partition_dir
 from ..storage.source import open_source
 from . import segments as seg
-from .common import add_common_arguments, command_options
+from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 from .verify_indexes import _check_offset_index, _check_time_index, _check_txn_index
 from .verify_log import (
@@ -86,6 +99,7 @@ VERIFY_OPTIONS = (
     "readAheadRequests",
     "remoteRetries",
     "failOnDataLoss",
+    "offsetGaps",
     "recursiveFileLookup",
     "pathGlobFilter",
     "modifiedBefore",
@@ -122,8 +136,7 @@ def run(args: argparse.Namespace) -> int:
     """Verify every segment under the paths; print problems and summaries."""
     from ..options import parse_options
     from ..stats import ReadStats
-    from ..storage.discovery import discover, parent_directory, segment_bases
-    from .main import CommandError
+    from ..storage.discovery import discover, segment_bases
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     for item in args.option:
@@ -156,6 +169,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         for directory, segs in groups.items():
             later = segment_bases(directory, selection.store)
+            missing, compacted_below = partition_report(directory, segs, selection.offset_gaps)
+            for m in missing:
+                totals.error(directory, f"offsets {m.first}..{m.last} are missing: {m.reason}")
+                out.write(totals.errors[-1] + "\n")
             state = _Partition()
             previous: SegmentReport | None = None
             previous_base: int | None = None
@@ -181,7 +198,12 @@ def run(args: argparse.Namespace) -> int:
                     before = [b for b in later if b < s.base_offset]
                     if before and before[-1] == previous_base:  # its neighbour in the directory
                         _check_gap_between_files(
-                            previous, s.base_offset, report, selection.fail_on_data_loss
+                            previous,
+                            s.base_offset,
+                            report,
+                            selection.fail_on_data_loss,
+                            compacted_below,
+                            missing,
                         )
                 previous, previous_base = report, s.base_offset
                 done += s.size
@@ -213,13 +235,39 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if bad else EXIT_OK
 
 
+def partition_report(
+    directory: str, segs: list[Any], rule: str
+) -> tuple[list[MissingOffsets], int]:
+    """What the partition's own evidence says is missing (the check every read makes:
+    :func:`~..planning.evidence.partition_evidence`), and the offset below which gaps are
+    compaction by the ``offsetGaps`` rule."""
+    key = parse_partition_dir(directory.rstrip("/").rsplit("/", 1)[-1])
+    ckpt = read_log_dir_checkpoints(parent_directory(directory)) if key is not None else None
+    probes = [SegmentProbe(s) for s in sorted(segs, key=lambda s: s.base_offset or 0)]
+    try:
+        ev = partition_evidence(key, probes, ckpt, rule)
+    finally:
+        for p in probes:
+            p.close()
+    return ev.missing, ev.compacted_below
+
+
 def _check_gap_between_files(
-    previous: SegmentReport, base: int, report: SegmentReport, fail_on_data_loss: bool
+    previous: SegmentReport,
+    base: int,
+    report: SegmentReport,
+    fail_on_data_loss: bool,
+    compacted_below: int = NO_LOWER,
+    missing: Sequence[MissingOffsets] = (),
 ) -> None:
-    """The segment's name (base offset) must be the previous segment's next offset."""
+    """The segment's name (base offset) must be the previous segment's next offset; a gap below
+    the cleaner's checkpoint (``offsetGaps``) is compaction, and one the partition's evidence
+    already reported is not reported twice."""
     after = previous.next_offset
     if after is None or base <= after:
         return  # an overlap is reported by the batch offset checks
+    if base - 1 < compacted_below or any(m.first <= after and base - 1 <= m.last for m in missing):
+        return
     message = (
         f"offsets {after}..{base - 1} are in no segment file: the previous segment, "
         f"{os.path.basename(previous.path)}, ends before offset {after}, and this file's name "

@@ -8,35 +8,36 @@ from itertools import pairwise
 
 import numpy as np
 
-from ..framing.headers import BatchHeader
-from ..storage.indexes import (
+from ..format.batch import BatchHeader
+from ..format.indexes import (
     OFFSET_INDEX_DTYPE,
     TIME_INDEX_DTYPE,
     TXN_INDEX_DTYPE,
     decode_entries,
-    read_index_bytes,
     txn_entry_version,
 )
+from ..storage.indexes import read_index_bytes
 from .verify_log import _LISTED, SegmentReport, _RowFacts
 
 
 def _active_entries(
-    path: str, data: bytes, width: int, rel_at: int, is_last: bool, report: SegmentReport
+    path: str, data: bytes, dtype: np.dtype, is_last: bool, report: SegmentReport
 ) -> int:
     """How many entries of an index are written: Kafka stops at the first zero slot after entry
     0 (an all-zero entry 0 means none). Checks the length and that the rest is all zero."""
-    if len(data) % width:
+    if len(data) % dtype.itemsize:
         report.error(
             path,
-            f"length {len(data)} is not a multiple of {width} (the last {len(data) % width} "
+            f"length {len(data)} is not a multiple of {dtype.itemsize} (the last "
+            f"{len(data) % dtype.itemsize} "
             "bytes are not an entry)",
         )
+    width = dtype.itemsize
     n = len(data) // width
+    rels = decode_entries(data, dtype)["relative_offset"]
     cut = n
     for i in range(n):
-        entry = data[i * width : (i + 1) * width]
-        rel = int.from_bytes(entry[rel_at : rel_at + 4], "big", signed=True)
-        if (i > 0 and rel == 0) or (i == 0 and not any(entry)):
+        if (i > 0 and rels[i] == 0) or (i == 0 and not any(data[:width])):
             cut = i
             break
     rest = data[cut * width : n * width]
@@ -56,13 +57,13 @@ def _active_entries(
 
 
 def _written_entries(
-    path: str, dtype: np.dtype, rel_at: int, is_last: bool, report: SegmentReport
+    path: str, dtype: np.dtype, is_last: bool, report: SegmentReport
 ) -> np.ndarray | None:
     """The written entries of an index file (see :func:`_active_entries`), or None without one."""
     data = read_index_bytes(path)
     if data is None:
         return None
-    cut = _active_entries(path, data, dtype.itemsize, rel_at, is_last, report)
+    cut = _active_entries(path, data, dtype, is_last, report)
     return decode_entries(data, dtype)[:cut]
 
 
@@ -74,7 +75,7 @@ def _check_offset_index(
     is_last: bool,
     report: SegmentReport,
 ) -> None:
-    entries = _written_entries(path, OFFSET_INDEX_DTYPE, 0, is_last, report)
+    entries = _written_entries(path, OFFSET_INDEX_DTYPE, is_last, report)
     if entries is None:
         return
     cut = len(entries)
@@ -146,7 +147,7 @@ def _check_time_index(
     is_last: bool,
     report: SegmentReport,
 ) -> None:
-    entries = _written_entries(path, TIME_INDEX_DTYPE, 8, is_last, report)
+    entries = _written_entries(path, TIME_INDEX_DTYPE, is_last, report)
     if entries is None:
         return
     cut = len(entries)

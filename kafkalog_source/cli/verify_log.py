@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptDataError
-from ..framing.headers import BatchHeader, Tail
+from ..format.batch import BatchHeader
+from ..framing.headers import Tail
 from ..framing.walk import walk_classified
 from ..storage.source import ByteSource
 from . import segments as seg

@@ -10,7 +10,7 @@ reason, and anything a library raises that a codec did not anticipate (``MemoryE
 from __future__ import annotations
 
 from ..errors import DecompressionError, KafkaLogError, UnsupportedFormatError
-from ..logformat import CODEC_NAMES
+from ..format.names import CODEC_NAMES
 from .gzip import decompress_gzip
 from .lz4 import decompress_lz4
 from .snappy import decompress_snappy

@@ -1,171 +1,21 @@
-"""Batch framing: the 17-byte prefix every batch shares, and the v2 / legacy header fields.
-
-A ``.log`` file is a concatenation of batches. Each starts ``offset:int64 | size:int32 | 4 bytes |
-magic:int8`` (SEGMENT_SPEC §0); the batch occupies ``12 + size`` bytes. This module parses that
-framing and classifies how a file ends; :mod:`.walk` walks it.
+"""How a walked byte range of a segment ends (:class:`Tail`, :func:`classify_stop`): a clean
+end, a batch being appended, a zero fill, or damage. The layouts are :mod:`..format.batch`'s;
+:mod:`.walk` walks them.
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import RecordStructureError
-from ..logformat import CODEC_NAMES
-from ..storage.source import ByteSource, as_source
-from .layout import (  # noqa: F401  (re-exported: the framing facts' names here)
+from ..format.batch import (
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
     PREFIX_SIZE,
-    V1_HEADER_SIZE,
     V2_HEADER_SIZE,
 )
-from .layout import PREFIX as _PREFIX
-
-_V2 = struct.Struct(">qiiBIhiqqqhii")  # through recordsCount
-_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
-
-
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """The header fields of one batch (v2) or one top-level legacy message (v0/v1)."""
-
-    position: int
-    base_offset: int  # v2: baseOffset; legacy: the entry offset, which is the *last* offset
-    size: int  # total bytes, 12 + size field
-    magic: int
-    attributes: int = 0
-    crc: int = 0
-    last_offset_delta: int = 0
-    base_timestamp: int = -1
-    max_timestamp: int = -1
-    producer_id: int = -1
-    producer_epoch: int = -1
-    base_sequence: int = -1
-    records_count: int = -1
-    partition_leader_epoch: int = -1
-
-    @property
-    def codec(self) -> int:
-        """Compression codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
-        return self.attributes & 0x07
-
-    @property
-    def codec_name(self) -> str:
-        """The codec as Kafka's tools name it."""
-        c = self.codec
-        return CODEC_NAMES[c] if c < len(CODEC_NAMES) else f"unknown({c})"
-
-    @property
-    def log_append_time(self) -> bool:
-        """True when the timestamp type bit says LogAppendTime (v1 and v2)."""
-        return self.magic > 0 and bool(self.attributes & 0x08)
-
-    @property
-    def is_transactional(self) -> bool:
-        """v2 transactional bit."""
-        return self.magic >= 2 and bool(self.attributes & 0x10)
-
-    @property
-    def is_control(self) -> bool:
-        """v2 control bit (transaction markers, KRaft control records)."""
-        return self.magic >= 2 and bool(self.attributes & 0x20)
-
-    @property
-    def has_delete_horizon(self) -> bool:
-        """v2 bit 6: baseTimestamp holds the delete horizon (KIP-534)."""
-        return self.magic >= 2 and bool(self.attributes & 0x40)
-
-    @property
-    def last_offset(self) -> int:
-        """The last offset this batch occupies (v2: base + lastOffsetDelta; legacy: entry offset)."""
-        return self.base_offset + self.last_offset_delta if self.magic >= 2 else self.base_offset
-
-    @property
-    def end(self) -> int:
-        """Byte position just past this batch."""
-        return self.position + self.size
-
-    @property
-    def timestamp_type(self) -> int:
-        """Spark's timestampType: -1 none (v0), 0 CreateTime, 1 LogAppendTime."""
-        if self.magic == 0:
-            return -1
-        return 1 if self.attributes & 0x08 else 0
-
-
-def read_varint(buf: bytes | memoryview, p: int, end: int) -> tuple[int, int]:
-    """The zig-zag varint at ``buf[p:end]`` as (value, next position); (0, -1) when malformed.
-
-    For the few record fields the planner and tools read in Python (control record keys);
-    whole batches go through the compiled kernels.
-    """
-    raw = 0
-    shift = 0
-    while p < end and shift <= 63:
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), p
-        shift += 7
-    return 0, -1
-
-
-def parse_header(buf: bytes | memoryview, at: int, position: int) -> BatchHeader:
-    """Parse the header at ``buf[at:]``; ``position`` is its absolute byte position in the file.
-
-    ``buf`` must hold at least 61 bytes from ``at`` for v2, or 17 (v0) / 26 (v1) for legacy.
-    """
-    offset, size, _, magic = _PREFIX.unpack_from(buf, at)
-    if magic >= 2:
-        (
-            base_offset,
-            size,
-            ple,
-            magic,
-            crc,
-            attrs,
-            lod,
-            base_ts,
-            max_ts,
-            pid,
-            epoch,
-            base_seq,
-            count,
-        ) = _V2.unpack_from(buf, at)
-        return BatchHeader(
-            position,
-            base_offset,
-            LOG_OVERHEAD + size,
-            magic,
-            attrs & 0xFF,
-            crc,
-            lod,
-            base_ts,
-            max_ts,
-            pid,
-            epoch,
-            base_seq,
-            count,
-            ple,
-        )
-    offset, size, crc, magic, attrs = _LEGACY.unpack_from(buf, at)
-    ts = -1
-    if magic == 1 and len(buf) - at >= 26:
-        ts = struct.unpack_from(">q", buf, at + 18)[0]
-    return BatchHeader(
-        position,
-        offset,
-        LOG_OVERHEAD + size,
-        magic,
-        attrs & 0xFF,
-        crc,
-        0,
-        ts,
-        ts,
-    )
+from ..format.batch import PREFIX as _PREFIX
+from ..storage.source import ByteSource, as_source
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,21 +131,3 @@ def classify_stop(
         exc.resume_at = true_end  # where the next batch starts, when the CRC says so
         raise exc
     return Tail("truncated", pos, remaining)
-
-
-def walk_headers(
-    source: ByteSource | int,
-    path: str,
-    start: int,
-    end: int,
-    full: bool = False,
-    last_segment: bool = True,
-    max_batch_bytes: int | None = None,
-) -> Iterator[BatchHeader | Tail]:
-    """:func:`~.walk.walk_classified` over ``source`` (a byte source or an open descriptor):
-    every complete batch's full header in ``[start, end)``, then one :class:`Tail`; raises for
-    damage. ``full`` is accepted for old callers (headers are always full)."""
-    from .walk import walk_classified  # walk.py builds on this module
-
-    src = as_source(source, path)
-    return walk_classified(src, path, start, end, last_segment, max_batch_bytes)

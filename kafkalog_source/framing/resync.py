@@ -20,23 +20,34 @@ return the bytes they examined so that the caller can count the work.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Sequence
 
 import crc32c
 import numpy as np
 
+from ..format.batch import (
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_AT,
+    PREFIX,
+    PREFIX_SIZE,
+    V2_CRC_AT,
+    V2_CRC_FROM,
+    V2_FROM_CRC,
+    V2_HEADER_SIZE,
+    crc_from,
+    smallest_batch,
+    stored_crc,
+)
+from ..format.legacy import LEGACY_CRC_FROM
 from ..storage.source import ByteSource
-from .layout import LEGACY_MIN_SIZE, LOG_OVERHEAD, PREFIX, V2_HEADER_SIZE
 
 EVIDENCE_BYTES = 8 << 20  # how far past a damaged batch its true end is searched
 FIRST_CHUNK = 64 << 10  # the first bytes read; each next read is twice as large
 MAX_CANDIDATES = 1000  # candidate ends whose CRC is compared, per damaged batch
 MAX_VERIFIED = 64  # candidate headers whose own CRC is computed, per damaged batch
 MAX_INDEX_ENTRIES = 8  # .index entries after the damage tried, per damaged batch
-
-_V2_CHECK = struct.Struct(">IhiqqqhiI")  # crc .. recordsCount (from byte 17)
 
 
 def _crc(magic: int, data: bytes | memoryview, running: int) -> int:
@@ -72,14 +83,14 @@ def crc_true_end(
 
     Returns (the position, or None when no length matches; the bytes examined)."""
     head = src.read(pos, max(0, min(V2_HEADER_SIZE, end - pos)))
-    if len(head) < 17 or head[16] > 2:
+    if len(head) < PREFIX_SIZE or head[MAGIC_AT] > 2:
         return None, len(head)
-    magic = head[16]
-    first = pos + (V2_HEADER_SIZE if magic == 2 else 26)  # the smallest legal batch
-    skip = 21 if magic == 2 else 16  # the CRC covers the batch from this byte
+    magic = head[MAGIC_AT]
+    first = pos + smallest_batch(magic)
+    skip = crc_from(magic)  # the CRC covers the batch from this byte
     if len(head) < skip:
         return None, len(head)
-    stored = struct.unpack_from(">I", head, 17 if magic == 2 else 12)[0]
+    stored = stored_crc(head, magic)
     stop = min(end, pos + limit)
     running, at = 0, pos + skip
     lo, chunk, seen, examined = pos, FIRST_CHUNK, 0, len(head)
@@ -125,15 +136,15 @@ def verify_batch(src: ByteSource, q: int, end: int, limit: int) -> tuple[bool, i
     if magic == 2:
         if total < V2_HEADER_SIZE or len(head) < V2_HEADER_SIZE:
             return False, len(head)
-        crc, attrs, lod, _, _, _, _, _, count = _V2_CHECK.unpack_from(head, 17)
+        crc, attrs, lod, _, _, _, _, _, count = V2_FROM_CRC.unpack_from(head, V2_CRC_AT)
         if attrs & 7 > 4 or lod < 0 or count > lod + 1 or count > 0x7FFFFFFF:
             return False, len(head)
-        skip = 21
+        skip = V2_CRC_FROM
     else:
-        if total < (26 if magic == 0 else 34) or head[17] & 7 > 3:
+        if total < smallest_batch(magic) or head[17] & 7 > 3:
             return False, len(head)
-        crc = struct.unpack_from(">I", head, 12)[0]
-        skip = 16
+        crc = stored_crc(head, magic)
+        skip = LEGACY_CRC_FROM
     body = src.read(q + skip, total - skip)
     if len(body) < total - skip:
         return False, len(head) + len(body)

@@ -25,10 +25,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..errors import RecordStructureError, UnsupportedFormatError
-from ..storage.source import ByteSource
-from .headers import BatchHeader, Tail, classify_stop, parse_header
-from .layout import LEGACY_MIN_SIZE, LOG_OVERHEAD, PREFIX, PREFIX_SIZE, V2_HEADER_SIZE
+from ..errors import CorruptDataError, RecordStructureError, UnsupportedFormatError
+from ..format.batch import (
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    PREFIX,
+    PREFIX_SIZE,
+    V2_HEADER_SIZE,
+    BatchHeader,
+    parse_header,
+)
+from ..storage.source import ByteSource, as_source
+from .foreign import explain_foreign
+from .headers import Tail, classify_stop
 
 # why a walk (or scan_window) stopped; scan_window adds STOP_FULL
 STOP_END = 0  # fewer than 17 bytes left
@@ -178,16 +187,36 @@ def walk_classified(
 
     A bad magic byte or a too-small v2 batch raises; so does a tail that cannot be an append in
     progress (see :func:`~.headers.classify_stop`, which gets ``last_segment`` and
-    ``max_batch_bytes``).
+    ``max_batch_bytes``). An error at byte 0 says what the file looks like when its first bytes
+    tell (:func:`~.foreign.explain_foreign`: a gzip file, a Redpanda segment, text, ...).
     """
     walk: HeaderWalk[BatchHeader] = HeaderWalk(source, start, end, block)
     yield from walk
     stop = walk.stop
     assert stop is not None
-    raise_for_stop(stop, path)
-    yield classify_stop(
-        source, path, stop.position, walk.end, stop.prefix, last_segment, max_batch_bytes
-    )
+    try:
+        raise_for_stop(stop, path)
+        tail = classify_stop(
+            source, path, stop.position, walk.end, stop.prefix, last_segment, max_batch_bytes
+        )
+    except CorruptDataError as exc:  # at byte 0: the file may be something else (foreign.py)
+        raise explain_foreign(exc, source) from None
+    yield tail
+
+
+def walk_headers(
+    source: ByteSource | int,
+    path: str,
+    start: int,
+    end: int,
+    full: bool = False,
+    last_segment: bool = True,
+    max_batch_bytes: int | None = None,
+) -> Iterator[BatchHeader | Tail]:
+    """:func:`walk_classified` over ``source`` (a byte source or an open descriptor): every
+    complete batch's full header in ``[start, end)``, then one :class:`Tail`; raises for
+    damage. ``full`` is accepted for old callers (headers are always full)."""
+    return walk_classified(as_source(source, path), path, start, end, last_segment, max_batch_bytes)
 
 
 __all__ = [
@@ -201,4 +230,5 @@ __all__ = [
     "frame_stop",
     "raise_for_stop",
     "walk_classified",
+    "walk_headers",
 ]

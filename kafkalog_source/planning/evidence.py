@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..framing.headers import PREFIX_SIZE
+from ..format.batch import PREFIX_SIZE
 from ..storage.checkpoints import (
     CLEANER,
     LOG_START,
@@ -50,6 +50,7 @@ from ..storage.checkpoints import (
     REPLICATION,
     LogDirCheckpoints,
 )
+from .logview import segment_walk
 from .probe import SegmentProbe
 from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
 
@@ -67,7 +68,6 @@ class PartitionEvidence:
 
     missing: list[MissingOffsets] = field(default_factory=list)
     compacted_below: int = NO_LOWER  # gaps below this offset are compaction
-    log_end: int | None = None  # the next offset after the last complete batch, when known
 
 
 def _name(path: str) -> str:
@@ -85,23 +85,22 @@ def compacted_below(key: tuple[str, int] | None, ckpt: LogDirCheckpoints | None,
 
 def segment_end(p: SegmentProbe) -> int | None:
     """The next offset after the segment's last complete batch (its base offset when it holds
-    none), from the latest verified ``.index`` entry and a walk of the headers after it; None
-    when it cannot be told cheaply (damage, or a remote segment over
-    :data:`REMOTE_END_WALK_BYTES` with no usable index, which the planner may not walk)."""
+    none), from the shared header walk (:mod:`.logview`: from the latest verified ``.index``
+    entry on a first walk, only appended bytes later); None when it cannot be told cheaply
+    (damage, or a remote segment over :data:`REMOTE_END_WALK_BYTES` with no usable index, which
+    the planner may not walk)."""
     base = p.seg.base_offset
     if p.size < PREFIX_SIZE:
         return base
     start = p.index_start(NO_LIMIT - 1)
     if start is None and not p.may_walk and p.size > REMOTE_END_WALK_BYTES:
         return None
-    last = None
-    for h in p.walk(start.position if start is not None else 0, required=True):
-        last = h
-    if p.walk_error is not None:
+    w = segment_walk(
+        p.seg, start_at=lambda: start.position if start is not None else 0, source=p.source
+    )
+    if w is None or w.error is not None:
         return None
-    if last is None:
-        return base
-    return last.last_offset + 1
+    return w.end
 
 
 def _indexed_past(p: SegmentProbe, end: int) -> list[tuple[int, str]]:
@@ -148,6 +147,47 @@ def _claims_past_end(
     return claims
 
 
+def last_segment_cut(
+    key: tuple[str, int] | None,
+    last: SegmentProbe,
+    ckpt: LogDirCheckpoints | None,
+    end: int | None = None,
+) -> MissingOffsets | None:
+    """The offsets past the end of a partition's last segment that its ``.index``,
+    ``.timeindex`` or the log directory's recovery point or high watermark say the log held;
+    None when nothing says so (or the end cannot be told cheaply). ``end`` is the offset after
+    the segment's last complete batch when the caller knows it (else it is walked for, only
+    when something could speak)."""
+    said_after = _claims_past_end(key, last, ckpt)
+    if said_after is None:
+        return None
+    if end is None:
+        end = segment_end(last)
+    said = said_after(end) if end is not None else []
+    if not said:
+        return None
+    topic, part = key if key is not None else (None, None)
+    hi = max(o for o, _ in said)
+    whom = [w for _, w in said]
+    listed = ", ".join(whom[:-1]) + " and " + whom[-1] if len(whom) > 1 else whom[0]
+    if (
+        ckpt is not None
+        and key is not None
+        and any(n in listed for n in (RECOVERY_POINT, REPLICATION))
+    ):
+        listed += f" in {ckpt.directory}"
+    return MissingOffsets(
+        topic,
+        part,
+        end,
+        hi,
+        f"{_name(last.path)}, the last segment, ends at offset {end - 1}, but {listed} "
+        f"say{'s' if len(whom) == 1 else ''} the log went on to offset {hi} (the last "
+        "segment was cut short, or later segment files are missing from the copy)",
+        last.path,
+    )
+
+
 def partition_evidence(
     key: tuple[str, int] | None,
     probes: list[SegmentProbe],
@@ -179,30 +219,9 @@ def partition_evidence(
         )
     if not probes or (key is None and probes[-1].seg.base_offset is None):
         return ev
-    last = probes[-1]
-    said_after = _claims_past_end(key, last, ckpt)
-    end = segment_end(last) if said_after else None  # walked only when something can be said
-    ev.log_end = end
-    said = said_after(end) if said_after is not None and end is not None else []
-    if said:
-        hi = max(o for o, _ in said)
-        whom = [w for _, w in said]
-        listed = ", ".join(whom[:-1]) + " and " + whom[-1] if len(whom) > 1 else whom[0]
-        where = f" in {ckpt.directory}" if ckpt is not None and key is not None else ""
-        if any(n in listed for n in (RECOVERY_POINT, REPLICATION)):
-            listed += where
-        ev.missing.append(
-            MissingOffsets(
-                topic,
-                part,
-                end,
-                hi,
-                f"{_name(last.path)}, the last segment, ends at offset {end - 1}, but {listed} "
-                f"say{'s' if len(whom) == 1 else ''} the log went on to offset {hi} (the last "
-                "segment was cut short, or later segment files are missing from the copy)",
-                last.path,
-            )
-        )
+    cut = last_segment_cut(key, probes[-1], ckpt)
+    if cut is not None:
+        ev.missing.append(cut)
     if ckpt is not None and key is not None:
         start = ckpt.log_start.get(key)
         first = probes[0].seg.base_offset
@@ -240,6 +259,7 @@ __all__ = [
     "PartitionEvidence",
     "clip",
     "compacted_below",
+    "last_segment_cut",
     "partition_evidence",
     "segment_end",
 ]

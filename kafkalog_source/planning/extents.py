@@ -7,7 +7,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from ..framing.headers import BatchHeader
+from ..format.batch import BatchHeader
 from ..options import EARLIEST, LATEST, ReadOptions
 from .probe import SegmentProbe
 from .pruning import Pruning

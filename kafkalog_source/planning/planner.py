@@ -143,7 +143,11 @@ def _plan(
                 probes.extend(group)
                 group_extents = _partition_extents(pkey, group, options, pruning)
                 _account(pkey, gkey[3], group, group_extents, options, pruning, checkpoints)
-            if group_extents and options.isolation_level == "read_committed":
+            if (
+                group_extents
+                and options.isolation_level == "read_committed"
+                and gkey not in in_merge  # merged copies: the batches taken (merge_extents)
+            ):
                 txn = log_transactions([p.seg for p in group])
                 for ext in group_extents:
                     ext.txn = txn

@@ -12,29 +12,29 @@ tail starts). Otherwise the planner walks headers from a boundary it already tru
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import CorruptDataError
-from ..framing.headers import (
+from ..format.batch import (
     LEGACY_MIN_SIZE,
+    PREFIX,
     PREFIX_SIZE,
     V2_HEADER_SIZE,
     BatchHeader,
-    Tail,
     parse_header,
 )
+from ..format.indexes import absolute_offsets
+from ..framing.headers import Tail
 from ..framing.walk import frame_stop, walk_classified
 from ..storage.discovery import SegmentFile
-from ..storage.indexes import absolute_offsets, read_offset_index, read_time_index, sibling_path
+from ..storage.indexes import read_offset_index, read_time_index, sibling_path
 from ..storage.source import ByteSource, open_source
 
 log = logging.getLogger("kafkalog")
 
-_PREFIX = struct.Struct(">qiiB")
 # How many index entries to try around a target before walking headers instead.
 _INDEX_TRIES = 4
 # A walk that only narrows a range (it never decides correctness) gives up after this many batches.
@@ -143,7 +143,7 @@ class SegmentProbe:
         data = self.source.read(pos, min(V2_HEADER_SIZE, self.size - pos))
         if len(data) < PREFIX_SIZE:
             return None
-        offset, size, _, magic = _PREFIX.unpack_from(data, 0)
+        offset, size, _, magic = PREFIX.unpack_from(data, 0)
         if frame_stop(size, magic, self.size - pos) is not None:
             return None
         if offset < 0 or (self.seg.base_offset is not None and offset < self.seg.base_offset):
@@ -167,7 +167,7 @@ class SegmentProbe:
         nxt = h.end
         ok = True
         if self.size - nxt >= PREFIX_SIZE:
-            offset, size, _, magic = _PREFIX.unpack_from(self.source.read(nxt, PREFIX_SIZE), 0)
+            offset, size, _, magic = PREFIX.unpack_from(self.source.read(nxt, PREFIX_SIZE), 0)
             if not (offset == 0 and size == 0):  # a zero tail starts here
                 ok = size >= LEGACY_MIN_SIZE and 0 <= magic <= 2 and offset > h.last_offset
         self._chain[h.position] = ok

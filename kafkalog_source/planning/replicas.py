@@ -15,14 +15,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..errors import DataLossError, OptionError, PathError
-from ..framing.headers import BatchHeader
+from ..errors import DataLossError, PathError
+from ..format.batch import BatchHeader
 from ..options import ReadOptions
 from ..storage.checkpoints import read_topic_id
 from ..storage.discovery import SegmentFile
-from .extents import _bounds_for, _Extent
+from .extents import _bounds_for, _Extent, _PartitionBounds
+from .logview import transaction_event
+from .markers import SegmentSummary
 from .probe import SegmentProbe
 from .splits import MissingOffsets
+from .transactions import LogTransactions, collect
 
 log = logging.getLogger("kafkalog")
 
@@ -109,11 +112,7 @@ def merge_extents(
     divergence (different data at the same offsets, as after an unclean leader election): both
     copies are named in a warning, and failOnDataLoss=true raises.
     """
-    if options.isolation_level == "read_committed":
-        raise OptionError("replicas=merge does not take isolationLevel=read_committed yet")
     b = _bounds_for(key, options)
-    if b.ts_start is not None or b.ts_end is not None:
-        raise OptionError("replicas=merge does not take timestamp bounds yet; use offsets")
     batches = [x for k, (_, probes) in enumerate(copies) for x in _copy_batches(k, probes)]
     batches.sort(key=lambda x: (x.header.base_offset, -x.header.last_offset, x.copy))
     name = f"{key[0]}-{key[1]}"
@@ -157,9 +156,13 @@ def merge_extents(
             f"failOnDataLoss: the copies of {name} disagree in {len(divergent)} batches; the "
             f"first: {divergent[0]}"
         )
+    txn = (
+        _transactions(name, chosen, copies) if options.isolation_level == "read_committed" else None
+    )
+    first, last, ends_at_time = _time_window(chosen, b)
     # runs of batches adjacent in one segment file become extents
     extents: list[_Extent] = []
-    for x in chosen:
+    for i, x in enumerate(chosen[first:last], first):
         probe = copies[x.copy][1][x.segment]
         last = extents[-1] if extents else None
         if last is not None and last.probe is probe and last.end == x.header.position:
@@ -167,7 +170,12 @@ def merge_extents(
             continue
         ext = _Extent(probe, x.header.position, x.header.end, x.header, b.lo, b.hi)
         ext.last_segment = x.segment == len(copies[x.copy][1]) - 1
+        ext.txn = txn
+        if i == first and b.ts_start is not None:
+            ext.timestamp_start = b.ts_start
         extents.append(ext)
+    if extents and ends_at_time:
+        extents[-1].timestamp_end = b.ts_end  # the batch holding the first record at ts_end
     if extents:
         log.info(
             "%s: replicas=merge reads %d runs of batches from %d copies",
@@ -176,6 +184,60 @@ def merge_extents(
             len({id(e.probe) for e in extents}),
         )
     return extents, missing
+
+
+def _readable(h: BatchHeader) -> bool:
+    return h.magic < 2 or h.records_count != 0
+
+
+def _time_window(chosen: list[_Batch], b: _PartitionBounds) -> tuple[int, int, bool]:
+    """The chosen batches ``[first, last)`` a read with timestamp bounds needs: from the first
+    non-empty batch whose maxTimestamp is >= the start time, through the first whose maxTimestamp
+    is >= the end time (it holds the first record at or after it), as a single log's planning
+    does; and whether the last one is the batch at the end time."""
+    first, last, found = 0, len(chosen), False
+    if b.ts_start is not None:
+        first = next(
+            (i for i, x in enumerate(chosen) if x.header.max_timestamp >= b.ts_start
+             and _readable(x.header)),
+            len(chosen),
+        )  # fmt: skip
+    if b.ts_end is not None:
+        at = next(
+            (i + 1 for i in range(first, len(chosen)) if chosen[i].header.max_timestamp >= b.ts_end
+             and _readable(chosen[i].header)),
+            None,
+        )  # fmt: skip
+        found = at is not None
+        last = at if at is not None else len(chosen)
+    return first, last, found
+
+
+def _transactions(
+    name: str, chosen: list[_Batch], copies: list[tuple[str, list[SegmentProbe]]]
+) -> LogTransactions:
+    """read_committed over merged copies: the aborted and undecided transactions of the batches
+    taken, in offset order (each marker read from the copy whose batch was taken)."""
+    events: list[tuple[int, int, int]] = []
+    local_open: set[int] = set()
+    for x in chosen:
+        h = x.header
+        probe = copies[x.copy][1][x.segment]
+        kind = transaction_event(h, probe.source.read, local_open)
+        if kind is not None and kind >= 0:
+            events.append((h.base_offset, h.producer_id, kind))
+    for _, probes in copies:
+        for p in probes:
+            p.close()
+    summary = SegmentSummary(
+        f"{name} (replicas=merge)",
+        None,
+        chosen[0].header.base_offset if chosen else None,
+        chosen[-1].header.last_offset + 1 if chosen else None,
+        tuple(events),
+        None,
+    )
+    return collect([summary])
 
 
 __all__ = ["check_replicas", "merge_extents", "replica_sets"]

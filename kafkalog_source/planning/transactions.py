@@ -40,27 +40,26 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..framing.headers import LEGACY_MIN_SIZE, PREFIX_SIZE
+from ..format.batch import LEGACY_MIN_SIZE, PREFIX, PREFIX_SIZE
 from ..storage.discovery import SEGMENT_NAME, SegmentFile, parent_directory, segment_bases
 from ..storage.filesystems import is_remote
 from ..storage.indexes import sibling_path
 from ..storage.source import open_source
 from . import markers
 from .markers import (
-    _PREFIX,
     ABORT,
     COMMIT,
     DATA,
     SegmentSummary,
-    _lock,
-    _summary_key,
     control_type,
     summarize_segment,
+    summary_key,
     walk_count,
 )
 from .splits import NO_LIMIT
@@ -70,6 +69,7 @@ log = logging.getLogger("kafkalog")
 Entry = tuple[int, int, int]  # (producerId, firstOffset, markerOffset)
 
 _CACHE_LOGS = 256
+_lock = threading.Lock()
 _logs: OrderedDict[tuple, LogTransactions] = OrderedDict()
 
 
@@ -195,7 +195,7 @@ def _offset_at(path: str, pos: int) -> int | None:
         return None
     if len(data) < PREFIX_SIZE:
         return None
-    offset, size, _, magic = _PREFIX.unpack_from(data, 0)
+    offset, size, _, magic = PREFIX.unpack_from(data, 0)
     if size < LEGACY_MIN_SIZE or magic > 2 or offset < 0:
         return None
     return offset
@@ -240,7 +240,7 @@ def log_transactions(segments: Iterable[SegmentFile | str]) -> LogTransactions:
         s = summarize_segment(path, base)
         if s is not None:
             summaries.append(s)
-    key = tuple(_summary_key(s.path) for s in summaries)
+    key = tuple(summary_key(s.path) for s in summaries)
     with _lock:
         hit = _logs.get(key)
         if hit is not None:

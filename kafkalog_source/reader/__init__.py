@@ -23,7 +23,7 @@ from typing import Any
 
 from ..arrow.schema import output_projection
 from . import legacy, range_reader, tuning, v2
-from .api import iter_batches, open_reader, read_range, read_split, read_table
+from .api import iter_batches, open_reader, read_pandas, read_range, read_split, read_table
 from .control import CONTROL_TYPES
 from .range_reader import RangeReader, SegmentWindows
 from .tuning import (
@@ -79,6 +79,7 @@ __all__ = [
     "iter_batches",
     "open_reader",
     "output_projection",
+    "read_pandas",
     "read_range",
     "read_split",
     "read_table",

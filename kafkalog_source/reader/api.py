@@ -94,18 +94,41 @@ def _ordered_batches(
         log.warning("kafkalog: %s", st.summary())
 
 
+def _projection(opts: ReadOptions, columns: list[str] | tuple[str, ...] | None) -> Projection:
+    """The output columns: every column ``opts`` produce, or ``columns`` of them (in that
+    order; an unknown name raises :class:`OptionError` listing the columns there are)."""
+    projection = output_projection(opts)
+    if columns is None:
+        return projection
+    if isinstance(columns, str):
+        raise OptionError(f"columns must be a list of column names, got the string {columns!r}")
+    unknown = [c for c in columns if not projection.wants(c)]
+    if unknown:
+        raise OptionError(
+            f"unknown column(s) {', '.join(map(repr, unknown))}; with these options the "
+            f"columns are: {', '.join(projection.names)}"
+        )
+    return Projection(tuple(columns))
+
+
 def iter_batches(
-    path: Any, stats: ReadStats | None = None, threads: int | None = None, **options: Any
+    path: Any,
+    stats: ReadStats | None = None,
+    threads: int | None = None,
+    columns: list[str] | tuple[str, ...] | None = None,
+    **options: Any,
 ) -> Iterator[pa.RecordBatch]:
     """Stream record batches from a segment file, a partition directory or a log directory.
 
     Batches come in log order (partition by partition, offsets ascending), decoded on
-    ``threads`` threads (default: the available cores, at most 8).
+    ``threads`` threads (default: the available cores, at most 8). ``columns`` chooses output
+    columns, as for :func:`open_reader`.
     """
     opts = parse_options(options, paths=path)
     n = _threads(threads)
+    projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts, options)
-    yield from _ordered_batches(ranges, opts, output_projection(opts), stats, n)
+    yield from _ordered_batches(ranges, opts, projection, stats, n)
 
 
 def open_reader(
@@ -127,15 +150,7 @@ def open_reader(
     """
     opts = parse_options(options, paths=path)
     n = _threads(threads)
-    projection = output_projection(opts)
-    if columns is not None:
-        unknown = [c for c in columns if not projection.wants(c)]
-        if unknown:
-            raise OptionError(
-                f"unknown column(s) {', '.join(map(repr, unknown))}; with these options the "
-                f"columns are: {', '.join(projection.names)}"
-            )
-        projection = Projection(tuple(columns))
+    projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts, options)  # plan now: errors surface before the first batch
     return pa.RecordBatchReader.from_batches(
         projection.schema, _ordered_batches(ranges, opts, projection, stats, n)
@@ -143,12 +158,41 @@ def open_reader(
 
 
 def read_table(
-    path: Any, stats: ReadStats | None = None, threads: int | None = None, **options: Any
+    path: Any,
+    stats: ReadStats | None = None,
+    threads: int | None = None,
+    columns: list[str] | tuple[str, ...] | None = None,
+    **options: Any,
 ) -> pa.Table:
-    """Read everything under ``path`` into one Arrow table, in log order (see ``iter_batches``)."""
+    """Read everything under ``path`` into one Arrow table, in log order (see ``iter_batches``).
+    ``columns`` chooses output columns, as for :func:`open_reader`; the others are never
+    decoded."""
     opts = parse_options(options, paths=path)  # once: errors here, before any planning
     n = _threads(threads)
-    projection = output_projection(opts)
+    projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts, options)
     batches = list(_ordered_batches(ranges, opts, projection, stats, n))
     return pa.Table.from_batches(batches, schema=projection.schema)
+
+
+PANDAS_HINT = "pip install 'kafkalog[pandas]'"
+
+
+def read_pandas(
+    path: Any,
+    stats: ReadStats | None = None,
+    threads: int | None = None,
+    columns: list[str] | tuple[str, ...] | None = None,
+    **options: Any,
+) -> Any:
+    """Read everything under ``path`` into a ``pandas.DataFrame`` (as :func:`read_table`, then
+    ``Table.to_pandas()``). pandas is not a dependency of kafkalog: without it this raises an
+    ImportError saying how to install it, before anything is read."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError as e:
+        raise ImportError(
+            f"read_pandas needs pandas, which kafkalog does not install: {PANDAS_HINT} "
+            f"(or pip install pandas) ({e})"
+        ) from e
+    return read_table(path, stats=stats, threads=threads, columns=columns, **options).to_pandas()

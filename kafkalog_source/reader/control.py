@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..arrow.schema import CONTROL_STRUCT
+from ..format.control import ABORT, COMMIT, control_key, marker_coordinator_epoch
+from ..format.names import CONTROL_TYPES
 from ..framing.scan import H_ATTRS, H_MAGIC
-from ..logformat import CONTROL_TYPES
 
 
 def is_control(meta: np.ndarray) -> np.ndarray:
@@ -31,14 +31,15 @@ def control_column(cols: dict[str, Any], meta: np.ndarray, n: int) -> pa.Array:
         k = keys[r].as_py()
         v = values[r].as_py()
         valid[r] = True
-        if k is None or len(k) < 4:
+        parsed = control_key(k) if k is not None else None
+        if parsed is None:
             types[r] = "INVALID"
             continue
-        version, ctype = struct.unpack_from(">hh", k, 0)
+        version, ctype = parsed
         types[r] = CONTROL_TYPES.get(ctype, f"UNKNOWN({ctype})")
         versions[r] = version
-        if ctype in (0, 1) and v is not None and len(v) >= 6:
-            epochs[r] = struct.unpack_from(">i", v, 2)[0]
+        if ctype in (ABORT, COMMIT) and v is not None:
+            epochs[r] = marker_coordinator_epoch(v)
     return pa.StructArray.from_arrays(
         [
             pa.array(types, pa.string()),

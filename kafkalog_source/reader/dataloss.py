@@ -4,11 +4,11 @@ planner's report of offsets missing from the partition (:mod:`..planning.evidenc
 from __future__ import annotations
 
 import logging
-import struct
 
 import numpy as np
 
 from ..errors import DataLossError, FileChangedError
+from ..format.batch import offset_field
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
 from ..planning.splits import MissingOffsets
 from ..stats import ReadEvent
@@ -112,7 +112,7 @@ class DataLossChecks:
             head = src.read(rng.end, 17)
             if len(head) < 17 or head[16] != 2:
                 return  # end of data, or a legacy entry (its first offset is not in its header)
-            base = struct.unpack_from(">q", head, 0)[0]
+            base = offset_field(head)
             where = f"the next one, at the start of the next split, begins at {base}"
         else:
             if rng.next_base_offset is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 import numpy as np
@@ -10,6 +9,8 @@ import pyarrow as pa
 
 from ..codecs import decompress
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError, UnsupportedFormatError
+from ..format.batch import LOG_OVERHEAD, size_field
+from ..format.legacy import key_and_value, message_header
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_MAGIC, H_MAX_TS, H_POS, H_SIZE, H_WPOS
 from ..kernel.crc32 import CRC32_TABLES
 from ..kernel.legacy import W_START, W_WIDTH, check_wrappers, decode_legacy, decode_wrapped
@@ -249,7 +250,7 @@ class LegacyMessages:
             row = None if inner else table[first_row + k0 + k]
             if code == WRAPPER:
                 wp = int(st[WRAP_POS])
-                size = 12 + struct.unpack_from(">i", src, wp + 8)[0]
+                size = LOG_OVERHEAD + size_field(src, wp)
                 r0 = sink.rows
                 try:
                     self._wrapper(src, wp, meta_base + (k0 + k) * meta_step, depth, row)
@@ -293,16 +294,8 @@ class LegacyMessages:
     ) -> None:
         """Decompress one legacy wrapper message and decode its inner message set."""
         sink = self.sink
-        w_offset, size, _crc, magic, attrs = struct.unpack_from(">qiIbb", src, wp)
-        q = wp + 18
-        w_ts = -1
-        if magic == 1:
-            w_ts = struct.unpack_from(">q", src, q)[0]
-            q += 8
-        klen = struct.unpack_from(">i", src, q)[0]
-        q += 4 + max(klen, 0)
-        vlen = struct.unpack_from(">i", src, q)[0]
-        q += 4
+        w_offset, size, _crc, magic, attrs, w_ts = message_header(src, wp)
+        _, klen, q, vlen = key_and_value(src, wp, magic)
         codec = attrs & 7
         if depth > 0:
             # Kafka: InvalidRecordException("Inner messages must not be compressed")

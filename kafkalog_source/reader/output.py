@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 
 from ..arrow.sink import constant_int, constant_string, timestamp_array
 from ..errors import KafkaLogError
+from ..format.names import CODEC_NAMES, increment_sequence
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_BASE_SEQ, H_EPOCH, H_MAGIC, H_PID, H_PLE, H_POS
-from ..logformat import CODEC_NAMES, increment_sequence
 from .control import control_column, is_control
 
 _CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError
+from ..format.batch import MAGIC_AT, size_field
+from ..framing.foreign import explain_foreign
 from ..framing.resync import EVIDENCE_BYTES, crc_true_end, next_verified_batch
 from ..framing.scan import H_BASE_OFFSET, H_POS, H_SIZE, H_WIDTH, H_WPOS
 from ..framing.walk import frame_stop
@@ -46,7 +48,11 @@ class CorruptPolicy:
         """Apply the mode to a malformed batch: raise, or count it and skip it. A batch whose
         CRC fails (or is not checked) may have a damaged length field: when the evidence says
         where it really ends (see :meth:`_damaged_length`), :class:`Resync` is raised instead
-        (``resync=False``: not looked for)."""
+        (``resync=False``: not looked for). The error of a file's first batch says what the
+        file looks like when its first bytes tell (a gzip file, a Redpanda segment, text, ...;
+        see :func:`~..framing.foreign.explain_foreign`)."""
+        if exc.position == 0 and self._src is not None:
+            exc = explain_foreign(exc, self._src)
         mode = self.opts.mode
         if mode == "FAILFAST":
             raise exc
@@ -122,7 +128,7 @@ class CorruptPolicy:
             head = src.read(declared, 17)
             if len(head) < 17:
                 return None
-            nsize, nmagic = int.from_bytes(head[8:12], "big", signed=True), head[16]
+            nsize, nmagic = size_field(head), head[MAGIC_AT]
             if frame_stop(nsize, nmagic, end - declared) is None or not any(head):
                 return None  # the declared end looks like a boundary (or a zero tail)
         limit = self._resync_limit()

@@ -4,7 +4,6 @@ buffer, ``scan_window`` over it) and handed batch by batch to the format paths."
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Iterator
 
 import numpy as np
@@ -13,7 +12,8 @@ import pyarrow as pa
 from ..arrow.schema import Projection
 from ..arrow.sink import ColumnSink
 from ..errors import CorruptDataError, RecordStructureError, UnsupportedFormatError
-from ..framing.headers import LOG_OVERHEAD, classify_stop
+from ..format.batch import LOG_OVERHEAD, offset_field, size_field
+from ..framing.headers import classify_stop
 from ..framing.scan import (
     H_BASE_OFFSET,
     H_LOD,
@@ -201,23 +201,23 @@ class RangeReader(
                 pos = self._tail(src, pos, end)
                 continue
             if why == STOP_INCOMPLETE:
-                size = 12 + struct.unpack_from(">i", buf, int(stop) + 8)[0]
+                size = LOG_OVERHEAD + size_field(buf, int(stop))
                 if pos + size > end:
                     pos = self._tail(src, pos, end)  # too big, not the last segment: damage
                     continue
                 if size > self.opts.max_batch_bytes + 12:
-                    base = struct.unpack_from(">q", buf, int(stop))[0]
+                    base = offset_field(buf, int(stop))
                     pos += self._too_big(pos, size, base)
                     continue
                 window_bytes = max(window_bytes, size)
                 continue
             # invalid framing at pos
             at = int(stop)
-            base = struct.unpack_from(">q", buf, at)[0]
+            base = offset_field(buf, at)
             if why == STOP_BAD_SIZE:
                 pos = self._tail(src, pos, end)  # zero tail ends quietly; anything else raises
                 continue
-            size = 12 + struct.unpack_from(">i", buf, at + 8)[0]
+            size = LOG_OVERHEAD + size_field(buf, at)
             if why == STOP_BAD_MAGIC:
                 exc: CorruptDataError = UnsupportedFormatError(
                     f"unknown magic byte {np.int8(buf[at + 16])}", rng.path, pos, base
@@ -266,7 +266,7 @@ class RangeReader(
             base = exc.base_offset if exc.base_offset is not None else 0
             resume = exc.resume_at
             if resume is None and len(prefix) >= 17:
-                size = LOG_OVERHEAD + struct.unpack_from(">i", prefix, 8)[0]
+                size = LOG_OVERHEAD + size_field(prefix)
                 true = self._true_extent(exc, pos, size)
                 if true is not None:
                     exc, resume = true[0], pos + true[1]

@@ -11,6 +11,7 @@ import pyarrow as pa
 from ..codecs import decompress
 from ..codecs.compiled import ARENA_FULL, SLACK, inflate_batches
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError
+from ..format.names import CODEC_NAMES
 from ..framing.scan import (
     H_ATTRS,
     H_BASE_OFFSET,
@@ -41,7 +42,6 @@ from ..kernel.v2 import (
     BP_WIDTH,
     decode_v2,
 )
-from ..logformat import CODEC_NAMES
 from .policy import SkipBatch
 from .tuning import (
     _PADDING,

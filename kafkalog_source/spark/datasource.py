@@ -61,7 +61,6 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -86,9 +85,8 @@ from ..errors import OptionError, PathError
 from ..options import ReadOptions, parse_options
 from ..planning.planner import plan
 from ..planning.pruning import Pruning
-from ..planning.splits import Split
-from ..stats import ReadStats
 from .filters import pruning_from_filters
+from .partitions import SplitPartition, read_partition
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -217,13 +215,6 @@ def _spark_type(name: str) -> str:
     return Projection((name,)).ddl.split(" ", 1)[1]
 
 
-@dataclass(frozen=True)
-class SplitPartition(InputPartition):
-    """One planned :class:`~kafkalog_source.planning.splits.Split`, as a Spark input partition."""
-
-    split: Split
-
-
 class KafkaLogReader(DataSourceReader):
     """Plans splits on the driver and decodes one split per task into Arrow record batches."""
 
@@ -244,17 +235,7 @@ class KafkaLogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split; an empty plan arrives as ``InputPartition(None)`` and yields nothing."""
-        if not isinstance(partition, SplitPartition):
-            return
-        from ..reader import read_split  # numba and the kernels: executors only, not planning
-
-        stats = ReadStats()
-        rename = self.rename
-        for batch in read_split(partition.split, self.read_options, self.projection, stats):
-            if rename is not None:
-                batch = pa.RecordBatch.from_arrays(batch.columns, schema=rename)
-            yield batch
-        _log_summary(partition.split, stats)
+        return read_partition(partition, self.read_options, self.projection, self.rename)
 
 
 class KafkaLogPushdownReader(KafkaLogReader):
@@ -264,14 +245,3 @@ class KafkaLogPushdownReader(KafkaLogReader):
         """Keep usable filters as a pruning hint; return all of them for Spark to re-apply."""
         self.pruning = pruning_from_filters(filters)
         return filters
-
-
-def _log_summary(split: Split, stats: ReadStats) -> None:
-    first = split.ranges[0].path if split.ranges else "-"
-    more = f" (+{len(split.ranges) - 1} ranges)" if len(split.ranges) > 1 else ""
-    level = logging.WARNING if stats.skipped else logging.INFO
-    events = stats.events
-    also = f"; first problem: {events[0].message}" if events else ""
-    log.log(
-        level, "kafkalog split %d [%s%s]: %s%s", split.index, first, more, stats.summary(), also
-    )

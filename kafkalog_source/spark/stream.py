@@ -33,7 +33,6 @@ from pyspark.sql.streaming.datasource import (
 
 from ..arrow.schema import Projection
 from ..options import ReadOptions
-from ..stats import ReadStats
 from ..streaming.source import (
     Limit,
     StreamSource,
@@ -43,6 +42,7 @@ from ..streaming.source import (
     reader_options,
     stream_fail_on_data_loss,
 )
+from .partitions import SplitPartition, read_partition
 
 log = logging.getLogger("kafkalog")
 
@@ -89,8 +89,6 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """The splits reading ``start <= offset < end`` in every partition."""
-        from .datasource import SplitPartition
-
         splits = self.source.plan(
             offsets_from_json(start), offsets_from_json(end), prints_from_json(start)
         )
@@ -98,18 +96,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split, as a batch read does."""
-        from .datasource import SplitPartition, _log_summary
-
-        if not isinstance(partition, SplitPartition):
-            return
-        from ..reader import read_split
-
-        stats = ReadStats()
-        for batch in read_split(partition.split, self.read_options, self.projection, stats):
-            if self.rename is not None:
-                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.rename)
-            yield batch
-        _log_summary(partition.split, stats)
+        return read_partition(partition, self.read_options, self.projection, self.rename)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the archive is only read."""

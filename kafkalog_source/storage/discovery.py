@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError
-from ..logformat import segment_base_offset
+from ..format.names import segment_base_offset
 from ..options import ReadOptions, StoreOptions
 from ..stats import ReadEvent, ReadStats
 from .filesystems import Location, display_uri, is_remote, local_path, resolve
@@ -60,6 +60,13 @@ TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 NOT_LOG_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 _GLOB_CHARS = re.compile(r"[*?\[]")
+# Redpanda's own segment files, {base offset}-{term}-v{version}.log: another format
+REDPANDA_SEGMENT_NAME = re.compile(r"^[0-9]+-[0-9]+-v[0-9]+\.log$")
+# When a directory holds no segment file, how far below it the error message looks for some
+# (directories below it; a log directory one or two levels down puts them at depth 2 or 3),
+# and how many directories it may list to find them.
+DEEPER_LEVELS = 3
+DEEPER_LISTINGS = 200
 
 
 @dataclass(frozen=True)
@@ -283,6 +290,8 @@ class _Collector:
         self.filtered = 0  # segment files left out by pathGlobFilter / modifiedBefore / After
         self.others = 0  # entries looked at that are not segment files
         self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
+        self.directories: list[str] = []  # directories named (or matched) that were scanned
+        self.redpanda: str | None = None  # a Redpanda segment file seen, for the error message
         self.tiered: list[_Entry] = []  # tiered-storage .log objects whose manifests are unread
         self.local = _LocalLister()
         self._remote: _RemoteLister | None = None
@@ -379,6 +388,8 @@ class _Collector:
                 self.note_swap(entry.path)
             else:
                 self.others += 1
+                if self.redpanda is None and REDPANDA_SEGMENT_NAME.match(name):
+                    self.redpanda = entry.path
                 if name.endswith(TRANSIENT_SUFFIXES):
                     log.debug("skipping transient file %s", entry.path)
         return sorted(subdirs)
@@ -598,9 +609,90 @@ def _nothing_to_read(options: ReadOptions, collector: _Collector) -> str:
         )
     if not why:
         why.append("it is empty")
+    head = f"no segment files (.log) found under {shown}: {'; '.join(why)}"
+    deeper = None
+    if not collector.filtered and not options.recursive_file_lookup:
+        deeper = _look_deeper(collector)
+    if deeper is not None:
+        return f"{head}. {deeper}"
+    if collector.redpanda is not None:
+        head += (
+            f". Files named like {_basename(collector.redpanda)} are Redpanda segments, a format "
+            "of its own that kafkalog does not read"
+        )
+    return f"{head}. Check the path, or set the option allowEmpty=true to read it as empty"
+
+
+def _join_path(directory: str, *parts: str) -> str:
+    if "://" in directory:
+        return "/".join([directory.rstrip("/"), *parts])
+    return os.path.join(directory, *parts)
+
+
+def _shown(paths: list[str], most: int = 3) -> str:
+    shown = ", ".join(paths[:most])
+    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
+def _look_deeper(collector: _Collector) -> str | None:
+    """Where segment files are, below the directories that held none (a folder of several
+    brokers' log directories, say): at most :data:`DEEPER_LEVELS` levels down and
+    :data:`DEEPER_LISTINGS` directory listings (a remote store's tree is listed already). The
+    sentence suggesting the paths (or the glob) and ``recursiveFileLookup`` that read them, or
+    None when none is found."""
+    holders: list[tuple[str, str, int]] = []  # (directory named, directory holding, depth)
+    listings = 0
+    for top in collector.directories:
+        lister = collector.lister(top)
+        queue = [(top, 0)]  # breadth first: the shallowest holders first
+        while queue and listings < DEEPER_LISTINGS:
+            directory, depth = queue.pop(0)
+            listings += 1
+            try:
+                entries = lister.list_dir(directory) or []
+            except (PathError, OSError):
+                continue
+            if depth > 0 and any(segment_base_offset(e.name) is not None for e in entries):
+                holders.append((top, directory, depth))
+                continue
+            for e in entries:
+                if collector.redpanda is None and REDPANDA_SEGMENT_NAME.match(e.name):
+                    collector.redpanda = e.path
+            if depth < DEEPER_LEVELS:
+                queue.extend(
+                    (e.path, depth + 1)
+                    for e in sorted(entries, key=lambda e: e.path)
+                    if e.is_dir and not e.name.endswith(SKIPPED_DIR_SUFFIXES)
+                )
+    if not holders:
+        return None
+    # the directories a read takes: a partition directory's log directory (discovery reads the
+    # partition directories inside a directory it is given), else the directory itself
+    roots: list[str] = []
+    globs: list[str] = []
+    for top, holder, depth in holders:
+        partition = parse_partition_dir(_basename(holder)) is not None and depth > 1
+        if (root := _parent(holder) if partition else holder) not in roots:
+            roots.append(root)
+        pattern = _join_path(top, *["*"] * (depth - 1 if partition else depth))
+        if pattern not in globs:
+            globs.append(pattern)
+    # a glob is suggested only when it matches directories alone (a file it matched would be
+    # read as a segment)
+    for pattern in globs:
+        lister = collector.lister(pattern)
+        try:
+            matched = [lister.stat(m) for m in lister.glob(pattern)]
+        except (PathError, OSError):
+            matched = [None]
+        if not all(m is not None and m.is_dir for m in matched):
+            globs = []
+            break
+    alternative = f", or the glob {' '.join(globs)}" if globs else ""
     return (
-        f"no segment files (.log) found under {shown}: {'; '.join(why)}. Check the path, or set "
-        "the option allowEmpty=true to read it as empty"
+        f"Segment files lie deeper, in {_shown([h[1] for h in holders])}: name the "
+        f"director{'y' if len(roots) == 1 else 'ies'} holding them as paths "
+        f"({_shown(roots)}{alternative}), or set the option recursiveFileLookup=true"
     )
 
 
@@ -629,6 +721,7 @@ def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[Segme
                 collector.missing(path, raw)
                 continue
             if entry.is_dir:
+                collector.directories.append(path)
                 if options.recursive_file_lookup:
                     collector.scan_recursive(path)
                 else:

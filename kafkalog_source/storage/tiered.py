@@ -49,7 +49,6 @@ import binascii
 import json
 import os
 import re
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -59,6 +58,7 @@ from typing import Any
 import zstandard
 
 from ..errors import CorruptDataError, DecompressionError, EncryptedSegmentError, FileChangedError
+from ..format.tiered import chunk_sizes
 from .filesystems import is_remote, local_path
 from .source import ByteSource
 
@@ -246,35 +246,10 @@ def decode_chunk_sizes(encoded: str, uri: str = "<manifest>") -> list[int]:
         raw = zstandard.ZstdDecompressor().decompress(packed, allow_extra_data=False)
     except zstandard.ZstdError as e:
         raise _bad(uri, f"chunkIndex.transformedChunks does not decompress ({e})") from None
-    if len(raw) < 4:
-        raise _bad(uri, "chunkIndex.transformedChunks holds no count")
-    (count,) = struct.unpack_from(">i", raw, 0)
-    if count < 0:
-        raise _bad(uri, f"chunkIndex.transformedChunks count is {count}")
-    if count == 0:
-        want, values = 4, []
-    elif count == 1:
-        want = 8
-        values = list(struct.unpack_from(">i", raw, 4)) if len(raw) >= want else []
-    else:
-        width = raw[8] if len(raw) > 8 else 0
-        if not 1 <= width <= 4:
-            raise _bad(uri, f"chunkIndex.transformedChunks has {width} bytes per value (1-4)")
-        want = 9 + (count - 1) * width + 4
-        values = []
-        if len(raw) >= want:
-            (base,) = struct.unpack_from(">i", raw, 4)
-            body = raw[9 : 9 + (count - 1) * width]
-            values = [
-                base + int.from_bytes(body[i : i + width], "big")
-                for i in range(0, len(body), width)
-            ]
-            values.append(struct.unpack_from(">i", raw, want - 4)[0])
-    if len(raw) != want:
-        raise _bad(
-            uri,
-            f"chunkIndex.transformedChunks: {len(raw)} bytes for {count} sizes ({want} expected)",
-        )
+    try:
+        values = chunk_sizes(raw)
+    except ValueError as e:
+        raise _bad(uri, f"chunkIndex.transformedChunks {e}") from None
     if any(v < 0 or v > _INT_MAX for v in values):
         raise _bad(uri, "chunkIndex.transformedChunks holds a negative size")
     return values

@@ -10,18 +10,19 @@ skipped.
 
 **What is available.** A partition's end is the offset after the last complete batch of its last
 segment: the last segment may still be growing, and a batch being appended (a truncated tail)
-ends it quietly. The end is found by walking batch headers from the last ``.index`` entry, and
-each later trigger walks only the bytes appended since (the walk is cached per segment file),
-once it has checked that the bytes it knows did not change: same file (inode, locally), not
-smaller, mtime not earlier, and the header of the last batch walked (base offset, size, CRC)
-still at the same position. With ``isolationLevel=read_committed`` the end is also at most the
-partition's last stable offset: the first offset of a transaction still undecided in the data
-(no marker yet), so its records come in the micro-batch that sees its marker; the transaction
-markers are also gathered from the appended bytes only (:mod:`..planning.markers`).
+ends it quietly. The end comes from the header walk the planner, ``read_committed`` and
+``verify`` share (:mod:`..planning.logview`): it starts at the last ``.index`` entry (at byte 0
+under ``read_committed``, whose transaction markers the same walk gathers), and each later
+trigger walks only the bytes appended since, once it has checked that the bytes it knows did not
+change: same file (inode, locally), not smaller, mtime not earlier, and the first bytes of the
+last batch walked (its header, with the CRC) still the same at the same position. With
+``isolationLevel=read_committed`` the end is also at most the partition's last stable offset: the
+first offset of a transaction still undecided in the data (no marker yet), so its records come in
+the micro-batch that sees its marker.
 
 **A rewritten last segment.** A follower truncates its log after a leader change and appends
 again at the same offsets; an archive copy may be replaced. When the checks above fail, the
-segment is walked again from byte 0 and compared with the batches the stream had walked (their
+segment is walked again from byte 0 and compared with the batches the stream had seen (their
 offsets, positions, sizes and CRCs; the latest few thousand per segment). Offsets the stream had
 already delivered whose batch is gone or differs are a data loss: with ``failOnDataLoss`` the
 query fails naming the partition, offsets and file; with false it is logged once and counted in
@@ -32,8 +33,8 @@ and delivers the offsets after.
 offset and CRC of the batch holding the offset before the position: the last batch delivered
 there (``{"orders": {"0": 10}, "kafkalog:lastBatch": {"orders": {"0": [9, 3735928559]}}}``;
 Spark checkpoints the JSON as it is). A query that starts or restarts from such offsets finds
-that batch (among the batches its end walk passed, else by the segment's ``.index`` and a short
-header walk) before it goes on, and a batch gone or different is a data loss as above: the
+that batch (among the batches the shared header walk of :mod:`..planning.logview` passed,
+else by the segment's ``.index`` and a short header walk) before it goes on, and a batch gone or different is a data loss as above: the
 offsets from that segment's start to the position are reported as possibly replaced, since
 which of them changed is not known. A segment before the last one may have been compacted
 since, so ``offsetGaps`` decides there (:meth:`StreamSource._check_prints`). Offsets without
@@ -50,7 +51,11 @@ Spark's Kafka source does, and every micro-batch makes progress.
 records to retention; a partition that disappears lost all that was not read. With
 ``failOnDataLoss`` (true by default for streams, as in Spark's Kafka source) the query fails
 naming the partition and offsets; with false the loss is logged, counted in :attr:`lost`, and the
-stream goes on from the earliest offset. A segment before the last one rewritten by compaction
+stream goes on from the earliest offset. A last segment that did not change between two triggers
+while its ``.index``, ``.timeindex`` or the log directory's recovery point or high watermark name
+offsets past its end was cut short (a live broker writes the log before the index, so its file
+would have grown): those offsets are a loss too, reported once per version of the file, instead
+of being waited for. A segment before the last one rewritten by compaction
 keeps its offsets, so it is not read again (its bytes are not compared, but for the last batch
 delivered when a query starts: the cleaner never rewrites the active segment, and only the last
 one is watched).
@@ -65,15 +70,23 @@ from typing import Any
 from ..arrow.schema import output_projection
 from ..errors import DataLossError, OptionError
 from ..options import EARLIEST, LATEST, ReadOptions
-from ..planning.evidence import compacted_below
+from ..planning.evidence import compacted_below, last_segment_cut
+from ..planning.logview import (
+    Print,
+    Rewrite,
+    SegmentWalk,
+    Version,
+    changed_since,
+    segment_walk,
+    version_of,
+)
 from ..planning.planner import plan
 from ..planning.probe import SegmentProbe
-from ..planning.splits import NO_LIMIT, Split
+from ..planning.splits import NO_LIMIT, MissingOffsets, Split
 from ..planning.transactions import log_transactions
 from ..storage.checkpoints import read_log_dir_checkpoints
 from ..storage.discovery import SegmentFile, discover, parent_directory
 from ..storage.filesystems import is_remote, using_store
-from ..storage.source import file_stat
 
 log = logging.getLogger("kafkalog")
 
@@ -171,64 +184,6 @@ class PartitionLog:
     end: int  # the offset after the last complete batch (capped by the LSO, read_committed)
 
 
-# (first offset, last offset, position, bytes, CRC) of a batch the end walk passed
-_Print = tuple[int, int, int, int, int]
-# batch prints kept per growing segment (the latest ones): enough to say which offsets a
-# truncation near the end replaced; a rewrite further back is reported from the segment's start
-_PRINTS = 4096
-
-
-@dataclass
-class _EndCache:
-    """What the end walk of a partition's last segment knew at the last trigger."""
-
-    size: int
-    mtime: float
-    identity: str | None  # the local file's real path and inode (None: not known, remote)
-    end: int  # the offset after the last complete batch walked
-    prints: list[_Print]  # the latest batches walked, in file order (the last: the known end)
-    from_start: bool  # ``prints`` covers every batch from byte 0
-
-    @property
-    def resume(self) -> int:
-        """The byte after the last batch walked (0 when none was)."""
-        if not self.prints:
-            return 0
-        _, _, pos, size, _ = self.prints[-1]
-        return pos + size
-
-
-@dataclass(frozen=True)
-class _Rewrite:
-    """A last segment whose known bytes changed between triggers: offsets from ``changed`` up to
-    ``known_end`` (what the stream had seen) may now hold other data, or none."""
-
-    path: str
-    changed: int
-    known_end: int
-    exact: bool  # ``changed`` is the first batch that differs (not the segment's start)
-
-
-def _identity(seg: SegmentFile) -> str | None:
-    """The local file's real path and inode (a file replaced by a copy has another one)."""
-    if is_remote(seg.path):
-        return None
-    st = file_stat(seg.path)
-    return st[2] if st is not None else None
-
-
-def _first_changed(old: _EndCache, new: list[_Print], base: int) -> tuple[int, bool] | None:
-    """The first offset whose batch in ``old`` is not in ``new`` (same offsets, position, size
-    and CRC), and whether that is exact; None when every known batch is still there."""
-    now = set(new)
-    for i, p in enumerate(old.prints):
-        if p not in now:
-            if i == 0 and not old.from_start:
-                return base, False  # batches before the first known one may differ too
-            return p[0], True
-    return None
-
-
 @dataclass
 class StreamSource:
     """Offsets and micro-batch plans over the archive that ``options`` names."""
@@ -237,14 +192,16 @@ class StreamSource:
     fail_on_data_loss: bool = True
     lost: int = 0  # offsets lost to retention or replaced by a rewrite (failOnDataLoss=false)
     walked_bytes: int = 0  # segment bytes the end walks covered (for tests and diagnostics)
-    _ends: dict[str, _EndCache] = field(default_factory=dict)
-    _rewrites: dict[PartitionKey, _Rewrite] = field(default_factory=dict)  # not yet reported
+    _known: dict[str, SegmentWalk] = field(default_factory=dict)  # last segments' walks seen
+    _idle: set[str] = field(default_factory=set)  # last segments unchanged at the last snapshot
+    _cuts: dict[str, tuple[Version, MissingOffsets | None]] = field(default_factory=dict)
+    _rewrites: dict[PartitionKey, Rewrite] = field(default_factory=dict)  # not yet reported
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
     _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
     available: Offsets = field(default_factory=dict)  # each partition's end at the last latest()
     # per partition: its latest positions and the last batch before each, as this source found
     # them (it delivered up to there, or checked the print a query restarted with)
-    _known: dict[PartitionKey, dict[int, BatchPrint | None]] = field(default_factory=dict)
+    _delivered: dict[PartitionKey, dict[int, BatchPrint | None]] = field(default_factory=dict)
 
     # -- what the archive holds ---------------------------------------------------------------
     def snapshot(self) -> dict[PartitionKey, PartitionLog]:
@@ -270,6 +227,7 @@ class StreamSource:
                 groups.setdefault(key, []).append(seg)
             out: dict[PartitionKey, PartitionLog] = {}
             live = set()
+            self._idle = set()
             for key, segs in groups.items():
                 segs.sort(key=lambda s: s.base_offset if s.base_offset is not None else -1)
                 earliest = segs[0].base_offset or 0
@@ -280,89 +238,56 @@ class StreamSource:
                     if lso < end:
                         end = max(lso, earliest)
                 out[key] = PartitionLog(key, segs, earliest, end)
-            for path in list(self._ends):
+            for path in list(self._known):
                 if path not in live:
-                    del self._ends[path]
+                    del self._known[path]
+                    self._cuts.pop(path, None)
         return out
 
     def _end_of(self, seg: SegmentFile, floor: int, key: PartitionKey) -> int:
         """The offset after the last complete batch of ``seg`` (its base offset when it has none).
 
-        The walk is cached per file. When the file changed since the last call, the cache is
-        trusted only if bytes were just appended: same identity (inode), not smaller, mtime not
-        earlier, and the header of the last batch walked still reads the same (base offset, size,
-        CRC) at the same position; then only the bytes after that batch are walked. Otherwise the
-        segment was truncated, rewritten or replaced: it is walked again from byte 0, and the
-        batches it no longer holds as they were are noted for :meth:`latest` to report.
+        The walk is :mod:`..planning.logview`'s, shared with the planner and ``read_committed``:
+        cached per file version, and when the file changed, resumed after the last batch walked
+        if bytes were only appended (same identity, not smaller, mtime not earlier, the header of
+        that batch unchanged), else walked again from byte 0. Batches this stream had seen that
+        the new walk no longer holds as they were are noted for :meth:`latest` to report.
         """
-        base = seg.base_offset if seg.base_offset is not None else floor
-        identity = _identity(seg)
-        hit = self._ends.get(seg.path)
-        if (
-            hit is not None
-            and hit.size == seg.size
-            and hit.mtime == seg.mtime
-            and hit.identity == identity
-        ):
-            return hit.end
         probe = SegmentProbe(seg)
+
+        def index_start() -> int:
+            h = probe.index_start(NO_LIMIT - 1)  # the last .index entry that checks out
+            return h.position if h is not None else 0
+
         try:
-            appended = hit is not None and self._only_appended(hit, seg, identity, probe)
-            if hit is not None and appended:
-                start, end = hit.resume, hit.end
-                prints, from_start = list(hit.prints), hit.from_start
-            else:
-                if hit is not None:
-                    start = 0  # changed: walk it all, to tell which known batches differ
-                else:
-                    h = probe.index_start(NO_LIMIT - 1)  # the last .index entry that checks out
-                    start = h.position if h is not None else 0
-                end, prints, from_start = base, [], start == 0
-            prev_last = end - 1
-            self.walked_bytes += max(0, seg.size - start)
-            for h in probe.walk(start, required=True):
-                first = h.base_offset if h.magic >= 2 else prev_last + 1
-                prints.append((first, h.last_offset, h.position, h.size, h.crc))
-                end = max(end, h.last_offset + 1)
-                prev_last = h.last_offset
-            if probe.walk_error is not None:
-                self._damaged(seg, probe.walk_error)
+            now = segment_walk(
+                seg,
+                from_start=self.options.isolation_level == "read_committed",
+                start_at=index_start,
+            )
         finally:
             probe.close()
-        if hit is not None and not appended:
-            changed = _first_changed(hit, prints, base)
-            if changed is not None:
-                self._note_rewrite(key, _Rewrite(seg.path, changed[0], hit.end, changed[1]))
-        if len(prints) > _PRINTS:
-            del prints[: len(prints) - _PRINTS]
-            from_start = False
-        self._ends[seg.path] = _EndCache(seg.size, seg.mtime, identity, end, prints, from_start)
-        return end
+        if now is None:  # gone since the listing
+            return seg.base_offset if seg.base_offset is not None else floor
+        known = self._known.get(seg.path)
+        if known is now:
+            self._idle.add(seg.path)
+        else:
+            self.walked_bytes += now.walked
+            if now.error is not None:
+                self._damaged(seg, now.error)
+            if known is not None:
+                rw = changed_since(known, now)
+                if rw is not None:
+                    self._note_rewrite(key, rw)
+        self._known[seg.path] = now
+        return max(now.end, floor) if seg.base_offset is None else now.end
 
-    @staticmethod
-    def _only_appended(
-        hit: _EndCache, seg: SegmentFile, identity: str | None, probe: SegmentProbe
-    ) -> bool:
-        """True when ``seg`` looks like ``hit``'s file with bytes appended (see :meth:`_end_of`)."""
-        if identity != hit.identity or seg.size < hit.size or seg.mtime < hit.mtime:
-            return False
-        if not hit.prints:
-            return True  # no batch walked yet: the walk starts at byte 0 either way
-        first, last, pos, size, crc = hit.prints[-1]
-        h = probe.header(pos)
-        return (
-            h is not None
-            and h.size == size
-            and h.crc == crc
-            and h.last_offset == last
-            and (h.magic < 2 or h.base_offset == first)
-        )
-
-    def _note_rewrite(self, key: PartitionKey, rw: _Rewrite) -> None:
+    def _note_rewrite(self, key: PartitionKey, rw: Rewrite) -> None:
         """Keep ``rw`` until :meth:`latest` reports it (merged with one not yet reported)."""
         old = self._rewrites.get(key)
         if old is not None:
-            rw = _Rewrite(
+            rw = Rewrite(
                 rw.path,
                 min(old.changed, rw.changed),
                 max(old.known_end, rw.known_end),
@@ -437,6 +362,7 @@ class StreamSource:
         self.available = {k: p.end for k, p in logs.items()}
         self._check_prints(start, prints or {}, logs)
         start = self._checked_start(start, logs)
+        self._check_cut_ends(start, logs)
         avail: Offsets = {}
         for key, p in logs.items():
             end = p.end
@@ -457,7 +383,7 @@ class StreamSource:
         rewrites, self._rewrites = self._rewrites, {}
         for key, rw in sorted(rewrites.items()):
             off = start.get(key)
-            self._known.pop(key, None)  # the last batch before ``off`` may be another one now
+            self._delivered.pop(key, None)  # the last batch before ``off`` may be another one now
             p = logs.get(key)
             if off is not None and p is not None:  # checked: reported here, if at all
                 self._remember(
@@ -508,7 +434,7 @@ class StreamSource:
         logs = self._logs if self._logs is not None else self.snapshot()
         out: Prints = {}
         for key, off in offsets.items():
-            known = self._known.get(key, {})
+            known = self._delivered.get(key, {})
             if off in known:
                 fp = known[off]
             else:
@@ -521,7 +447,7 @@ class StreamSource:
 
     def _remember(self, key: PartitionKey, off: int, fp: BatchPrint | None) -> None:
         """Note the last batch before ``off`` (the latest few positions per partition)."""
-        known = self._known.setdefault(key, {})
+        known = self._delivered.setdefault(key, {})
         known.pop(off, None)
         known[off] = fp
         while len(known) > 4:
@@ -543,7 +469,7 @@ class StreamSource:
         other data in its place (only the last segment is appended to)."""
         for key, want in sorted(prints.items()):
             off = start.get(key)
-            if off is None or off in self._known.get(key, {}):
+            if off is None or off in self._delivered.get(key, {}):
                 continue  # this source delivered it, or checked it already
             p = logs.get(key)
             if p is None or off - 1 < p.earliest:
@@ -628,10 +554,10 @@ class StreamSource:
             return None, seg
         return (h.last_offset, h.crc), seg
 
-    def _walked_batch(self, path: str, offset: int) -> _Print | None:
-        """The batch holding ``offset`` among the latest ones the end walk of ``path`` passed,
-        or None (not among them)."""
-        hit = self._ends.get(path)
+    def _walked_batch(self, path: str, offset: int) -> Print | None:
+        """The batch holding ``offset`` among the latest ones the header walk of ``path`` passed
+        at the last snapshot (a last segment's), or None (not among them)."""
+        hit = self._known.get(path)
         if hit is None or not hit.prints or not hit.prints[0][0] <= offset <= hit.prints[-1][1]:
             return None
         for pr in reversed(hit.prints):
@@ -640,6 +566,35 @@ class StreamSource:
             if pr[0] <= offset:
                 return pr
         return None
+
+    def _check_cut_ends(self, start: Offsets, logs: dict[PartitionKey, PartitionLog]) -> None:
+        """A last segment that did not change since the previous trigger, while its ``.index``,
+        ``.timeindex`` or the log directory's recovery point or high watermark say the log went
+        on past its last complete batch, was cut short (a live broker writes the log before the
+        index, and the file would have grown): those offsets are a loss, reported once per
+        version of the file (raised with failOnDataLoss)."""
+        for key, p in sorted(logs.items()):
+            last = p.segments[-1]
+            w = self._known.get(last.path)
+            if last.path not in self._idle or w is None or w.error is not None:
+                continue
+            hit = self._cuts.get(last.path)
+            if hit is not None and hit[0] == w.version:
+                continue  # checked (and reported) for this version of the file
+            home = parent_directory(last.path)
+            probe = SegmentProbe(last, not is_remote(last.path) or self.options.remote_header_walk)
+            try:
+                cut = last_segment_cut(
+                    key, probe, read_log_dir_checkpoints(parent_directory(home)), w.end
+                )
+            finally:
+                probe.close()
+            if cut is not None and version_of(last) != w.version:
+                continue  # it changed while the index was read: a live append, look again later
+            self._cuts[last.path] = (w.version, cut)
+            if cut is None or cut.last < start.get(key, p.earliest):
+                continue
+            self._loss(cut.message(), key, cut.first, cut.last + 1)
 
     def _loss(self, message: str, key: PartitionKey, lo: int, hi: int | None) -> None:
         if self.fail_on_data_loss:

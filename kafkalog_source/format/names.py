@@ -1,10 +1,8 @@
 """Facts of Kafka's log format that several layers name: codec ids, control record types,
-producer sequence arithmetic and segment file names (SEGMENT_SPEC). No imports of the package:
-every layer may use it."""
+producer sequence arithmetic and segment file names (SEGMENT_SPEC)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")  # attributes & 7
@@ -37,14 +35,19 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
     return sequence - decrement
 
 
+def _basename(path: str) -> str:
+    """The last part of a local path or URI (``/`` or the OS separator)."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def base_offset_from_name(path: str) -> int | None:
     """The base offset in a segment or index file name: the part before the first dot, which
     must be 20 ASCII digits (as the broker writes it, ``%020d``); else None."""
-    stem = os.path.basename(path).split(".")[0]
+    stem = _basename(path).split(".")[0]
     return int(stem) if len(stem) == 20 and stem.isascii() and stem.isdigit() else None
 
 
 def segment_base_offset(name: str) -> int | None:
     """The base offset of a ``<20 digits>.log`` file name, else None (other suffixes too)."""
-    name = os.path.basename(name)
+    name = _basename(name)
     return base_offset_from_name(name) if len(name) == 24 and name.endswith(".log") else None

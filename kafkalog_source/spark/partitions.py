@@ -1,0 +1,58 @@
+"""What a Spark task of a batch read or a stream's micro-batch runs: one planned split, wrapped as
+an input partition, decoded into Arrow record batches, and summed up in one log line."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from ..arrow.schema import Projection
+from ..options import ReadOptions
+from ..planning.splits import Split
+from ..stats import ReadStats
+
+log = logging.getLogger("kafkalog")
+
+
+@dataclass(frozen=True)
+class SplitPartition(InputPartition):
+    """One planned :class:`~kafkalog_source.planning.splits.Split`, as a Spark input partition."""
+
+    split: Split
+
+
+def read_partition(
+    partition: InputPartition,
+    options: ReadOptions,
+    projection: Projection,
+    rename: pa.Schema | None,
+) -> Iterator[pa.RecordBatch]:
+    """Decode one split (an empty plan arrives as ``InputPartition(None)`` and yields nothing),
+    under Spark's Arrow schema ``rename`` when it differs from the decoder's, then log the
+    task's summary."""
+    if not isinstance(partition, SplitPartition):
+        return
+    from ..reader import read_split  # numba and the kernels: executors only, not planning
+
+    stats = ReadStats()
+    for batch in read_split(partition.split, options, projection, stats):
+        if rename is not None:
+            batch = pa.RecordBatch.from_arrays(batch.columns, schema=rename)
+        yield batch
+    log_summary(partition.split, stats)
+
+
+def log_summary(split: Split, stats: ReadStats) -> None:
+    """One line per task: a WARNING when anything was skipped or found missing, else INFO."""
+    first = split.ranges[0].path if split.ranges else "-"
+    more = f" (+{len(split.ranges) - 1} ranges)" if len(split.ranges) > 1 else ""
+    level = logging.WARNING if stats.skipped else logging.INFO
+    events = stats.events
+    also = f"; first problem: {events[0].message}" if events else ""
+    log.log(
+        level, "kafkalog split %d [%s%s]: %s%s", split.index, first, more, stats.summary(), also
+    )
