@@ -46,7 +46,7 @@ from timing import best_of  # noqa: E402
 from kafkalog_source.options import parse_options  # noqa: E402
 from kafkalog_source.planning.planner import plan  # noqa: E402
 from kafkalog_source.reader import iter_batches  # noqa: E402
-from kafkalog_source.storage.source import remote_totals  # noqa: E402
+from kafkalog_source.transport.source import remote_totals  # noqa: E402
 
 MiB = 1024 * 1024
 BUCKET = "kafkalog-bench"

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    AccessDeniedError,
     ChecksumError,
     CorruptDataError,
     DataLossError,
@@ -27,6 +28,7 @@ from .errors import (
     OptionError,
     PathError,
     RecordStructureError,
+    StorageError,
     UnsupportedFormatError,
 )
 from .options import ReadOptions, parse_options
@@ -46,6 +48,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AccessDeniedError",
     "ChecksumError",
     "CorruptDataError",
     "DataLossError",
@@ -57,6 +60,7 @@ __all__ = [
     "ReadOptions",
     "ReadStats",
     "RecordStructureError",
+    "StorageError",
     "UnsupportedFormatError",
     "iter_batches",
     "open_reader",

@@ -109,7 +109,8 @@ class FileChangedError(CorruptDataError):
 
 
 class StorageError(KafkaLogError, OSError):
-    """A store that failed to serve bytes after the retries: names the URI and the byte range.
+    """A store that failed to serve bytes: names the URI, the byte range and the error that
+    ended the read (after the retries, when a retry could fix it).
 
     Not a :class:`CorruptDataError`: the data may be fine, so ``ignoreCorruptFiles`` does not
     skip it; the task fails (and Spark retries it).
@@ -122,6 +123,15 @@ class StorageError(KafkaLogError, OSError):
         self.end = end
         where = uri if start is None else f"{uri}: bytes [{start}, {end})"
         super().__init__(f"{where}: {reason}")
+
+
+class AccessDeniedError(StorageError, PermissionError):
+    """A file this process may not read (its permissions), or an object the store's credentials
+    may not read (or a store that got no credentials). Never retried: the message names the file
+    and says what to change.
+
+    A :class:`StorageError` and a ``PermissionError``.
+    """
 
 
 class ColumnLimitError(KafkaLogError):

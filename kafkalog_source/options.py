@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .errors import OptionError
+from .redact import query_names, redact_uri, scrub, secret_strings, show_value, uri_password
 
 MiB = 1024 * 1024
 # Arrow ``binary`` columns, the type Spark takes from a Python data source, have 32-bit offsets:
@@ -40,7 +41,7 @@ ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 PartitionMap = dict[tuple[str, int], int]
 
 
-# Filesystem options (fs.<store>.<argument>), see storage/filesystems.py.
+# Filesystem options (fs.<store>.<argument>), see transport/filesystems.py.
 # URI scheme -> the store its fs.<store>.* options configure
 STORE_OF_SCHEME = {
     "s3": "s3",
@@ -70,6 +71,8 @@ _INT_ARGS = {"load_frequency", "port", "replication", "buffer_size", "default_bl
 _FLOAT_ARGS = {"request_timeout", "connect_timeout"}
 _SECONDS_ARGS = {"retry_time_limit"}
 _JSON_ARGS = {"proxy_options", "extra_conf", "default_metadata"}
+# JSON, or a URI when the value does not start with ``{``
+_URI_OR_JSON_ARGS = {"proxy_options"}
 # kafkalog's own: S3's retry strategy as a number of attempts
 RETRY_ARG = "retry_max_attempts"
 
@@ -135,23 +138,75 @@ _KNOWN_ARGS = {
     },
 }
 
-_SECRET = re.compile(r"key|secret|token|password|passwd|credential|sas|auth", re.IGNORECASE)
-MASK = "****"
+# a query parameter of a URI read through fsspec that carries a credential (Azure's SAS ``sig``,
+# the signatures and credentials of S3's and GCS's signed URLs, tokens, keys)
+_CREDENTIAL_PARAM = re.compile(
+    r"sig|token|key|secret|pass|pwd|credential|sas|auth|^x-(amz|goog)-", re.IGNORECASE
+)
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
-def is_secret(name: str) -> bool:
-    """Whether an argument's value must never be shown (keys, secrets, tokens, passwords)."""
-    return bool(_SECRET.search(name))
+def scheme_of(path: str) -> str | None:
+    """The lower-case URI scheme of ``path``; None for a plain path (or a Windows drive letter)."""
+    m = _SCHEME.match(path)
+    if m is None or len(m.group(1)) == 1:
+        return None
+    return m.group(1).lower()
 
 
-def _typed(option: str, arg: str, value: Any, native: bool) -> Any:
-    """An option's value as the constructor argument ``arg`` wants it."""
+def check_path(path: str) -> None:
+    """Refuse a remote URI that carries a credential, which would be shown wherever the path is
+    (logs, errors, Spark's plans, ``ReadStats``): a ``user:password@`` part (for abfs,
+    ``container:KEY@``), a query string of a native store's URI (kafkalog does not read it; an
+    Azure SAS token goes there), a credential in the query string of an fsspec URL. The message
+    shows the path redacted."""
+    scheme = scheme_of(path)
+    if scheme is None or scheme == "file":
+        return
+    store = STORE_OF_SCHEME.get(scheme, scheme)
+    shown = redact_uri(path)
+    where = "(logs, errors, Spark's plans)"
+    if uri_password(path):
+        if store == "abfs":
+            raise OptionError(
+                f"path {shown!r}: a key after the container (container:KEY@account) would be "
+                f"shown wherever the path is {where}; an abfs URI names "
+                "container@account.dfs.core.windows.net: give the key as fs.abfs.account_key "
+                "(a SAS token as fs.abfs.sas_token) or through the AZURE_* environment variables"
+            )
+        raise OptionError(
+            f"path {shown!r}: credentials in a URI would be shown wherever the path is {where}; "
+            f"give them as fs.{store}.* options or through the store's environment variables "
+            "or profiles"
+        )
+    names = query_names(path)
+    if names and store in NATIVE_STORES:
+        how = (
+            "give a SAS token as fs.abfs.sas_token, other settings as fs.abfs.* options"
+            if store == "abfs"
+            else f"give settings as fs.{store}.* options"
+        )
+        raise OptionError(
+            f"path {shown!r}: kafkalog does not read the query string of {scheme}:// URIs, and "
+            f"a credential there (a SAS token, a signature) would be shown wherever the path is "
+            f"{where}; {how}"
+        )
+    secret = [n for n in names if _CREDENTIAL_PARAM.search(n)]
+    if secret:
+        raise OptionError(
+            f"path {shown!r}: its query string carries a credential ({', '.join(secret)}), which "
+            f"would be shown wherever the path is {where}; give credentials through "
+            f"fs.{store}.* options or the store's own configuration"
+        )
+
+
+def _typed(option: str, store: str, arg: str, value: Any) -> Any:
+    """An option's value as the constructor argument ``arg`` of a native store wants it."""
     if not isinstance(value, str):
         return value
     s = value.strip()
-    shown = MASK if is_secret(arg) else repr(value)
     try:
-        if arg in _BOOL_ARGS or (not native and s.lower() in ("true", "false")):
+        if arg in _BOOL_ARGS:
             if s.lower() not in ("true", "false"):
                 raise ValueError
             return s.lower() == "true"
@@ -161,19 +216,22 @@ def _typed(option: str, arg: str, value: Any, native: bool) -> Any:
             return float(s)
         if arg in _SECONDS_ARGS:
             return timedelta(seconds=float(s))
+        if arg in _URI_OR_JSON_ARGS and not s.startswith("{"):
+            return value  # pyarrow's URI form: scheme://[user:password@]host:port
         if arg in _JSON_ARGS:
             return json.loads(s)
     except (ValueError, json.JSONDecodeError):
-        raise OptionError(f"option {option!r}: malformed value {shown}") from None
-    if not native and re.fullmatch(r"-?[0-9]+", s):
-        return int(s)
+        raise OptionError(
+            f"option {option!r}: malformed value {show_value(store, arg, value)}"
+        ) from None
     return value
 
 
 @dataclass(frozen=True, repr=False)
 class StoreOptions:
     """How remote objects are reached and read: constructor arguments per store, read-ahead and
-    retries. Part of :class:`~kafkalog_source.options.ReadOptions`; secrets masked in ``repr``."""
+    retries. Part of :class:`~kafkalog_source.options.ReadOptions`; values masked in ``repr``
+    unless known to be harmless (see :mod:`kafkalog_source.redact`)."""
 
     # ((store, argument, value), ...), sorted: hashable, so it keys the filesystem cache
     args: tuple[tuple[str, str, Any], ...] = ()
@@ -186,10 +244,12 @@ class StoreOptions:
         fsspec protocol)."""
         return {a: v for s, a, v in self.args if s == store}
 
+    def secrets(self) -> list[str]:
+        """The strings the masked options hold, for scrubbing others' messages."""
+        return secret_strings(self.args)
+
     def __repr__(self) -> str:
-        shown = ", ".join(
-            f"fs.{s}.{a}={MASK if is_secret(a) else repr(v)}" for s, a, v in self.args
-        )
+        shown = ", ".join(f"fs.{s}.{a}={show_value(s, a, v)}" for s, a, v in self.args)
         return (
             f"StoreOptions({shown}{', ' if shown else ''}read_ahead_bytes={self.read_ahead_bytes}, "
             f"read_ahead_requests={self.read_ahead_requests}, retries={self.retries})"
@@ -197,8 +257,12 @@ class StoreOptions:
 
 
 def parse_fs_option(name: str, value: Any) -> tuple[str, str, Any]:
-    """``fs.<store>.<argument>`` = value → ``(store, argument, typed value)``; OptionError for a
-    malformed name, an argument the store's filesystem does not take, or a malformed value."""
+    """``fs.<store>.<argument>`` = value → ``(store, argument, value)``; OptionError for a
+    malformed name, an argument the store's filesystem does not take, or a malformed value.
+
+    A native store's value is typed as its pyarrow constructor wants it. An fsspec store's value
+    is kept as given: the filesystem layer types it from the store's signature when it builds the
+    store (a string stays a string unless the signature says otherwise)."""
     parts = name.split(".", 2)
     if len(parts) != 3 or parts[0].lower() != "fs" or not parts[1] or not parts[2]:
         raise OptionError(
@@ -217,12 +281,13 @@ def parse_fs_option(name: str, value: Any) -> tuple[str, str, Any]:
             f"option {name!r}: the {store} filesystem takes no argument {arg!r}{hint} "
             f"(known: {', '.join(sorted(_KNOWN_ARGS[store]))})"
         )
-    return store, arg, _typed(name, arg, value, native)
+    return store, arg, (_typed(name, store, arg, value) if native else value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReadOptions:
-    """Every reader option, typed. Build it with :func:`parse_options`."""
+    """Every reader option, typed. Build it with :func:`parse_options`. Its ``repr`` masks what
+    may be secret (see :mod:`kafkalog_source.redact`)."""
 
     paths: tuple[str, ...] = ()
     # decoding
@@ -271,6 +336,15 @@ class ReadOptions:
     def replace(self, **changes: Any) -> ReadOptions:
         """Return a copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "paths":
+                value = tuple(redact_uri(p) for p in value)
+            shown.append(f"{f.name}={value!r}")
+        return f"ReadOptions({', '.join(shown)})"
 
 
 def _bool(name: str, v: Any) -> bool:
@@ -528,6 +602,8 @@ def parse_options(
     if paths is not None:
         single = isinstance(paths, (str, bytes, os.PathLike))
         collected_paths.extend(os.fsdecode(p) for p in ([paths] if single else list(paths)))
+    for p in collected_paths:
+        check_path(p)
     store = {k[6:]: values.pop(k) for k in list(values) if k.startswith("store.")}
     if fs_args or store:
         values["store"] = StoreOptions(args=tuple(sorted(fs_args, key=lambda a: a[:2])), **store)
@@ -545,7 +621,9 @@ def _parse_paths(value: Any) -> list[str]:
             try:
                 out = json.loads(s)
             except json.JSONDecodeError:
-                raise OptionError(f"option 'paths': not a JSON list: {value!r}") from None
+                raise OptionError(
+                    f"option 'paths': not a JSON list: {scrub(repr(value), ())}"
+                ) from None
             return [str(p) for p in out]
         return [s] if s else []
     return [str(p) for p in value]

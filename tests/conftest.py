@@ -160,8 +160,8 @@ class S3Server(_StoreServer):
 def spark_remote_read_equals_local(spark: Any, uri: str, options: dict[str, str]) -> None:
     """Assert that Spark's read of ``uri`` (a copy of sample_segments/ in a store), in splits cut
     inside segments, gives exactly the rows of Spark's read of the local files."""
+    from kafkalog_source.layout.discovery import discover
     from kafkalog_source.options import parse_options
-    from kafkalog_source.storage.discovery import discover
 
     df = (
         spark.read.format("kafkalog")

@@ -10,14 +10,14 @@ import pytest
 from conftest import BROKER_WRITTEN, require_shared
 
 from kafkalog_source.errors import OptionError, PathError
-from kafkalog_source.options import parse_options
-from kafkalog_source.stats import ReadStats
-from kafkalog_source.storage.discovery import (
+from kafkalog_source.layout.discovery import (
     discover,
     local_path,
     parse_partition_dir,
     segment_base_offset,
 )
+from kafkalog_source.options import parse_options
+from kafkalog_source.stats import ReadStats
 
 ARTHUR = BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data"
 DIPENDRA = BROKER_WRITTEN / "dipendrasaini-kafka-learning" / "tmp" / "kafka-logs-1"

@@ -11,7 +11,8 @@ LAYERS = [
     "format",
     "kernel",
     "codecs",
-    "storage",
+    "transport",
+    "layout",
     "framing",
     "arrow",
     "planning",
@@ -20,7 +21,7 @@ LAYERS = [
     "spark",
     "cli",
 ]
-SHARED = {"errors", "options", "stats"}  # modules any layer may use
+SHARED = {"errors", "options", "redact", "stats"}  # modules any layer may use
 
 
 def _imports(path: Path) -> set[str]:

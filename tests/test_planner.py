@@ -18,17 +18,17 @@ from kafkalog_source.errors import OptionError, PathError
 from kafkalog_source.format.batch import BatchHeader
 from kafkalog_source.framing.headers import Tail
 from kafkalog_source.framing.walk import walk_headers
-from kafkalog_source.options import parse_options
-from kafkalog_source.planning.planner import SegmentProbe, max_split_bytes, plan
-from kafkalog_source.planning.pruning import Pruning
-from kafkalog_source.planning.splits import NO_LIMIT, NO_LOWER, SegmentRange, Split
-from kafkalog_source.storage.discovery import SegmentFile, discover
-from kafkalog_source.storage.indexes import (
+from kafkalog_source.layout.discovery import SegmentFile, discover
+from kafkalog_source.layout.indexes import (
     read_offset_index,
     read_time_index,
     read_txn_index,
     sibling_path,
 )
+from kafkalog_source.options import parse_options
+from kafkalog_source.planning.planner import SegmentProbe, max_split_bytes, plan
+from kafkalog_source.planning.pruning import Pruning
+from kafkalog_source.planning.splits import NO_LIMIT, NO_LOWER, SegmentRange, Split
 
 ARTHUR = BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data"
 DIPENDRA = BROKER_WRITTEN / "dipendrasaini-kafka-learning" / "tmp" / "kafka-logs-1"

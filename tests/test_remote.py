@@ -22,13 +22,14 @@ from conftest import (
 )
 
 from kafkalog_source.errors import OptionError, PathError, StorageError
+from kafkalog_source.layout.discovery import discover
+from kafkalog_source.layout.files import open_source
 from kafkalog_source.options import StoreOptions, parse_options
 from kafkalog_source.planning.planner import plan
 from kafkalog_source.reader import read_table
 from kafkalog_source.stats import ReadStats
-from kafkalog_source.storage.discovery import discover
-from kafkalog_source.storage.filesystems import resolve
-from kafkalog_source.storage.source import RemoteFileSource, open_source, remote_totals
+from kafkalog_source.transport.filesystems import resolve
+from kafkalog_source.transport.source import RemoteFileSource, remote_totals
 
 SAMPLE_DIRS = sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()) if SAMPLES.exists() else []
 STATUS_DIR = BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data"

@@ -18,7 +18,7 @@ from test_fuzz import kp_legacy, kp_v2
 import kafkalog_source.arrow.sink as sink_module
 import kafkalog_source.reader as reader_module
 from kafkalog_source import read_table
-from kafkalog_source.storage.windows import SegmentWindows
+from kafkalog_source.transport.windows import SegmentWindows
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 

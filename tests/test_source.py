@@ -1,4 +1,4 @@
-"""The byte source every reader of segment and index bytes goes through (storage/source.py)."""
+"""The byte source every reader of segment and index bytes goes through (transport/source.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from kafkalog_source.errors import FileChangedError
-from kafkalog_source.storage.source import LocalFileSource, as_source, open_source
+from kafkalog_source.layout.files import open_source
+from kafkalog_source.transport.source import LocalFileSource, as_source
 
 
 def test_local_source_ranged_reads_and_counters(tmp_path: Path) -> None:
@@ -85,7 +86,7 @@ def test_every_segment_and_index_byte_comes_through_the_byte_source(
     def guarded(real):  # type: ignore[no-untyped-def]
         def call(*args, **kwargs):  # type: ignore[no-untyped-def]
             caller = sys._getframe(1).f_code.co_filename
-            if not caller.endswith(os.path.join("storage", "source.py")):
+            if not caller.endswith(os.path.join("transport", "source.py")):
                 stray.append(f"{real.__name__} from {caller}")
             return real(*args, **kwargs)
 

@@ -1,4 +1,4 @@
-"""Kafka tiered-storage objects in the Aiven plugin's layout (storage/tiered.py).
+"""Kafka tiered-storage objects in the Aiven plugin's layout (layout/tiered.py).
 
 Test data comes from real segments (sample_segments/, ../shared) laid out by tests/tiered_writer.py,
 which follows the plugin's formats; the literals marked "plugin test vector" are copied from the
@@ -32,10 +32,7 @@ from kafkalog_source.errors import (
     EncryptedSegmentError,
     FileChangedError,
 )
-from kafkalog_source.reader import read_table
-from kafkalog_source.stats import ReadStats
-from kafkalog_source.storage.source import ByteSource, LocalFileSource, open_stored
-from kafkalog_source.storage.tiered import (
+from kafkalog_source.layout.tiered import (
     ChunkedSource,
     decode_chunk_sizes,
     is_tiered_log,
@@ -50,6 +47,9 @@ from kafkalog_source.storage.tiered import (
     tiered_index_target,
     tiered_sibling,
 )
+from kafkalog_source.reader import read_table
+from kafkalog_source.stats import ReadStats
+from kafkalog_source.transport.source import ByteSource, LocalFileSource, open_stored
 
 # plugin test vectors ---------------------------------------------------------------------------
 # ObjectKeyFactoryTest: Uuid.METADATA_TOPIC_ID (0, 1) and Uuid.ZERO_UUID, topic "topic", partition 7
@@ -479,8 +479,8 @@ def _sorted(t):
 
 
 def test_discovery_finds_the_layout_with_topic_partition_and_segment_size(tmp_path: Path) -> None:
+    from kafkalog_source.layout.discovery import discover
     from kafkalog_source.options import parse_options
-    from kafkalog_source.storage.discovery import discover
 
     written = _bucket(tmp_path)
     found = discover(parse_options({}, paths=str(tmp_path / "tiered")))
@@ -504,7 +504,7 @@ def test_discovery_finds_the_layout_with_topic_partition_and_segment_size(tmp_pa
     later = {"modifiedAfter": "2999-01-01T00:00:00", "allowEmpty": "true"}
     assert not discover(parse_options(later, paths=str(tmp_path / "tiered")))
     # verify's view of a partition directory: the base offsets of its segments
-    from kafkalog_source.storage.discovery import segment_bases
+    from kafkalog_source.layout.discovery import segment_bases
 
     multi = next(p for p in (tmp_path / "tiered").iterdir() if p.name.startswith("multi-"))
     assert segment_bases(str(multi / "0")) == [1000, 1048, 1096]
@@ -520,9 +520,9 @@ def test_arrow_read_of_a_tiered_bucket_equals_the_broker_dirs(tmp_path: Path) ->
 
 
 def test_planning_uses_the_indexes_object_and_cuts_as_for_local_files(tmp_path: Path) -> None:
+    from kafkalog_source.layout.indexes import read_offset_index, read_txn_index, sibling_path
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan
-    from kafkalog_source.storage.indexes import read_offset_index, read_txn_index, sibling_path
 
     written = _bucket(tmp_path)
     for tiered, log in written.items():
@@ -540,8 +540,8 @@ def test_planning_uses_the_indexes_object_and_cuts_as_for_local_files(tmp_path: 
 
 
 def test_orphans_and_encrypted_segments_in_a_bucket(tmp_path: Path) -> None:
+    from kafkalog_source.layout.discovery import discover
     from kafkalog_source.options import parse_options
-    from kafkalog_source.storage.discovery import discover
 
     written = _bucket(tmp_path)
     orphan = sorted(written)[0]
@@ -567,10 +567,10 @@ def test_orphans_and_encrypted_segments_in_a_bucket(tmp_path: Path) -> None:
 
 def test_s3_bucket_end_to_end(s3_server, tmp_path: Path) -> None:
     """The plugin's layout in a real S3 server: discovery, planning inside segments, Arrow read."""
+    from kafkalog_source.layout.discovery import discover
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan
-    from kafkalog_source.storage.discovery import discover
-    from kafkalog_source.storage.source import remote_totals
+    from kafkalog_source.transport.source import remote_totals
 
     _bucket(tmp_path)
     uri = s3_server.upload(tmp_path / "tiered", "kafkalog-tiered/tiered")

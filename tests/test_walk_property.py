@@ -20,7 +20,7 @@ from test_fuzz import Mutator, batch_starts, seed_segments
 from kafkalog_source.format.batch import BatchHeader
 from kafkalog_source.framing import scan
 from kafkalog_source.framing.walk import HeaderWalk
-from kafkalog_source.storage.source import open_source
+from kafkalog_source.layout.files import open_source
 
 ITERATIONS = int(os.environ.get("KAFKALOG_WALK_ITERATIONS", "1500"))
 SEED = int(os.environ.get("KAFKALOG_WALK_SEED", "20261124"))

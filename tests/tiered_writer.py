@@ -2,7 +2,7 @@
 
 Written from the plugin's formats (github.com/Aiven-Open/tiered-storage-for-apache-kafka,
 ``core/src/main/java/io/aiven/kafka/tieredstorage/``), independently of
-``kafkalog_source.storage.tiered``:
+``kafkalog_source.layout.tiered``:
 
 * keys: ``ObjectKeyFactory.mainPath`` + ``"." + suffix``, ids as Kafka ``Uuid.toString()``;
 * ``.log``: ``BaseTransformChunkEnumeration`` cuts ``chunk.size`` chunks, and

@@ -17,7 +17,7 @@ contain PATH (overwriting would delete the input). Segments without a topic and 
 directories.
 
 OUT may be a remote URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, fsspec schemes): it is
-reached through the same filesystem layer as reads (:mod:`kafkalog_source.storage.filesystems`,
+reached through the same filesystem layer as reads (:mod:`kafkalog_source.transport.filesystems`,
 configured by the ``-o fs.*`` options), for the checks above and for the arrow engine's writes
 (``write_dataset(..., filesystem=...)``; ``--mode overwrite`` deletes what is under the prefix).
 The Spark engine, and a ``--checkpoint`` stream, write through Hadoop instead: a scheme for which
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..storage.filesystems import display_uri, is_remote, local_path, resolve, scheme_of
+from ..redact import redact_uri
+from ..transport.filesystems import is_remote, local_path, resolve, scheme_of
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 
@@ -92,8 +93,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check OUT, then convert with the chosen engine."""
+    from ..layout.discovery import discover
     from ..options import parse_options
-    from ..storage.discovery import discover
 
     options = command_options(args.option, "convert")
     if args.checkpoint is not None:
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     out = output_dir(args.out)
     if contains(out, args.path):
         raise CommandError(
-            f"OUT {out.shown} contains PATH {display_uri(args.path)}; choose another directory"
+            f"OUT {out.shown} contains PATH {redact_uri(args.path)}; choose another directory"
         )
     check_out(out, args.mode)
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
@@ -157,14 +158,14 @@ class OutputDir:
 
 
 def output_dir(out: str) -> OutputDir:
-    """OUT resolved: a remote URI through :func:`~kafkalog_source.storage.filesystems.resolve`
+    """OUT resolved: a remote URI through :func:`~kafkalog_source.transport.filesystems.resolve`
     (with the command's ``-o fs.*`` store options), a local path or ``file:`` URI made absolute.
     Raises :class:`~kafkalog_source.errors.OptionError` for a URI no filesystem serves, or one
     that carries credentials."""
     if is_remote(out):
         loc = resolve(out)
         path = loc.path.rstrip("/") or loc.path
-        return OutputDir(display_uri(out), loc.fs, path, out)
+        return OutputDir(redact_uri(out), loc.fs, path, out)
     from pyarrow.fs import LocalFileSystem
 
     local = os.path.abspath(local_path(out))
@@ -242,10 +243,10 @@ def convert_arrow(path: str, out: OutputDir, options: dict[str, str], mode: str,
     import pyarrow as pa
     import pyarrow.dataset as ds
 
+    from ..layout.discovery import discover
     from ..options import parse_options
     from ..reader import iter_batches, output_projection
     from ..stats import ReadStats
-    from ..storage.discovery import discover
 
     opts = parse_options(options, paths=path)
     schema = output_projection(opts).schema
@@ -334,7 +335,7 @@ def require_hadoop_filesystem(spark: Any, uri: str, what: str, fix: str) -> None
     if need is not None:
         raise CommandError(
             f"convert: this Spark has no Hadoop FileSystem for {scheme_of(uri)}://, so it cannot "
-            f"write {what} {display_uri(uri)}: add {need}, or {fix}"
+            f"write {what} {redact_uri(uri)}: add {need}, or {fix}"
         )
 
 

@@ -71,7 +71,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-from ..storage.source import file_stat
+from ..errors import StorageError
+from ..transport.source import file_stat
 from .common import CommandError, add_common_arguments, command_options, non_negative
 from .dump_indexes import IndexDump
 from .dump_log import EXIT_INCOMPLETE as EXIT_INCOMPLETE
@@ -205,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
 def _is_directory(path: str) -> bool:
     """Whether ``path`` names a directory (a local one, or a prefix of a store, which is only
     looked for when the name has no suffix dump knows)."""
-    from ..storage.filesystems import is_remote, local_path
+    from ..transport.filesystems import is_remote, local_path
 
     if not is_remote(path):
         try:
@@ -228,9 +229,9 @@ def expand_directories(
     ``verify_index_only``, their ``.index`` and ``.timeindex`` files instead. A directory that
     holds no segment file becomes the error saying so, dumped in its place."""
     from ..errors import KafkaLogError
+    from ..layout.discovery import discover
+    from ..layout.indexes import sibling_path
     from ..options import parse_options
-    from ..storage.discovery import discover
-    from ..storage.indexes import sibling_path
 
     out: list[str | Exception] = []
     for path in paths:
@@ -341,7 +342,11 @@ class Dumper(LogDump, IndexDump):
         except IsADirectoryError:
             self.fail(EXIT_IO, f"{path}: is a directory")
         except PermissionError as e:
-            self.fail(EXIT_IO, f"{e.filename or path}: permission denied")
+            # kafkalog's AccessDeniedError says what to do; a bare PermissionError does not
+            if isinstance(e, StorageError):
+                self.fail(EXIT_IO, str(e))
+            else:
+                self.fail(EXIT_IO, f"{e.filename or path}: permission denied")
 
     # ------------------------------------------------------------------ summaries
     def index_problems(self) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from itertools import pairwise
 
-from ..errors import CorruptDataError
+from ..errors import CorruptDataError, StorageError
 from ..format.batch import BatchHeader
 from ..format.indexes import (
     OFFSET_INDEX_DTYPE,
@@ -26,8 +26,9 @@ from ..format.indexes import (
 )
 from ..format.names import base_offset_from_name, decrement_sequence
 from ..framing.walk import walk_classified
-from ..storage.indexes import read_whole
-from ..storage.source import ByteSource, open_source
+from ..layout.files import open_source
+from ..layout.indexes import read_whole
+from ..transport.source import ByteSource
 from . import segments as seg
 from .dump_log import EXIT_INCOMPLETE, _optional_long
 
@@ -59,7 +60,9 @@ class IndexDump:
     def _log_unreadable(self, log_path: str, e: OSError) -> None:
         """The segment beside an index cannot be opened: a warning, or with
         ``--verify-index-only`` (whose whole point is that check) an error and exit 1."""
-        reason = e.strerror or str(e) or type(e).__name__
+        reason = (
+            e.reason if isinstance(e, StorageError) else e.strerror or str(e) or type(e).__name__
+        )
         if isinstance(e, FileNotFoundError):
             reason = "no such file"
         shown = seg.shown_path(log_path)

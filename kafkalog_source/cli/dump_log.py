@@ -38,8 +38,9 @@ from ..format.batch import PREFIX_SIZE, BatchHeader
 from ..format.names import CONTROL_TYPE_IDS, base_offset_from_name
 from ..framing.headers import Tail
 from ..framing.walk import walk_classified
-from ..storage.source import ByteSource, open_source
-from ..storage.tiered import is_tiered_log
+from ..layout.files import open_source
+from ..layout.tiered import is_tiered_log
+from ..transport.source import ByteSource
 from . import segments as seg
 
 INT_MAX = 2**31 - 1

@@ -108,7 +108,7 @@ _STORE_OPTIONS = ("readaheadbytes", "readaheadrequests", "remoteretries")
 def _store_of(args: argparse.Namespace) -> Any:
     """A context in which every file the command opens uses the ``-o fs.*`` store options."""
     from ..options import parse_options
-    from ..storage.source import using_store
+    from ..transport.source import using_store
     from .common import parse_option_args
 
     items = parse_option_args(getattr(args, "option", None) or [])

@@ -88,8 +88,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the query and print the result table to stdout."""
+    from ..layout.discovery import discover
     from ..options import parse_options
-    from ..storage.discovery import discover
     from .main import one_line
     from .progress import wanted
 

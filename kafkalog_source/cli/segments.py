@@ -38,8 +38,9 @@ from ..format.legacy import key_and_value
 from ..format.names import (
     increment_sequence,
 )
-from ..storage.filesystems import display_uri, is_remote, local_path
-from ..storage.source import ByteSource
+from ..redact import redact_uri
+from ..transport.filesystems import is_remote, local_path
+from ..transport.source import ByteSource
 
 LOWEST_OFFSET = -(2**63)
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
@@ -59,7 +60,7 @@ def shown_path(path: str) -> str:
     """``path`` as the stderr summaries name it: a local file's absolute path (as Kafka prints
     it), a remote URI as given (credentials masked)."""
     if is_remote(path):
-        return display_uri(path)
+        return redact_uri(path)
     return os.path.abspath(local_path(path))
 
 

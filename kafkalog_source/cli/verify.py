@@ -70,12 +70,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import StorageError
+from ..layout.checkpoints import read_log_dir_checkpoints
+from ..layout.discovery import parent_directory, parse_partition_dir
+from ..layout.files import open_source
 from ..planning.evidence import partition_evidence
 from ..planning.probe import SegmentProbe
 from ..planning.splits import NO_LOWER, MissingOffsets
-from ..storage.checkpoints import read_log_dir_checkpoints
-from ..storage.discovery import parent_directory, parse_partition_dir
-from ..storage.source import open_source
 from . import segments as seg
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
@@ -134,9 +135,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Verify every segment under the paths; print problems and summaries."""
+    from ..layout.discovery import discover, segment_bases
     from ..options import parse_options
     from ..stats import ReadStats
-    from ..storage.discovery import discover, segment_bases
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     for item in args.option:
@@ -318,7 +319,9 @@ def verify_segment(
     try:
         src = open_source(path)
     except OSError as e:
-        report.error(path, f"cannot open: {e.strerror}")
+        report.error(
+            path, f"cannot open: {e.reason if isinstance(e, StorageError) else e.strerror}"
+        )
         return report
     try:
         size = src.size

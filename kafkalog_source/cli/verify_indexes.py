@@ -16,7 +16,7 @@ from ..format.indexes import (
     decode_entries,
     txn_entry_version,
 )
-from ..storage.indexes import read_index_bytes
+from ..layout.indexes import read_index_bytes
 from .verify_log import _LISTED, SegmentReport, _RowFacts
 
 

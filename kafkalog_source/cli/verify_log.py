@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptDataError
+from ..errors import CorruptDataError, StorageError
 from ..format.batch import BatchHeader
 from ..framing.headers import Tail
 from ..framing.walk import walk_classified
-from ..storage.source import ByteSource
+from ..transport.source import ByteSource
 from . import segments as seg
 from .progress import Progress
 
@@ -246,7 +246,9 @@ def _read(
     except CorruptDataError as exc:
         report.error(path, f"the reader stopped: {exc}")
     except OSError as e:
-        report.error(path, f"cannot read: {e.strerror or e}")
+        report.error(
+            path, f"cannot read: {e.reason if isinstance(e, StorageError) else e.strerror or e}"
+        )
     if rows.count:
         rows.last_offset = prev
     listed = stats.events_of("malformed")[:_LISTED_MALFORMED]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..errors import CorruptDataError
 from ..format.foreign import HEAD_BYTES, describe_foreign
-from ..storage.source import ByteSource
+from ..transport.source import ByteSource
 
 
 def explain_foreign(exc: CorruptDataError, source: ByteSource) -> CorruptDataError:

@@ -15,7 +15,7 @@ from ..format.batch import (
     V2_HEADER_SIZE,
 )
 from ..format.batch import PREFIX as _PREFIX
-from ..storage.source import ByteSource, as_source
+from ..transport.source import ByteSource, as_source
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from ..format.batch import (
     stored_crc,
 )
 from ..format.legacy import LEGACY_CRC_FROM
-from ..storage.source import ByteSource
+from ..transport.source import ByteSource
 
 EVIDENCE_BYTES = 8 << 20  # how far past a damaged batch its true end is searched
 FIRST_CHUNK = 64 << 10  # the first bytes read; each next read is twice as large

@@ -1,4 +1,4 @@
-"""The one framing walker: batch headers from a :class:`~..storage.source.ByteSource`.
+"""The one framing walker: batch headers from a :class:`~..transport.source.ByteSource`.
 
 :class:`HeaderWalk` yields the header of every complete batch in a byte range and records why
 and where it stopped, with the rules the compiled :func:`~.scan.scan_window` applies to a window
@@ -35,7 +35,7 @@ from ..format.batch import (
     BatchHeader,
     parse_header,
 )
-from ..storage.source import ByteSource, as_source
+from ..transport.source import ByteSource, as_source
 from .foreign import explain_foreign
 from .headers import Tail, classify_stop
 

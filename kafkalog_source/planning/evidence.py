@@ -13,7 +13,7 @@ small reads per partition, never a decode:
   batch is found by walking headers from the last index entry that checks out; the walk is done
   only when an index or checkpoint could say more, and a remote segment with no such entry is
   walked from its start only up to :data:`REMOTE_END_WALK_BYTES`.
-* **The log directory's checkpoints** (:mod:`..storage.checkpoints`): the recovery point (offsets
+* **The log directory's checkpoints** (:mod:`..layout.checkpoints`): the recovery point (offsets
   below it were flushed) and the high watermark (offsets every in-sync replica held) above the
   log's end mean a cut or missing last segment; a log start offset below the first segment's base
   means segment files missing at the front.
@@ -43,13 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..format.batch import PREFIX_SIZE
-from ..storage.checkpoints import (
-    CLEANER,
-    LOG_START,
-    RECOVERY_POINT,
-    REPLICATION,
-    LogDirCheckpoints,
-)
+from ..layout.checkpoints import CLEANER, LOG_START, RECOVERY_POINT, REPLICATION, LogDirCheckpoints
 from .logview import segment_walk
 from .probe import SegmentProbe
 from .splits import NO_LIMIT, NO_LOWER, MissingOffsets

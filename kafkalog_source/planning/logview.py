@@ -36,9 +36,10 @@ from ..format.batch import V2_HEADER_SIZE, BatchHeader
 from ..format.control import ABORT, COMMIT, control_type
 from ..framing.headers import Tail, classify_stop
 from ..framing.walk import HeaderWalk, raise_for_stop
-from ..storage.discovery import SegmentFile
-from ..storage.filesystems import is_remote
-from ..storage.source import ByteSource, file_stat, open_source
+from ..layout.discovery import SegmentFile
+from ..layout.files import open_source
+from ..transport.filesystems import is_remote
+from ..transport.source import ByteSource, file_stat
 
 # transaction event kinds (:mod:`.markers`): ABORT and COMMIT (the marker types), and
 DATA = 2  # a producer's first transactional batch since its previous marker

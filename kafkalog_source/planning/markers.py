@@ -12,8 +12,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..format.control import ABORT, COMMIT, control_type
-from ..storage.indexes import read_txn_index, sibling_path
-from ..storage.source import file_stat
+from ..layout.indexes import read_txn_index, sibling_path
+from ..transport.source import file_stat
 from . import logview
 from .logview import DATA
 

@@ -40,11 +40,11 @@ from __future__ import annotations
 import logging
 
 from ..errors import DataLossError
+from ..layout.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
+from ..layout.discovery import SegmentFile, discover, parent_directory
 from ..options import ReadOptions, check_batch
-from ..storage.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
-from ..storage.discovery import SegmentFile, discover, parent_directory
-from ..storage.filesystems import is_remote
-from ..storage.source import remote_totals, using_store
+from ..transport.filesystems import is_remote
+from ..transport.source import remote_totals, using_store
 from .evidence import clip, partition_evidence
 from .extents import _bounds_for, _Extent, _partition_extents, offset_window
 from .packing import _ranges, _splits_for, max_split_bytes

@@ -29,9 +29,10 @@ from ..format.batch import (
 from ..format.indexes import absolute_offsets
 from ..framing.headers import Tail
 from ..framing.walk import frame_stop, walk_classified
-from ..storage.discovery import SegmentFile
-from ..storage.indexes import read_offset_index, read_time_index, sibling_path
-from ..storage.source import ByteSource, open_source
+from ..layout.discovery import SegmentFile
+from ..layout.files import open_source
+from ..layout.indexes import read_offset_index, read_time_index, sibling_path
+from ..transport.source import ByteSource
 
 log = logging.getLogger("kafkalog")
 

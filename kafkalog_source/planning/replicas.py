@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from ..errors import DataLossError, PathError
 from ..format.batch import BatchHeader
+from ..layout.checkpoints import read_topic_id
+from ..layout.discovery import SegmentFile
 from ..options import ReadOptions
-from ..storage.checkpoints import read_topic_id
-from ..storage.discovery import SegmentFile
 from .extents import _bounds_for, _Extent, _PartitionBounds
 from .logview import transaction_event
 from .markers import SegmentSummary

@@ -47,10 +47,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..format.batch import LEGACY_MIN_SIZE, PREFIX, PREFIX_SIZE
-from ..storage.discovery import SEGMENT_NAME, SegmentFile, parent_directory, segment_bases
-from ..storage.filesystems import is_remote
-from ..storage.indexes import sibling_path
-from ..storage.source import open_source
+from ..layout.discovery import SEGMENT_NAME, SegmentFile, parent_directory, segment_bases
+from ..layout.files import open_source
+from ..layout.indexes import sibling_path
+from ..transport.filesystems import is_remote
 from . import markers
 from .markers import (
     ABORT,

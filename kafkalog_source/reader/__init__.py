@@ -1,7 +1,7 @@
 """Read segment byte ranges into Arrow record batches.
 
 Per range, bytes flow through the layers in order: a reusable window buffer is filled with
-``pread`` (storage), ``scan_window`` frames the batches in it (framing), compressed payloads are
+``pread`` (transport), ``scan_window`` frames the batches in it (framing), compressed payloads are
 decompressed one batch at a time (codecs), the compiled kernels walk the records straight into
 column buffers (kernel), and :class:`~kafkalog_source.arrow.sink.ColumnSink` turns those into
 Arrow arrays (arrow). Decompression and the record walk alternate batch by batch, so each payload

@@ -12,7 +12,7 @@ from ..format.batch import offset_field
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
 from ..planning.splits import MissingOffsets
 from ..stats import ReadEvent
-from ..storage.source import ByteSource
+from ..transport.source import ByteSource
 
 
 class DataLossChecks:

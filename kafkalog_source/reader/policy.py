@@ -11,8 +11,8 @@ from ..framing.foreign import explain_foreign
 from ..framing.resync import EVIDENCE_BYTES, crc_true_end, next_verified_batch
 from ..framing.scan import H_BASE_OFFSET, H_POS, H_SIZE, H_WIDTH, H_WPOS
 from ..framing.walk import frame_stop
+from ..layout.indexes import read_offset_index, sibling_path
 from ..stats import ReadEvent
-from ..storage.indexes import read_offset_index, sibling_path
 
 
 class SkipBatch(Exception):

@@ -29,11 +29,12 @@ from ..framing.scan import (
     scan_window,
 )
 from ..kernel.bytes import PAD
+from ..layout.files import open_source
 from ..options import ReadOptions
 from ..planning.splits import SegmentRange
 from ..stats import ReadEvent, ReadStats
-from ..storage.source import ByteSource, open_source
-from ..storage.windows import SegmentWindows
+from ..transport.source import ByteSource
+from ..transport.windows import SegmentWindows
 from .dataloss import DataLossChecks
 from .filters import RecordFilters
 from .legacy import LegacyMessages

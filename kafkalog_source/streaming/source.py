@@ -69,6 +69,8 @@ from typing import Any
 
 from ..arrow.schema import output_projection
 from ..errors import DataLossError, OptionError
+from ..layout.checkpoints import read_log_dir_checkpoints
+from ..layout.discovery import SegmentFile, discover, parent_directory
 from ..options import EARLIEST, LATEST, ReadOptions
 from ..planning.evidence import compacted_below, last_segment_cut
 from ..planning.logview import (
@@ -84,9 +86,7 @@ from ..planning.planner import plan
 from ..planning.probe import SegmentProbe
 from ..planning.splits import NO_LIMIT, MissingOffsets, Split
 from ..planning.transactions import log_transactions
-from ..storage.checkpoints import read_log_dir_checkpoints
-from ..storage.discovery import SegmentFile, discover, parent_directory
-from ..storage.filesystems import is_remote, using_store
+from ..transport.filesystems import is_remote, using_store
 
 log = logging.getLogger("kafkalog")
 

@@ -59,8 +59,8 @@ import zstandard
 
 from ..errors import CorruptDataError, DecompressionError, EncryptedSegmentError, FileChangedError
 from ..format.tiered import chunk_sizes
-from .filesystems import is_remote, local_path
-from .source import ByteSource
+from ..transport.filesystems import is_remote, local_path
+from ..transport.source import ByteSource
 
 LOG_SUFFIX = ".log"
 INDEXES_SUFFIX = ".indexes"

@@ -1,7 +1,7 @@
 """Where every byte comes from: a :class:`ByteSource` is one open file, read by ranges.
 
 Every reader of segment bytes, index files and ``.txnindex`` files (the reader, the planner, the
-transaction scan, ``dump`` and ``verify``) goes through this interface, and :func:`open_source`
+transaction scan, ``dump`` and ``verify``) goes through this interface, and :func:`~..layout.files.open_source`
 picks the implementation from the path:
 
 * :class:`LocalFileSource`: a local path or ``file:`` URI, read with ``pread``. Nothing maps the
@@ -26,12 +26,13 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..errors import FileChangedError, StorageError
-from ..options import StoreOptions
+from ..errors import AccessDeniedError, FileChangedError, StorageError
+from ..options import STORE_OF_SCHEME, StoreOptions
+from ..redact import redact_uri, scrub
+from .failures import access_denied, describe, store_errors, transient
 from .filesystems import (
     Location,
     current_store,
-    display_uri,
     is_remote,
     local_path,
     resolve,
@@ -55,7 +56,7 @@ class ByteSource(ABC):
 
     @property
     def uri(self) -> str:
-        """The location as given to :func:`open_source`."""
+        """The location as given to :func:`~..layout.files.open_source`."""
         return self.path
 
     @abstractmethod
@@ -109,7 +110,10 @@ class LocalFileSource(ByteSource):
     def __init__(self, path: str, fd: int | None = None, size: int | None = None) -> None:
         """Open ``path``; or wrap the open descriptor ``fd``, which the caller keeps and closes."""
         self._owned = fd is None
-        self.fd = os.open(path, os.O_RDONLY) if fd is None else fd
+        try:
+            self.fd = os.open(path, os.O_RDONLY) if fd is None else fd
+        except PermissionError as exc:
+            raise local_access_denied(path, exc) from exc
         try:
             st_size = os.fstat(self.fd).st_size if size is None else size
         except BaseException:
@@ -178,6 +182,41 @@ class LocalFileSource(ByteSource):
         self.fd = -1
 
 
+def local_access_denied(path: str, exc: OSError) -> AccessDeniedError:
+    """The error for a local file or directory this process may not read, saying what to do."""
+    try:
+        import getpass
+
+        who = f"user {getpass.getuser()}"
+    except (ImportError, KeyError, OSError):
+        who = f"uid {os.geteuid()}" if hasattr(os, "geteuid") else "this user"
+    said = exc.strerror or str(exc)
+    detail = "" if said.lower() == "permission denied" else f" ({said})"
+    return AccessDeniedError(
+        f"permission denied{detail}: this process ({who}) may not read it; give it read "
+        "permission (and its directories search permission), e.g. chmod a+r, or read it as a "
+        "user who may",
+        path,
+    )
+
+
+def remote_access_denied(
+    uri: str, said: str, start: int | None = None, end: int | None = None
+) -> AccessDeniedError:
+    """The error for an object (or prefix) the store refused to the credentials in use: ``said``
+    is the store's error, already scrubbed of secrets."""
+    scheme = uri.partition(":")[0].lower()
+    store = STORE_OF_SCHEME.get(scheme, scheme)
+    return AccessDeniedError(
+        f"access denied ({said}); not retried: check the credentials the {store} store gets "
+        f"(fs.{store}.* options, or the environment, profile or role its client reads; on a "
+        "cluster, the executors' too) and that they may read this",
+        redact_uri(uri),
+        start,
+        end,
+    )
+
+
 _totals = [0, 0]  # bytes fetched and requests made by every RemoteFileSource of this process
 _totals_lock = threading.Lock()
 
@@ -196,16 +235,19 @@ class RemoteFileSource(ByteSource):
     reads are served from blocks of ``read_ahead_bytes`` fetched by background threads, up to
     ``read_ahead_requests`` blocks ahead of the one being read and never past the hinted end, so
     fetching the next block overlaps decoding this one and memory stays bounded by
-    ``(read_ahead_requests + 1) * read_ahead_bytes``. Every request that fails with an ``OSError``
-    (throttling, a reset connection) is retried ``retries`` times with exponential backoff; then
-    :class:`~kafkalog_source.errors.StorageError` names the URI and the byte range.
+    ``(read_ahead_requests + 1) * read_ahead_bytes``. A request that fails in a way a retry can
+    fix (a timeout, a dropped connection, throttling, a server error: see :mod:`.failures`) is
+    retried ``retries`` times with exponential backoff; any other failure ends the read at once.
+    Either way :class:`~kafkalog_source.errors.StorageError` names the URI, the byte range and
+    the error that ended the read (:class:`~kafkalog_source.errors.AccessDeniedError` when the
+    store refused the credentials); a missing object raises ``FileNotFoundError``.
     """
 
     def __init__(self, location: Location, store: StoreOptions | None = None) -> None:
         """Open the object at ``location`` (one metadata request)."""
         self.location = location
         self.store = store or StoreOptions()
-        self._shown = display_uri(location.uri)
+        self._shown = redact_uri(location.uri)
         self._file = self._retrying(lambda: location.fs.open_input_file(location.path), 0, 0)
         super().__init__(location.uri, self._file.size())
         self._lock = threading.Lock()
@@ -215,21 +257,44 @@ class RemoteFileSource(ByteSource):
         self._pool: ThreadPoolExecutor | None = None
 
     def _retrying(self, call: Any, start: int, end: int) -> Any:
-        """``call()``, retried on OSError with backoff; StorageError when the retries run out."""
+        """``call()``, retried with backoff when it fails in a way a retry can fix; StorageError
+        (AccessDeniedError) naming the error that ended the read otherwise."""
         attempt = 0
         while True:
             try:
                 return call()
             except FileNotFoundError:
                 raise
-            except OSError as exc:
+            except store_errors() as exc:
+                said = scrub(describe(exc), self.store.secrets())
+                if access_denied(exc):
+                    raise remote_access_denied(self.location.uri, said, start, end) from exc
+                kind = transient(exc)
+                if kind is None:
+                    raise StorageError(
+                        f"read failed ({said}); not retried: not a timeout, a dropped "
+                        "connection, throttling or a server error, which a retry could fix",
+                        self._shown,
+                        start,
+                        end,
+                    ) from exc
                 if attempt >= self.store.retries:
                     raise StorageError(
-                        f"read failed after {attempt + 1} attempts: {exc}", self._shown, start, end
+                        f"read failed after {attempt + 1} attempts; the last error ({kind}): "
+                        f"{said}",
+                        self._shown,
+                        start,
+                        end,
                     ) from exc
                 delay = min(0.1 * (2**attempt), 5.0)
                 log.info(
-                    "%s: bytes [%d, %d): %s; retrying in %.1fs", self._shown, start, end, exc, delay
+                    "%s: bytes [%d, %d): %s (%s); retrying in %.1fs",
+                    self._shown,
+                    start,
+                    end,
+                    said,
+                    kind,
+                    delay,
                 )
                 time.sleep(delay)
                 attempt += 1
@@ -337,24 +402,6 @@ class RemoteFileSource(ByteSource):
             pass
 
 
-def open_source(path: str, store: StoreOptions | None = None) -> ByteSource:
-    """Open ``path`` for ranged reads: a local path, a ``file:`` URI, or a remote URI read through
-    the filesystem that ``store`` (the options' :class:`StoreOptions`; by default the one of the
-    enclosing :func:`using_store`) configures.
-
-    A tiered-storage ``.log`` object (Aiven plugin layout, :mod:`.tiered`) opens as the segment's
-    original bytes: the object itself when its manifest names no transform, a
-    :class:`~.tiered.ChunkedSource` when it is compressed.
-
-    Raises what opening the file raises (``FileNotFoundError``, ...)."""
-    store = store or current_store()
-    from .tiered import is_tiered_log, open_tiered_log
-
-    if is_tiered_log(path):
-        return open_tiered_log(path, lambda p: open_stored(p, store))
-    return open_stored(path, store)
-
-
 def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
     """The object or file at ``path`` as it is stored (no tiered-storage decoding)."""
     store = store or current_store()
@@ -398,8 +445,9 @@ __all__ = [
     "RemoteFileSource",
     "as_source",
     "file_stat",
-    "open_source",
+    "local_access_denied",
     "open_stored",
+    "remote_access_denied",
     "remote_totals",
     "using_store",
 ]

@@ -44,12 +44,14 @@ import stat as stat_module
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import CorruptDataError, OptionError, PathError
+from ..errors import CorruptDataError, OptionError, PathError, StorageError
 from ..format.names import segment_base_offset
 from ..options import ReadOptions, StoreOptions
+from ..redact import redact_uri, scrub
 from ..stats import ReadEvent, ReadStats
-from .filesystems import Location, display_uri, is_remote, local_path, resolve
-from .source import open_stored
+from ..transport.failures import access_denied, describe, store_errors
+from ..transport.filesystems import Location, is_remote, local_path, resolve
+from ..transport.source import local_access_denied, open_stored, remote_access_denied
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
 log = logging.getLogger("kafkalog")
@@ -154,6 +156,8 @@ class _LocalLister:
             return None
         except NotADirectoryError:
             return []
+        except PermissionError as e:
+            raise local_access_denied(directory, e) from e
         except OSError as e:
             raise PathError(f"cannot list directory {directory}: {e}") from e
         out = []
@@ -194,6 +198,13 @@ class _RemoteLister:
     def _location(self, uri: str) -> Location:
         return resolve(uri, self.store)
 
+    def _failed(self, what: str, uri: str, exc: BaseException) -> Exception:
+        """The error for a listing or look-up the store failed (its message scrubbed)."""
+        said = scrub(describe(exc), (self.store or StoreOptions()).secrets())
+        if access_denied(exc):
+            return remote_access_denied(uri, said)
+        return PathError(f"cannot {what} {redact_uri(uri)}: {said}")
+
     def _info_entry(self, loc: Location, info: Any) -> _Entry | None:
         from pyarrow.fs import FileType
 
@@ -213,8 +224,8 @@ class _RemoteLister:
         self.requests += 1
         try:
             info = loc.fs.get_file_info(loc.path)
-        except OSError as e:
-            raise PathError(f"cannot look up {display_uri(path)}: {e}") from e
+        except store_errors() as e:
+            raise self._failed("look up", path, e) from e
         return self._info_entry(loc, info)
 
     def list_dir(self, directory: str) -> list[_Entry] | None:
@@ -233,8 +244,8 @@ class _RemoteLister:
             )
         except FileNotFoundError:
             return None
-        except OSError as e:
-            raise PathError(f"cannot list {display_uri(directory)}: {e}") from e
+        except store_errors() as e:
+            raise self._failed("list", directory, e) from e
         self._listed.append(directory)
         tree: dict[str, list[_Entry]] = {directory: []}
         for info in infos:
@@ -556,7 +567,7 @@ def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int
     )
     try:
         entries = lister.list_dir(directory) or []
-    except (PathError, OptionError):
+    except (PathError, OptionError, StorageError):  # StorageError: access denied
         return []
     bases = (
         int(e.name[:20]) if is_tiered_log(e.path) else segment_base_offset(e.name)

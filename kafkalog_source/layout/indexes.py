@@ -35,7 +35,8 @@ from ..format.indexes import (
     decode_entries,
     txn_entry_version,
 )
-from .source import open_source, open_stored
+from ..transport.source import open_stored
+from .files import open_source
 from .tiered import read_tiered_index, tiered_index_target
 
 log = logging.getLogger("kafkalog")

@@ -16,12 +16,16 @@ anything else          fsspec's filesystem for the scheme, in      as fsspec str
                        ``PyFileSystem(FSSpecHandler(...))``
 =====================  ==========================================  ==================================
 
-Credentials come from each filesystem's own chain (environment, profile, instance role). Options
-named ``fs.<store>.<argument>`` (``<store>`` one of ``s3``, ``gs``, ``abfs``, ``hdfs`` or an fsspec
-protocol) are passed to that store's constructor: ``fs.s3.endpoint_override``,
-``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``, ``fs.abfs.account_key``, ... They are
-part of the options, so they reach executors in the pickled reader; their values never appear in
-``repr``, logs or error messages when the name says they are secret (keys, tokens, passwords).
+Credentials come from each filesystem's own chain (environment, profile, instance role); for S3
+the endpoint and region come from the AWS chain too (:mod:`.aws`), which ``S3FileSystem`` does not
+read by itself. Options named ``fs.<store>.<argument>`` (``<store>`` one of ``s3``, ``gs``,
+``abfs``, ``hdfs`` or an fsspec protocol) are passed to that store's constructor and override the
+chain: ``fs.s3.endpoint_override``, ``fs.s3.region``, ``fs.s3.anonymous``, ``fs.gs.anonymous``,
+``fs.abfs.account_key``, ... An fsspec store's values stay strings unless its constructor's
+signature (annotation or default) says it takes a bool, a number, a dict or a list. The options
+reach executors in the pickled reader; a value appears in ``repr``, logs or error messages only
+when its name is known to be harmless (:mod:`kafkalog_source.redact`), and a URI that carries a
+credential is refused (:func:`~kafkalog_source.options.check_path`).
 
 Filesystems are built once per process and per configuration.
 """
@@ -32,6 +36,8 @@ import atexit
 import contextlib
 import contextvars
 import gc
+import inspect
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -40,18 +46,17 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import OptionError
-from ..options import MASK, RETRY_ARG, STORE_OF_SCHEME, StoreOptions, is_secret
-
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+from ..options import RETRY_ARG, STORE_OF_SCHEME, StoreOptions, check_path, scheme_of
+from ..redact import redact_uri, scrub, show_value
+from .aws import aws_settings
 
 
 def local_path(path: str) -> str:
     """A local path: strips a ``file:`` scheme (``file:///x``, ``file:/x``, ``file://localhost/x``);
     refuses a remote URI (those go through :func:`resolve`)."""
-    m = _SCHEME.match(path)
-    if m is None or len(m.group(1)) == 1:  # no scheme, or a drive letter
+    scheme = scheme_of(path)
+    if scheme is None:  # no scheme, or a drive letter
         return path
-    scheme = m.group(1).lower()
     if scheme != "file":
         raise ValueError(f"{path}: not a local path")
     parts = urlsplit(path)
@@ -60,28 +65,10 @@ def local_path(path: str) -> str:
     return unquote(parts.path) or "/"
 
 
-def scheme_of(path: str) -> str | None:
-    """The lower-case URI scheme of ``path``; None for a plain path (or a Windows drive letter)."""
-    m = _SCHEME.match(path)
-    if m is None or len(m.group(1)) == 1:
-        return None
-    return m.group(1).lower()
-
-
 def is_remote(path: str) -> bool:
     """Whether ``path`` names an object in a store other than the local filesystem."""
     scheme = scheme_of(path)
     return scheme is not None and scheme != "file"
-
-
-def display_uri(uri: str) -> str:
-    """``uri`` with any ``user:password@`` part masked, for messages (an abfs URI's
-    ``container@account`` is not a credential and stays)."""
-    parts = urlsplit(uri)
-    if "@" not in parts.netloc or parts.scheme in ("abfs", "abfss"):
-        return uri
-    host = parts.netloc.rsplit("@", 1)[1]
-    return uri.replace(parts.netloc, f"{MASK}@{host}", 1)
 
 
 @dataclass(frozen=True)
@@ -142,15 +129,8 @@ def _constructor_error(store: str, exc: Exception, store_options: StoreOptions) 
     names = ", ".join(f"fs.{store}.{a}" for a in store_options.args_for(store)) or "none"
     return OptionError(
         f"cannot build the {store} filesystem from the options given ({names}): "
-        f"{type(exc).__name__}: {_masked(str(exc), store_options)}"
+        f"{type(exc).__name__}: {scrub(str(exc), store_options.secrets())}"
     )
-
-
-def _masked(text: str, store_options: StoreOptions) -> str:
-    for _s, a, v in store_options.args:
-        if is_secret(a) and isinstance(v, str) and v:
-            text = text.replace(v, MASK)
-    return text
 
 
 _regions: dict[str, str | None] = {}
@@ -198,18 +178,13 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
     scheme = scheme_of(uri)
     if scheme is None or scheme == "file":
         raise ValueError(f"{uri}: not a remote URI")
+    check_path(uri)
     parts = urlsplit(uri)
     store = STORE_OF_SCHEME.get(scheme, scheme)
-    if store != "abfs" and "@" in parts.netloc and ":" in parts.netloc.rsplit("@", 1)[0]:
-        raise OptionError(
-            f"path {display_uri(uri)!r}: credentials in a URI would be shown wherever the path "
-            f"is (logs, errors, Spark's plans); give them as fs.{store}.* options or through "
-            "the store's environment variables or profiles"
-        )
     if store in ("s3", "gs", "abfs") and not parts.netloc:
         raise OptionError(
-            f"path {uri!r}: a {scheme} URI names its bucket or container after two slashes, "
-            f"like {scheme}://bucket/prefix"
+            f"path {redact_uri(uri)!r}: a {scheme} URI names its bucket or container after two "
+            f"slashes, like {scheme}://bucket/prefix"
         )
     kwargs = so.args_for(store)
     frozen = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
@@ -220,12 +195,19 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
             retry = kwargs.pop(RETRY_ARG, None)
             if retry is not None:
                 kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retry)
-            region = None
-            if "region" not in kwargs and "endpoint_override" not in kwargs and parts.netloc:
-                region = _bucket_region(parts.netloc)  # AWS itself: the bucket's region
+            chain = aws_settings()  # AWS_ENDPOINT_URL_S3, AWS_REGION, the profile, ...
+            if chain.endpoint and "endpoint_override" not in kwargs:
+                kwargs["endpoint_override"] = chain.endpoint
+            if "region" not in kwargs:
+                region = None
+                if "endpoint_override" not in kwargs and parts.netloc:
+                    # AWS itself: the bucket's own region, as the AWS tools follow the redirect
+                    region = _bucket_region(parts.netloc)
+                region = region or chain.region
                 if region is not None:
                     kwargs["region"] = region
-            fs = _filesystem(("s3", frozen, region), lambda: pafs.S3FileSystem(**kwargs))
+            key = ("s3", frozen, kwargs.get("endpoint_override"), kwargs.get("region"))
+            fs = _filesystem(key, lambda: pafs.S3FileSystem(**kwargs))
             return Location(uri, fs, parts.netloc + parts.path, f"{scheme}://", "")
         if store == "gs":
             from pyarrow import fs as pafs
@@ -238,9 +220,15 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
             container, at, host = parts.netloc.partition("@")
             if not at or not container:
                 raise OptionError(
-                    f"path {uri!r}: an abfs URI names container@account.dfs.core.windows.net"
+                    f"path {redact_uri(uri)!r}: an abfs URI names "
+                    "container@account.dfs.core.windows.net"
                 )
             kwargs.setdefault("account_name", host.split(".", 1)[0])
+            sas = kwargs.get("sas_token")
+            if isinstance(sas, str) and sas and not sas.startswith("?"):
+                # pyarrow appends the token to the account's URL as given: "sv=...&sig=..." (as
+                # the Azure portal shows it) would become a path segment, not a query string
+                kwargs["sas_token"] = f"?{sas}"
             fs = _filesystem(("abfs", frozen, host), lambda: pafs.AzureFileSystem(**kwargs))
             return Location(
                 uri,
@@ -271,15 +259,20 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
         import fsspec
     except ImportError:
         raise OptionError(
-            f"path {uri!r}: the {scheme}:// scheme needs fsspec (pip install 'kafkalog[fsspec]'); "
-            "s3, gs, abfs and hdfs need nothing more"
+            f"path {redact_uri(uri)!r}: the {scheme}:// scheme needs fsspec "
+            "(pip install 'kafkalog[fsspec]'); s3, gs, abfs and hdfs need nothing more"
         ) from None
     try:
-        fsspec.get_filesystem_class(scheme)
+        cls = fsspec.get_filesystem_class(scheme)
     except ValueError:
-        raise OptionError(f"path {uri!r}: no filesystem for the {scheme}:// scheme") from None
+        raise OptionError(
+            f"path {redact_uri(uri)!r}: no filesystem for the {scheme}:// scheme"
+        ) from None
     except ImportError as exc:
-        raise OptionError(f"path {uri!r}: the {scheme}:// filesystem needs {exc}") from None
+        raise OptionError(
+            f"path {redact_uri(uri)!r}: the {scheme}:// filesystem needs {exc}"
+        ) from None
+    kwargs = fsspec_arguments(cls, scheme, kwargs)
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     def build() -> Any:
@@ -287,7 +280,7 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
             return PyFileSystem(FSSpecHandler(fsspec.filesystem(scheme, **kwargs)))
         except ImportError as exc:
             raise OptionError(
-                f"path {uri!r}: the {scheme}:// filesystem needs {exc.name}"
+                f"path {redact_uri(uri)!r}: the {scheme}:// filesystem needs {exc.name}"
             ) from None
 
     fs = _filesystem(("fsspec", scheme, frozen), build)
@@ -297,10 +290,96 @@ def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Loca
     return Location(uri, fs, path, f"{scheme}://", strip)
 
 
+# What a signature's annotation names, and the type an option string becomes for it.
+_DECLARED = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "dict": dict,
+    "Dict": dict,
+    "Mapping": dict,
+    "MutableMapping": dict,
+    "list": list,
+    "List": list,
+    "Sequence": list,
+    "tuple": list,
+}
+_WRAPPER = re.compile(r"(?:typing\.)?(?:Optional|Union)\[")
+_INNERMOST = re.compile(r"\[[^\[\]]*\]")
+
+
+def _declared_type(param: inspect.Parameter) -> type | None:
+    """The one type the parameter's annotation declares among bool, int, float, dict and list
+    (None when it admits a string, names another type or several; ``None`` itself aside), else
+    the type of its default; None when neither says."""
+    ann = param.annotation
+    if ann is not inspect.Parameter.empty:
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", None) or str(ann)
+        text = _WRAPPER.sub("", text)
+        while _INNERMOST.search(text):
+            text = _INNERMOST.sub("", text)
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) - {"None", "NoneType", "typing"}
+        types = {_DECLARED.get(w) for w in words}
+        if types == {int, float}:
+            return float
+        return types.pop() if len(types) == 1 else None
+    default = param.default
+    for t in (bool, int, float, dict, list):  # bool first: a bool is an int
+        if isinstance(default, t):
+            return t
+    return None
+
+
+def _convert(text: str, want: type) -> Any:
+    """``text`` as a ``want``; ValueError when it is not one."""
+    s = text.strip()
+    if want is bool:
+        if s.lower() not in ("true", "false"):
+            raise ValueError
+        return s.lower() == "true"
+    if want is int:
+        return int(s) if re.fullmatch(r"[+-]?[0-9]+", s) else float(s)
+    if want is float:
+        return float(s)
+    value = json.loads(s)
+    if not isinstance(value, want):
+        raise ValueError
+    return value
+
+
+def fsspec_arguments(cls: type, store: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``fs.<protocol>.*`` values as the fsspec filesystem ``cls`` takes them: a string stays a
+    string unless the constructor's signature declares (annotation, else default) a bool, a
+    number, a dict or a list (JSON) for that argument. OptionError for a value that is not one.
+    ``password=007`` stays ``"007"``."""
+    try:
+        params = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return dict(kwargs)
+    out = {}
+    for name, value in kwargs.items():
+        param = params.get(name)
+        want = _declared_type(param) if param is not None and isinstance(value, str) else None
+        if want is None:
+            out[name] = value
+            continue
+        try:
+            out[name] = _convert(value, want)
+        except (ValueError, json.JSONDecodeError):
+            what = {bool: "true or false", int: "a number", float: "a number"}.get(
+                want, f"a JSON {want.__name__}"
+            )
+            raise OptionError(
+                f"option 'fs.{store}.{name}': the {store} filesystem ({cls.__name__}) takes "
+                f"{what}, got {show_value(store, name, value)}"
+            ) from None
+    return out
+
+
 __all__ = [
     "Location",
     "current_store",
-    "display_uri",
+    "fsspec_arguments",
     "is_remote",
     "local_path",
     "resolve",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from .source import open_stored
+from ..transport.source import open_stored
 
 log = logging.getLogger("kafkalog")
 

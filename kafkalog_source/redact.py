@@ -1,0 +1,231 @@
+"""What may be shown of a value the user gave: the one home of masking.
+
+Mask by default: a store option's value is shown (in ``repr``, error messages, logs) only when
+its name is known to be harmless (an endpoint, a region, a timeout, a flag); every other value
+is shown as :data:`MASK`, whatever its name. A URI is shown with the password of its
+``user:password@`` part and the values of its query string masked. Messages written by others
+(a store's client, a constructor) are scrubbed of every string the masked options hold
+(:func:`scrub`).
+
+Nothing here imports anything but the standard library: any layer may use it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
+
+MASK = "****"
+
+# Arguments whose values are shown, per store (``s3``, ``gs``, ``abfs``, ``hdfs``). Every other
+# argument of these stores is masked: keys, tokens, secrets, and also what may hold one
+# (proxy_options, extra_conf, default_metadata, external_id).
+_SHOWN: dict[str, frozenset[str]] = {
+    "s3": frozenset(
+        {
+            "anonymous",
+            "region",
+            "request_timeout",
+            "connect_timeout",
+            "scheme",
+            "endpoint_override",
+            "background_writes",
+            "allow_delayed_open",
+            "allow_bucket_creation",
+            "allow_bucket_deletion",
+            "check_directory_existence_before_creation",
+            "force_virtual_addressing",
+            "tls_ca_file_path",
+            "load_frequency",
+            "role_arn",
+            "session_name",
+            "retry_max_attempts",
+        }
+    ),
+    "gs": frozenset(
+        {
+            "anonymous",
+            "target_service_account",
+            "credential_token_expiration",
+            "default_bucket_location",
+            "scheme",
+            "endpoint_override",
+            "retry_time_limit",
+            "project_id",
+        }
+    ),
+    "abfs": frozenset(
+        {
+            "account_name",
+            "blob_storage_authority",
+            "blob_storage_scheme",
+            "dfs_storage_authority",
+            "dfs_storage_scheme",
+            "client_id",
+            "tenant_id",
+        }
+    ),
+    "hdfs": frozenset(
+        {"host", "port", "user", "replication", "buffer_size", "default_block_size", "kerb_ticket"}
+    ),
+}
+# Arguments of any other store (fsspec protocols) whose values are shown.
+_SHOWN_ANY = frozenset(
+    {
+        "host",
+        "port",
+        "user",
+        "username",
+        "timeout",
+        "anon",
+        "anonymous",
+        "region",
+        "region_name",
+        "endpoint_url",
+        "block_size",
+        "tls",
+        "secure",
+        "use_ssl",
+        "use_https",
+        "encoding",
+        "auto_mkdir",
+    }
+)
+
+# Shorter strings are not scrubbed from others' messages: they would match ordinary words.
+_MIN_SCRUBBED = 4
+
+
+def is_shown(store: str, arg: str) -> bool:
+    """Whether the value of ``fs.<store>.<arg>`` is known to be harmless, and may be shown."""
+    return arg.lower() in _SHOWN.get(store, _SHOWN_ANY)
+
+
+def show_value(store: str, arg: str, value: Any) -> str:
+    """The value of ``fs.<store>.<arg>`` as messages show it: its ``repr`` (a URI redacted)
+    when the argument is known to be harmless, else :data:`MASK`."""
+    if not is_shown(store, arg):
+        return MASK
+    return repr(redact_uri(value)) if isinstance(value, str) else repr(value)
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    """Every string inside ``value`` (dict values, list items, a URI's password and query
+    values too)."""
+    if isinstance(value, str):
+        yield from _forms(value)
+        parts = _split(value)
+        if parts is not None:
+            userinfo = parts.netloc.rpartition("@")[0]
+            if ":" in userinfo:
+                yield from _forms(userinfo.split(":", 1)[1])
+            query = parts.query
+        else:  # a query string of its own: a SAS token
+            query = value.lstrip("?") if "=" in value else ""
+        for _, v in parse_qsl(query):
+            yield from _forms(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for v in value:
+            yield from _leaves(v)
+
+
+def _forms(s: str) -> Iterator[str]:
+    """``s`` as given and as a URL carries it (percent-encoded)."""
+    yield s
+    yield from {quote(s, safe=""), quote(s, safe="/:"), quote_plus(s)} - {s}
+
+
+def secret_strings(args: Iterable[tuple[str, str, Any]]) -> list[str]:
+    """The strings held by the masked ones of ``(store, argument, value)`` store options,
+    longest first: what :func:`scrub` removes from others' messages."""
+    found = {
+        s
+        for store, arg, value in args
+        if not is_shown(store, arg)
+        for s in _leaves(value)
+        if len(s) >= _MIN_SCRUBBED
+    }
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every one of ``secrets`` (see :func:`secret_strings`) replaced by
+    :data:`MASK`, and every URI in it redacted (:func:`redact_uri`)."""
+    for s in secrets:
+        if s:
+            text = text.replace(s, MASK)
+    return _URI_IN_TEXT.sub(lambda m: redact_uri(m.group(0)), text)
+
+
+_URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]+://[^\s'\"<>]+")
+
+
+def _split(uri: str) -> Any:
+    """``urlsplit(uri)`` when ``uri`` is a URI with an authority (``scheme://...``), else None."""
+    if "://" not in uri:
+        return None
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return None
+    if len(parts.scheme) < 2:
+        return None
+    return parts
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` as messages show it: the password of a ``user:password@`` part and the values of
+    the query string masked (an abfs URI's ``container@account`` is not a credential and stays;
+    in other URIs the whole ``user:password@`` part is masked). A local path is returned as is."""
+    parts = _split(uri)
+    if parts is None:
+        return uri
+    out = uri
+    if "@" in parts.netloc:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        if parts.scheme.lower() in ("abfs", "abfss"):
+            shown = userinfo if ":" not in userinfo else f"{userinfo.split(':', 1)[0]}:{MASK}"
+        else:
+            shown = MASK
+        out = out.replace(parts.netloc, f"{shown}@{host}", 1)
+    if "=" in parts.query:
+        head, _, _ = out.partition("?")
+        query = "&".join(
+            f"{p.split('=', 1)[0]}={MASK}" if "=" in p else p for p in parts.query.split("&")
+        )
+        out = f"{head}?{query}" + (f"#{parts.fragment}" if parts.fragment else "")
+    return out
+
+
+def query_names(uri: str) -> list[str]:
+    """The names of the parameters in ``uri``'s query string (``k=v`` pairs only: a ``?`` of a
+    glob pattern is not a query)."""
+    parts = _split(uri)
+    if parts is None or "=" not in parts.query:
+        return []
+    return [k for k, _ in parse_qsl(parts.query, keep_blank_values=True)]
+
+
+def uri_password(uri: str) -> bool:
+    """Whether ``uri`` carries a ``user:password@`` part (for an abfs URI, ``container:KEY@``)."""
+    parts = _split(uri)
+    if parts is None or "@" not in parts.netloc:
+        return False
+    return ":" in parts.netloc.rpartition("@")[0]
+
+
+__all__ = [
+    "MASK",
+    "is_shown",
+    "query_names",
+    "redact_uri",
+    "scrub",
+    "secret_strings",
+    "show_value",
+    "uri_password",
+]

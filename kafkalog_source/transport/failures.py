@@ -1,0 +1,92 @@
+"""Which failures of a store a retry can fix, and which it cannot.
+
+A store's client (pyarrow's S3, GCS and Azure filesystems, an fsspec store) already retries a
+request a few times. On top of that, a byte source retries only what another attempt can fix:
+a timeout, a dropped or refused connection, throttling, a server error (HTTP 5xx). Access denied,
+a missing object, a bad request or an unknown host fail at once, naming the error.
+
+pyarrow raises a plain ``OSError`` for its stores' failures, so they are told apart by the words
+its clients write: ``AWS Error ACCESS_DENIED during GetObject operation``, ``AWS Error UNKNOWN
+(HTTP status 503)``, ``google::cloud::Status(UNAVAILABLE: ...)``, ``Azure Error:
+[ServerBusy] 503 ...``. A Python exception (from an fsspec store) is told by its type.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+
+_DENIED = re.compile(
+    r"ACCESS_DENIED|AccessDenied|Access Denied|PERMISSION_DENIED|UNAUTHENTICATED"
+    r"|INVALID_ACCESS_KEY_ID|InvalidAccessKeyId|SIGNATURE_DOES_NOT_MATCH|SignatureDoesNotMatch"
+    r"|AuthorizationFailure|AuthorizationPermissionMismatch|AuthenticationFailed|Forbidden"
+    r"|AuthenticationException|Failed to get token"
+    r"|\bHTTP status 40[13]\b|\] 40[13] |\b40[13] (?:Forbidden|Unauthorized)"
+)
+# a host that does not resolve: a wrong endpoint or bucket, not a passing failure
+_NOT_TRANSIENT = re.compile(r"resolve host|curlCode: 6\b|Name or service not known", re.IGNORECASE)
+_TRANSIENT = (
+    ("throttling", re.compile(r"SLOW_DOWN|SlowDown|THROTTL|Throttl|TooManyRequests|TOO_MANY_REQ"
+                              r"|RESOURCE_EXHAUSTED|ServerBusy|\bHTTP status 429\b|\] 429 ")),
+    ("timeout", re.compile(r"REQUEST_TIMEOUT|RequestTimeout|DEADLINE_EXCEEDED|OperationTimedOut"
+                           r"|timed out|timeout", re.IGNORECASE)),
+    ("connection", re.compile(r"NETWORK_CONNECTION|connection (?:reset|refused|aborted|closed)"
+                              r"|couldn't connect|could not connect|broken pipe|curlCode: (?:7|"
+                              r"52|55|56)\b", re.IGNORECASE)),
+    ("server error", re.compile(r"SERVICE_UNAVAILABLE|ServiceUnavailable|INTERNAL_FAILURE"
+                                r"|InternalError|\bUNAVAILABLE\b|\bINTERNAL\b"
+                                r"|\bHTTP status 5[0-9][0-9]\b|\] 5[0-9][0-9] ")),
+)  # fmt: skip
+_TRANSIENT_ERRNO = {
+    errno.ETIMEDOUT: "timeout",
+    errno.ECONNRESET: "connection",
+    errno.ECONNREFUSED: "connection",
+    errno.ECONNABORTED: "connection",
+    errno.EPIPE: "connection",
+}
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What a store's client raises for a failed request: ``OSError``, and pyarrow's
+    ``ArrowException`` (the Azure filesystem raises it when it cannot get a token, say)."""
+    try:
+        from pyarrow.lib import ArrowException
+    except ImportError:  # pragma: no cover (pyarrow is a dependency)
+        return (OSError,)
+    return (OSError, ArrowException)
+
+
+def access_denied(exc: BaseException) -> bool:
+    """Whether ``exc`` says the credentials may not read the object (or there are none)."""
+    if isinstance(exc, PermissionError):
+        return True
+    return bool(_DENIED.search(str(exc)))
+
+
+def transient(exc: BaseException) -> str | None:
+    """What passing failure ``exc`` is ("timeout", "connection", "throttling", "server
+    error"), when another attempt may succeed; None when a retry cannot fix it."""
+    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
+        return None
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, ConnectionError):
+        return "connection"
+    if isinstance(exc, OSError) and exc.errno in _TRANSIENT_ERRNO:
+        return _TRANSIENT_ERRNO[exc.errno]
+    text = str(exc)
+    if access_denied(exc) or _NOT_TRANSIENT.search(text) or isinstance(exc, ValueError):
+        return None
+    for kind, pattern in _TRANSIENT:
+        if pattern.search(text):
+            return kind
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception, the message on one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+__all__ = ["access_denied", "describe", "store_errors", "transient"]
