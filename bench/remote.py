@@ -45,6 +45,7 @@ from timing import best_of  # noqa: E402
 
 from kafkalog_source.options import parse_options  # noqa: E402
 from kafkalog_source.planning.planner import plan  # noqa: E402
+from kafkalog_source.planning.request import batch_request  # noqa: E402
 from kafkalog_source.reader import iter_batches  # noqa: E402
 from kafkalog_source.transport.source import remote_totals  # noqa: E402
 
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             ("maxPartitionBytes=16m", {"maxPartitionBytes": "16m"}),
         ):
             before = remote_totals()
-            splits = plan(parse_options({**options, **more}, paths=uri))
+            splits = plan(batch_request(parse_options({**options, **more}, paths=uri)))
             fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
             plans.append((label, len(splits), fetched, requests))
 

@@ -450,6 +450,7 @@ def prepare(
 
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
     from kafkalog_source.reader import output_projection, read_split
 
     seg, size, records, batches = ensure_segment(size_bytes)
@@ -467,7 +468,7 @@ def prepare(
     opts = parse_options(options, paths=ds.load_path)
     projection = output_projection(opts)
     ds.full_ddl = projection.ddl
-    splits = plan(opts)
+    splits = plan(batch_request(opts))
     ds.splits = [s.size for s in splits]
 
     # the ceiling: kafkalog's output per split, decoded once, stored as Arrow IPC
@@ -563,10 +564,11 @@ sys.path.insert(0, {repo!r})
 import kafkalog_source.spark.datasource
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.planner import plan
+from kafkalog_source.planning.request import batch_request
 from kafkalog_source.reader import output_projection, read_split
 t1 = time.perf_counter()
 opts = parse_options({{"maxPartitionBytes": "1m"}}, paths={path!r})
-for b in read_split(plan(opts)[0], opts, output_projection(opts)):
+for b in read_split(plan(batch_request(opts))[0], opts, output_projection(opts)):
     break
 t2 = time.perf_counter()
 print(json.dumps({{"import_s": t1 - t0, "first_batch_s": t2 - t0}}))
@@ -596,8 +598,10 @@ def profile(ds: Dataset, repeat: int) -> dict[str, Any]:
     from kafkalog_source.arrow.schema import projection_for
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
     from kafkalog_source.reader import output_projection, read_split
-    from kafkalog_source.spark.datasource import KafkaLogDataSource, SplitPartition
+    from kafkalog_source.spark.datasource import KafkaLogDataSource
+    from kafkalog_source.spark.partitions import SplitPartition
 
     opts = parse_options(ds.options, paths=ds.load_path)
     full = output_projection(opts)
@@ -605,8 +609,8 @@ def profile(ds: Dataset, repeat: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     indexed = parse_options(ds.options, paths=str(ds.segment.parent))
     bare = parse_options(ds.options, paths=str(ds.bare_dir))
-    out["plan_s"], _, splits = best_of(repeat, lambda: plan(indexed))
-    out["plan_noindex_s"], _, _ = best_of(repeat, lambda: plan(bare))
+    out["plan_s"], _, splits = best_of(repeat, lambda: plan(batch_request(indexed)))
+    out["plan_noindex_s"], _, _ = best_of(repeat, lambda: plan(batch_request(bare)))
     no_crc = parse_options({**ds.options, "verifyChecksums": "false"}, paths=ds.load_path)
 
     def decode(projection: Any, o: Any = opts) -> dict[str, float]:

@@ -459,20 +459,6 @@ def _offsets(name: str, v: Any, default: str) -> str | PartitionMap:
     return _partition_json(name, v, allow_special=True, forbid=forbid)
 
 
-def check_batch(o: ReadOptions) -> None:
-    """Refuse what only a stream may use: a start at the latest offset (a batch read of an
-    archive from its end is empty), as Spark's Kafka source does for batch queries."""
-    if o.starting_offsets == "latest":
-        raise OptionError("option 'startingOffsets': 'latest' is not allowed for batch reads")
-    if isinstance(o.starting_offsets, dict):
-        for (topic, part), v in sorted(o.starting_offsets.items()):
-            if v == LATEST:
-                raise OptionError(
-                    f"option 'startingOffsets': {topic}-{part}: latest (-1) is not allowed for "
-                    "batch reads"
-                )
-
-
 def _timestamp_ms(name: str, v: Any) -> float:
     """A time as epoch milliseconds, or an ISO-8601 string (UTC when no zone is given)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -32,7 +32,7 @@ from conftest import CLIENT_WRITTEN, SAMPLES, kp_v2_batch
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 import kafkalog_source as kl
-import kafkalog_source.reader as reader_module
+import kafkalog_source.reader.v2 as reader_v2
 from kafkalog_source.codecs import decompress
 from kafkalog_source.codecs.compiled import (
     ARENA_FULL,
@@ -45,6 +45,7 @@ from kafkalog_source.codecs.xxh32 import xxh32
 from kafkalog_source.errors import KafkaLogError
 from kafkalog_source.kernel.crc32 import CRC32_TABLES, HAVE_PCLMUL, crc32_spans
 from kafkalog_source.kernel.crc32c import CRC32C_TABLES, HAVE_HW_CRC32C, crc32c_spans
+from kafkalog_source.reader import Tuning
 
 REPO = Path(__file__).resolve().parent.parent
 LEGACY_SAMPLES = ["magic0-none-0", "magic1-gzip-0", "magic1-none-0", "upgraded-0"]
@@ -270,13 +271,15 @@ def _compressed_sources() -> list[Path]:
 def test_fast_codecs_change_nothing(source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     options = {"includeMetadata": True, "includeControlRecords": True}
     try:
-        monkeypatch.setattr(reader_module, "FAST_CODECS", False)
-        slow: pa.Table | str = kl.read_table(str(source), **options)
+        slow: pa.Table | str = kl.read_table(
+            str(source), tuning=Tuning(fast_codecs=False), **options
+        )
     except KafkaLogError as exc:
         slow = f"{type(exc).__name__}: {exc}"
-    monkeypatch.setattr(reader_module, "FAST_CODECS", True)
     try:
-        fast: pa.Table | str = kl.read_table(str(source), **options)
+        fast: pa.Table | str = kl.read_table(
+            str(source), tuning=Tuning(fast_codecs=True), **options
+        )
     except KafkaLogError as exc:
         fast = f"{type(exc).__name__}: {exc}"
     if isinstance(slow, str):
@@ -325,12 +328,12 @@ def test_max_batch_bytes_holds_on_the_fast_path(
     part, _ = _big_batches_segment(codec, tmp_path)
     errors = []
     for fast in (True, False):
-        monkeypatch.setattr(reader_module, "FAST_CODECS", fast)
+        knobs = Tuning(fast_codecs=fast)
         with pytest.raises(KafkaLogError) as err:
-            kl.read_table(str(part), maxBatchBytes="2m")
+            kl.read_table(str(part), maxBatchBytes="2m", tuning=knobs)
         errors.append(str(err.value))
         assert "maxBatchBytes" in str(err.value)
-        dropped = kl.read_table(str(part), maxBatchBytes="2m", mode="DROPMALFORMED")
+        dropped = kl.read_table(str(part), maxBatchBytes="2m", mode="DROPMALFORMED", tuning=knobs)
         assert dropped.column("offset").to_pylist() == [0, 2, 4]
     assert errors[0] == errors[1]
 
@@ -422,13 +425,13 @@ def test_compiled_codecs_off_switch(name: str, monkeypatch: pytest.MonkeyPatch) 
     every lz4/snappy payload through liblz4/cramjam: the compiled decoders are never called, and
     the rows are the same as with them."""
     calls = []
-    real = reader_module.inflate_batches
+    real = reader_v2.inflate_batches
 
     def spy(*args: object) -> object:
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(reader_module, "inflate_batches", spy)
+    monkeypatch.setattr(reader_v2, "inflate_batches", spy)
     monkeypatch.delenv("KAFKALOG_LIBRARY_CODECS", raising=False)
     source = SAMPLES / name
     options = {"includeMetadata": True, "includeControlRecords": True}

@@ -33,7 +33,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 import kafkalog_source as kl
-from kafkalog_source import reader as reader_module
+from kafkalog_source.reader import Tuning
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -218,9 +218,8 @@ def check_damaged(
     assert bad.position <= excinfo.value.position < bad.position + size
 
     for fast in (True, False):
-        reader_module.FAST_CODECS = fast
-        reader_module.FAST_WRAPPERS = fast
-        for rpb in (extra, {**extra, "recordsPerBatch": 1}):
+        knobs = Tuning(fast_codecs=fast, fast_wrappers=fast)
+        for rpb in ({**extra, "tuning": knobs}, {**extra, "recordsPerBatch": 1, "tuning": knobs}):
             where = f"fast={fast} {rpb}"
             rows, stats = read(part, ignoreCorruptFiles=True, **rpb)
             assert plain_rows(rows) == before, where
@@ -256,13 +255,6 @@ def check_damaged(
     rows, stats = read(part, ignoreCorruptFiles=True, **pieces)
     assert plain_rows(rows) == before + after
     assert (stats.corrupt_files, stats.corrupt_file_bytes) == (1, size)
-
-
-@pytest.fixture(autouse=True)
-def _restore_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    """check_damaged flips the module switches; monkeypatch puts them back after each test."""
-    monkeypatch.setattr(reader_module, "FAST_CODECS", reader_module.FAST_CODECS)
-    monkeypatch.setattr(reader_module, "FAST_WRAPPERS", reader_module.FAST_WRAPPERS)
 
 
 def _positions(n: int) -> list[int]:

@@ -24,17 +24,17 @@ SHRUNK = 1000  # bytes left after the truncation
 
 CHILD = r"""
 import json, os, sys
-import kafkalog_source.reader as reader
 from kafkalog_source import KafkaLogError, ReadStats, iter_batches
+from kafkalog_source.reader import Tuning
 
-reader.WINDOW_BYTES = 16 << 10  # several windows in a small file
+SMALL_WINDOWS = Tuning(window_bytes=16 << 10)  # several windows in a small file
 for path, options in json.loads(sys.argv[1]):
     stats = ReadStats()
     offsets = []
     values = []
     result = {}
     try:
-        for n, batch in enumerate(iter_batches(path, stats, recordsPerBatch=50, **options)):
+        for n, batch in enumerate(iter_batches(path, stats, recordsPerBatch=50, tuning=SMALL_WINDOWS, **options)):
             offsets += batch.column("offset").to_pylist()
             values += batch.column("value").to_pylist()
             if n == 0:

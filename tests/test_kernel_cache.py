@@ -201,7 +201,7 @@ def test_numba_boundscheck_reaches_the_kernels(tmp_path: Path) -> None:
     boundscheck=False, and in the raw-memory intrinsics (8-byte loads, memcpy) too."""
     script = """
 import numba, numpy as np
-from kafkalog_source.kernel.bytes import _memcpy, be32, copy_bytes, load_u64
+from kafkalog_source.kernel.bytes import memcpy, be32, copy_bytes, load_u64
 
 @numba.njit
 def load(src, p):
@@ -217,7 +217,7 @@ def copy(dst, d, src, s, n):
 
 @numba.njit
 def memcpy(dst, d, src, s, n):
-    _memcpy(dst, d, src, s, n)
+    memcpy(dst, d, src, s, n)
 
 buf = np.zeros(16, np.uint8)
 calls = {

@@ -144,3 +144,16 @@ def test_no_import_cycles_inside_a_folder() -> None:
     folders = [PACKAGE] + sorted(p for p in PACKAGE.iterdir() if p.is_dir() and p.name in LAYERS)
     wrong = [f"{f.name}: {' -> '.join(c)}" for f in folders for c in _cycles(f)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_private_names_imported_across_modules() -> None:
+    """A module's ``_private`` names are its own: another module that needs one gets a public
+    name (the package's ``__init__`` files and dunders aside)."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        wrong.append(f"{path.relative_to(PACKAGE)} imports {a.name}")
+    assert not wrong, "\n".join(wrong)

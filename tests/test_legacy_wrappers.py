@@ -16,8 +16,8 @@ import pytest
 from conftest import BROKER_WRITTEN, CLIENT_WRITTEN, SAMPLES
 
 import kafkalog_source as kl
-import kafkalog_source.reader as reader_module
 from kafkalog_source.errors import KafkaLogError
+from kafkalog_source.reader import Tuning
 
 LEGACY_COMPRESSED = [
     "magic0-gzip-0",
@@ -38,9 +38,8 @@ OPTION_SETS = [
 
 
 def _read(path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, options: dict) -> object:
-    monkeypatch.setattr(reader_module, "FAST_WRAPPERS", fast)
     try:
-        return kl.read_table(str(path), **options)
+        return kl.read_table(str(path), tuning=Tuning(fast_wrappers=fast), **options)
     except KafkaLogError as exc:
         return f"{type(exc).__name__}: {exc}"
 
@@ -76,7 +75,7 @@ def test_batched_wrappers_change_nothing(source: Path, monkeypatch: pytest.Monke
 
 def test_batched_wrappers_decode_the_samples() -> None:
     """The fast route is the default, and it reads the v1 LogAppendTime sample's rules right."""
-    assert reader_module.FAST_WRAPPERS
+    assert Tuning().fast_wrappers
     table = kl.read_table(str(SAMPLES / "magic1-logappendtime-0"))
     types = set(table.column("timestampType").to_pylist())
     assert types == {1}

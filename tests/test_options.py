@@ -119,7 +119,7 @@ def test_the_arrow_api_rejects_unknown_options() -> None:
     ],
 )
 def test_a_latest_start_is_for_streams_only(value: str, message: str) -> None:
-    from kafkalog_source.options import check_batch
+    from kafkalog_source.planning.request import check_batch
 
     opts = parse_options({"startingOffsets": value})  # a stream may start at the latest offset
     with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -28,6 +28,7 @@ from kafkalog_source.layout.indexes import (
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.planner import SegmentProbe, max_split_bytes, plan
 from kafkalog_source.planning.pruning import Pruning
+from kafkalog_source.planning.request import batch_request
 from kafkalog_source.planning.splits import NO_LIMIT, NO_LOWER, SegmentRange, Split
 
 ARTHUR = BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data"
@@ -136,12 +137,12 @@ def test_max_split_bytes_follows_spark():
 def test_small_segments_are_packed_together():
     require_shared(MASHA)
     segs = discover(parse_options(path=str(MASHA)))
-    splits = plan(parse_options(path=str(MASHA)), segs)
+    splits = plan(batch_request(parse_options(path=str(MASHA))), segs)
     assert len(splits) == 1 and len(splits[0].ranges) == 4
     check_plan(splits, segs)
     # with a large open cost every file weighs more than a split and goes alone
     o = parse_options(path=str(MASHA), maxPartitionBytes="200k", openCostInBytes="200k")
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     assert len(splits) == 4
     check_plan(splits, segs)
 
@@ -150,7 +151,7 @@ def test_large_segments_are_split_on_boundaries():
     require_shared(ARTHUR)
     o = parse_options(path=str(ARTHUR), maxPartitionBytes="256k", openCostInBytes="0")
     segs = discover(o)
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     check_plan(splits, segs)
     big = [r for r in all_ranges(splits) if r.segment_base_offset == 81908]
     assert len(big) == 12  # 3098017 bytes in pieces of about 256 KiB
@@ -163,22 +164,22 @@ def test_min_partitions_splits_further():
     require_shared(DIPENDRA)
     o = parse_options(path=str(DIPENDRA), minPartitions=12, openCostInBytes="1k")
     segs = discover(o)
-    assert len(plan(o.replace(min_partitions=None), segs)) == 1
-    splits = plan(o, segs)
+    assert len(plan(batch_request(o.replace(min_partitions=None)), segs)) == 1
+    splits = plan(batch_request(o), segs)
     assert len(splits) >= 12
     check_plan(splits, segs)
     # below the open-cost floor too (best effort, never inside a batch)
     o = parse_options(path=str(DIPENDRA), minPartitions=40, openCostInBytes="4m")
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     assert len(splits) >= 40
     check_plan(splits, segs)
 
 
 def test_nothing_to_plan(tmp_path):
-    assert plan(parse_options(path=str(tmp_path)), []) == []
+    assert plan(batch_request(parse_options(path=str(tmp_path))), []) == []
     (tmp_path / "t-0").mkdir()
     (tmp_path / "t-0" / ("0" * 20 + ".log")).write_bytes(b"")
-    assert plan(parse_options(path=str(tmp_path))) == []
+    assert plan(batch_request(parse_options(path=str(tmp_path)))) == []
 
 
 @settings(
@@ -202,7 +203,7 @@ def test_property_every_batch_exactly_once(max_bytes, open_cost, min_partitions,
         minPartitions=min_partitions,
     )
     segs = discover(opts)
-    splits = plan(opts, segs)
+    splits = plan(batch_request(opts), segs)
     check_plan(splits, segs)
     if min_partitions is not None:
         n_batches = sum(len(full_walk(s.path)[0]) for s in segs)
@@ -258,7 +259,7 @@ def test_zero_filled_and_partial_index_tails(tmp_path):
     # planning uses the good prefix; every batch exactly once
     o = parse_options(path=str(tmp_path / "t-0"), maxPartitionBytes=20000, openCostInBytes=0)
     segs = discover(o)
-    check_plan(plan(o, segs), segs)
+    check_plan(plan(batch_request(o), segs), segs)
 
 
 def test_txn_index_reader(tmp_path):
@@ -303,12 +304,12 @@ def test_garbage_index_falls_back_to_walking(tmp_path, kind):
     _write_index(Path(sibling_path(str(log_path), ".index")), base, entries)
     o = parse_options(path=str(log_path.parent), maxPartitionBytes=15000, openCostInBytes=0)
     segs = discover(o)
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     check_plan(splits, segs)
     assert len(splits) >= 15
     # offset bounds still land on the exact batch
     o2 = o.replace(starting_offsets={("t", 0): 12000}, ending_offsets={("t", 0): 13000})
-    rs = all_ranges(plan(o2, segs))
+    rs = all_ranges(plan(batch_request(o2), segs))
     first = next(h for h in headers if h.last_offset >= 12000)
     assert rs[0].start == first.position
     end_batch = next(h for h in headers if h.last_offset >= 13000)
@@ -343,7 +344,7 @@ def test_starting_and_ending_offsets_prune_segments_and_bytes():
         maxPartitionBytes="200k",
     )
     segs = discover(o)
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     check_plan(splits, segs, complete=False)
     rs = all_ranges(splits)
     assert {r.segment_base_offset for r in rs} == {30626, 60611}
@@ -370,7 +371,7 @@ def test_offsets_earliest_latest_and_other_partitions():
         endingOffsets={"oms_order_created": {"1": -1}},
     )
     segs = discover(o)
-    rs = all_ranges(plan(o, segs))
+    rs = all_ranges(plan(batch_request(o), segs))
     by_topic = {r.topic: r for r in rs}
     assert by_topic["__consumer_offsets"].start == 0
     assert by_topic["oms_order_created"].offset_lo == 90000
@@ -379,11 +380,19 @@ def test_offsets_earliest_latest_and_other_partitions():
     assert by_topic["oms_order_status_changed"].start == 0  # not named: earliest
     # offsets past the end: nothing from that partition
     o = parse_options(path=str(ARTHUR), startingOffsets={"oms_order_created": {"1": 10**9}})
-    assert "oms_order_created" not in {r.topic for r in all_ranges(plan(o, segs))}
+    assert "oms_order_created" not in {r.topic for r in all_ranges(plan(batch_request(o), segs))}
     with pytest.raises(OptionError, match="latest"):
-        plan(parse_options(path=str(ARTHUR), startingOffsets={"oms_order_created": {"1": -1}}))
+        plan(
+            batch_request(
+                parse_options(path=str(ARTHUR), startingOffsets={"oms_order_created": {"1": -1}})
+            )
+        )
     with pytest.raises(OptionError, match="earliest"):
-        plan(parse_options(path=str(ARTHUR), endingOffsets={"oms_order_created": {"1": -2}}))
+        plan(
+            batch_request(
+                parse_options(path=str(ARTHUR), endingOffsets={"oms_order_created": {"1": -2}})
+            )
+        )
 
 
 # -- timestamps -------------------------------------------------------------------------------
@@ -415,7 +424,7 @@ def test_starting_timestamp_resolves_to_first_batch(where, topic, partition):
     index_of = {(s.path, h.position): i for i, (s, h) in enumerate(batches)}
     for t in _timestamps_to_try(batches, 3 if where == LEGACY else 12):
         o = parse_options(path=str(part_dir), startingTimestamp=t, maxPartitionBytes="100k")
-        splits = plan(o, segs)
+        splits = plan(batch_request(o), segs)
         expected = expected_time_batch(batches, t)
         if expected is None:
             assert splits == [], t
@@ -452,7 +461,7 @@ def test_ending_timestamp_and_by_partition_forms(where, topic, partition):
         endingOffsetsByTimestamp=js(t_end),
         maxPartitionBytes="64k",
     )
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     check_plan(splits, segs, complete=False)
     rs = [r for r in all_ranges(splits) if (r.topic, r.partition) == (topic, partition)]
     s_seg, s_h = expected_time_batch(batches, t_start)
@@ -466,7 +475,7 @@ def test_ending_timestamp_and_by_partition_forms(where, topic, partition):
     assert all(r.timestamp_start is None and r.offset_lo == NO_LOWER for r in others)
     # a global ending timestamp past every record leaves the partition unbounded
     o = parse_options(path=str(where), endingTimestamp=10**15)
-    rs = all_ranges(plan(o, segs))
+    rs = all_ranges(plan(batch_request(o), segs))
     assert all(r.offset_hi == NO_LIMIT and r.timestamp_end is None for r in rs)
 
 
@@ -499,7 +508,7 @@ def test_time_index_skips_segments_only_when_the_log_agrees(tmp_path):
         probe.close()
     batches = partition_batches([seg])
     t = int(real["timestamp"][-1])
-    rs = all_ranges(plan(parse_options(path=str(d), startingTimestamp=t), [seg]))
+    rs = all_ranges(plan(batch_request(parse_options(path=str(d), startingTimestamp=t)), [seg]))
     assert rs[0].start == expected_time_batch(batches, t)[1].position
 
 
@@ -510,13 +519,13 @@ def test_pruning_by_topic_partition_and_offsets():
     require_shared(ARTHUR)
     o = parse_options(path=str(ARTHUR))
     segs = discover(o)
-    rs = all_ranges(plan(o, segs, Pruning(topics=frozenset({"oms_order_created"}))))
+    rs = all_ranges(plan(batch_request(o), segs, Pruning(topics=frozenset({"oms_order_created"}))))
     assert {r.topic for r in rs} == {"oms_order_created"}
-    rs = all_ranges(plan(o, segs, Pruning(partitions=frozenset({2, 19}))))
+    rs = all_ranges(plan(batch_request(o), segs, Pruning(partitions=frozenset({2, 19}))))
     assert {r.partition for r in rs} == {2, 19}
-    assert plan(o, segs, Pruning(topics=frozenset())) == []
+    assert plan(batch_request(o), segs, Pruning(topics=frozenset())) == []
     p = Pruning(topics=frozenset({"oms_order_created"}), offset_min=90000, offset_max=91000)
-    rs = all_ranges(plan(o, segs, p))
+    rs = all_ranges(plan(batch_request(o), segs, p))
     batches = partition_batches([s for s in segs if s.topic == "oms_order_created"])
     wanted = {
         (s.path, h.position)
@@ -536,10 +545,10 @@ def test_pruning_by_min_timestamp_skips_proven_segments():
     segs = discover(o)
     seg_max = [max(h.max_timestamp for h in full_walk(s.path)[0]) for s in segs]
     t = seg_max[1] + 1  # newer than everything in the first two segments
-    rs = all_ranges(plan(o, segs, Pruning(timestamp_min_ms=t)))
+    rs = all_ranges(plan(batch_request(o), segs, Pruning(timestamp_min_ms=t)))
     assert {r.segment_base_offset for r in rs} == {60611, 90867}
     assert all(r.min_timestamp_hint == t for r in rs)
-    rs = all_ranges(plan(o, segs, Pruning(timestamp_min_ms=10**15)))
+    rs = all_ranges(plan(batch_request(o), segs, Pruning(timestamp_min_ms=10**15)))
     # the last segment has no .timeindex: it cannot be proven old, so it is kept
     assert {r.segment_base_offset for r in rs} == {90867}
 
@@ -581,14 +590,14 @@ def test_zero_and_truncated_log_tails(tmp_path, tail):
         Path(sibling_path(str(dst), suffix)).symlink_to(sibling_path(str(STATUS_LOG), suffix))
     o = parse_options(path=str(dst.parent), maxPartitionBytes=30000, openCostInBytes=0)
     segs = discover(o)
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     check_plan(splits, segs)
     last = all_ranges(splits)[-1]
     assert last.at_file_end and last.end == len(data)
     assert walk_range(last)[1].kind == tail
     # a timestamp past every batch finds nothing, zeros or not
     t = max(h.max_timestamp for h in full_walk(str(STATUS_LOG))[0]) + 1
-    assert plan(o.replace(starting_timestamp=t), segs) == []
+    assert plan(batch_request(o.replace(starting_timestamp=t)), segs) == []
 
 
 def test_corruption_in_the_middle_does_not_stop_planning(tmp_path):
@@ -601,7 +610,7 @@ def test_corruption_in_the_middle_does_not_stop_planning(tmp_path):
     o = parse_options(path=str(dst), maxPartitionBytes=20000, openCostInBytes=0)
     segs = discover(o)
     assert segs[0].base_offset is None and segs[0].topic == "t"
-    splits = plan(o, segs)
+    splits = plan(batch_request(o), segs)
     spans = _contiguous(splits, len(data))
     starts = {h.position for h in headers}
     assert all(a in starts for a, _ in spans)
@@ -614,7 +623,7 @@ def test_plan_without_discovery_results_and_probe_cleanup():
     require_shared(DONALD)
     o = parse_options(path=str(DONALD))
     segs = discover(o)
-    splits = plan(o)
+    splits = plan(batch_request(o))
     assert [r.segment_base_offset for r in all_ranges(splits)] == [0, 18]
     check_plan(splits, segs)
 
@@ -628,13 +637,13 @@ def test_same_partition_in_two_log_dirs_is_two_logs():
     segs = discover(o)
     # by default the same topic-partition in two directories is refused, naming both
     with pytest.raises(PathError) as err:
-        plan(o, segs)
+        plan(batch_request(o), segs)
     assert all(p in str(err.value) for p in paths)
     o = o.replace(replicas="separate")
     assert [s.base_offset for s in segs] == [0, 0, 669]  # two base-0 segments, two dirs
-    check_plan(plan(o, segs), segs)
+    check_plan(plan(batch_request(o), segs), segs)
     o = o.replace(starting_offsets={("__consumer_offsets", 15): 600})
-    rs = all_ranges(plan(o, segs))
+    rs = all_ranges(plan(batch_request(o), segs))
     assert {(Path(r.path).parent.parent.name, r.segment_base_offset) for r in rs} == {
         ("data", 0),
         ("data", 669),

@@ -38,12 +38,17 @@ def test_read_table_parses_its_options_once(tmp_path: Path, monkeypatch) -> None
     assert table.num_rows == 3 and len(calls) == 1
 
 
-def test_setting_a_tunable_on_the_package_reaches_the_module_that_reads_it(monkeypatch) -> None:
-    monkeypatch.setattr(reader, "FAST_CODECS", False)
-    monkeypatch.setattr(reader, "WINDOW_BYTES", 4096)
-    assert reader.v2.FAST_CODECS is False and reader.range_reader.WINDOW_BYTES == 4096
-    monkeypatch.undo()
-    assert reader.v2.FAST_CODECS is True and reader.range_reader.WINDOW_BYTES == 2 << 20
+def test_tuning_is_a_value_passed_to_the_read() -> None:
+    """Window size and fast paths are a :class:`Tuning` handed to the read; the package is a
+    plain module (nothing set on it reaches other modules)."""
+    import types
+
+    assert type(reader) is types.ModuleType
+    seg = str(SAMPLES / "magic2-lz4-0")
+    want = reader.read_table(seg, includeMetadata=True)
+    for knobs in (reader.Tuning(window_bytes=4096), reader.Tuning(fast_codecs=False)):
+        assert reader.read_table(seg, includeMetadata=True, tuning=knobs).equals(want)
+    assert reader.Tuning() == reader.tuning.DEFAULT_TUNING
 
 
 @pytest.mark.parametrize("columns", [["offset", "value", "headers"], ["offset"], ["key"]])

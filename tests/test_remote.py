@@ -26,6 +26,7 @@ from kafkalog_source.layout.discovery import discover
 from kafkalog_source.layout.files import open_source
 from kafkalog_source.options import StoreOptions, parse_options
 from kafkalog_source.planning.planner import plan
+from kafkalog_source.planning.request import batch_request
 from kafkalog_source.reader import read_table
 from kafkalog_source.stats import ReadStats
 from kafkalog_source.transport.filesystems import resolve
@@ -239,7 +240,7 @@ def test_planning_reads_the_index_not_the_log(s3_server) -> None:
     log_bytes = (part / "00000000000000010917.log").stat().st_size
     opts = parse_options(s3_server.options, paths=uri, maxPartitionBytes="16k", openCostInBytes="0")
     before = remote_totals()
-    splits = plan(opts)
+    splits = plan(batch_request(opts))
     fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
     assert len(splits) > 10
     # the pieces tile the segment: cut at verified index entries instead of walked headers
@@ -262,10 +263,10 @@ def test_without_an_index_a_remote_segment_is_one_piece(s3_server, tmp_path: Pat
     uri = "s3://kafkalog-noindex/t-0"
     opts = dict(s3_server.options, maxPartitionBytes="16k", openCostInBytes="0")
     before = remote_totals()
-    splits = plan(parse_options(opts, paths=uri))
+    splits = plan(batch_request(parse_options(opts, paths=uri)))
     fetched = remote_totals()[0] - before[0]
     assert len(splits) == 1 and fetched < 1000
-    walked = plan(parse_options(dict(opts, remoteHeaderWalk="true"), paths=uri))
+    walked = plan(batch_request(parse_options(dict(opts, remoteHeaderWalk="true"), paths=uri)))
     assert len(walked) > 10  # asked for: the header walk splits it, as for a local file
 
 

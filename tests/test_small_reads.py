@@ -16,8 +16,9 @@ from kafka.record import MemoryRecords
 from test_fuzz import kp_legacy, kp_v2
 
 import kafkalog_source.arrow.sink as sink_module
-import kafkalog_source.reader as reader_module
+import kafkalog_source.reader.range_reader as range_reader
 from kafkalog_source import read_table
+from kafkalog_source.reader import Tuning
 from kafkalog_source.transport.windows import SegmentWindows
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
@@ -76,9 +77,8 @@ def test_one_window_buffer_per_reader(tmp_path: Path, monkeypatch: pytest.Monkey
             bases.add(id(buf.base))
             return buf, n
 
-    monkeypatch.setattr(reader_module, "WINDOW_BYTES", window)
-    monkeypatch.setattr(reader_module, "SegmentWindows", Recording)
-    assert read_table(str(path)).num_rows == 2000
+    monkeypatch.setattr(range_reader, "SegmentWindows", Recording)
+    assert read_table(str(path), tuning=Tuning(window_bytes=window)).num_rows == 2000
     assert calls > 5
     assert len(bases) == 1
 

@@ -523,6 +523,7 @@ def test_planning_uses_the_indexes_object_and_cuts_as_for_local_files(tmp_path: 
     from kafkalog_source.layout.indexes import read_offset_index, read_txn_index, sibling_path
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
 
     written = _bucket(tmp_path)
     for tiered, log in written.items():
@@ -532,7 +533,7 @@ def test_planning_uses_the_indexes_object_and_cuts_as_for_local_files(tmp_path: 
     opts = {"maxPartitionBytes": "1k", "openCostInBytes": "0"}
 
     def pieces(paths):
-        splits = plan(parse_options(opts, paths=paths))
+        splits = plan(batch_request(parse_options(opts, paths=paths)))
         return sorted((r.topic, r.partition, r.segment_base_offset, r.start, r.end)
                       for s in splits for r in s.ranges)  # fmt: skip
 
@@ -570,6 +571,7 @@ def test_s3_bucket_end_to_end(s3_server, tmp_path: Path) -> None:
     from kafkalog_source.layout.discovery import discover
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
     from kafkalog_source.transport.source import remote_totals
 
     _bucket(tmp_path)
@@ -587,7 +589,11 @@ def test_s3_bucket_end_to_end(s3_server, tmp_path: Path) -> None:
         assert stats.source_requests > 0
     # planning reads the .indexes objects: cuts inside compressed segments, as for local files
     before = remote_totals()
-    splits = plan(parse_options(dict(opts, maxPartitionBytes="1k", openCostInBytes="0"), paths=uri))
+    splits = plan(
+        batch_request(
+            parse_options(dict(opts, maxPartitionBytes="1k", openCostInBytes="0"), paths=uri)
+        )
+    )
     fetched = remote_totals()[0] - before[0]
     assert sum(len(s.ranges) for s in splits) > len(found)
     assert fetched > 0
@@ -596,6 +602,7 @@ def test_s3_bucket_end_to_end(s3_server, tmp_path: Path) -> None:
 def test_s3_big_compressed_segment_split_inside(s3_server, tmp_path: Path) -> None:
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
 
     log = require_shared(
         BROKER_WRITTEN / "rjmfernandes-flink-on-prem/data/orders-0/00000000000000000000.log"
@@ -603,7 +610,7 @@ def test_s3_big_compressed_segment_split_inside(s3_server, tmp_path: Path) -> No
     seg = write_tiered(tmp_path, log, chunk_size=1 << 20, topic="orders")
     uri = s3_server.upload(tmp_path / "tiered", "kafkalog-tiered-big/tiered")
     opts = dict(s3_server.options, maxPartitionBytes="512k", openCostInBytes="0")
-    splits = plan(parse_options(opts, paths=uri))
+    splits = plan(batch_request(parse_options(opts, paths=uri)))
     pieces = sorted((r.start, r.end) for s in splits for r in s.ranges)
     assert len(pieces) > 1 and pieces[0][0] == 0 and pieces[-1][1] == len(seg.original)
     assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:], strict=False))

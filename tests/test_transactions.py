@@ -38,6 +38,7 @@ from kafkalog_source.options import parse_options
 from kafkalog_source.planning import transactions as tx
 from kafkalog_source.planning.planner import plan
 from kafkalog_source.planning.pruning import Pruning
+from kafkalog_source.planning.request import batch_request
 from kafkalog_source.planning.splits import NO_LIMIT, SegmentRange
 from kafkalog_source.reader import output_projection, read_range, read_split, read_table
 
@@ -184,7 +185,7 @@ def read_planned(path: Any, pruning: Pruning | None = None, **options: Any) -> l
     opts = parse_options(options, paths=str(path))
     proj = output_projection(opts)
     out: list[Row] = []
-    for split in plan(opts, pruning=pruning):
+    for split in plan(batch_request(opts), pruning=pruning):
         for batch in read_split(split, opts, proj):
             out.extend(rows_of(batch))
     return sorted(out)
@@ -534,7 +535,7 @@ def test_control_type_parser():
 
 def _ranges(path: Path, **options: Any) -> list[SegmentRange]:
     opts = parse_options(options, paths=str(path), isolationLevel="read_committed")
-    return [r for s in plan(opts) for r in s.ranges]
+    return [r for s in plan(batch_request(opts)) for r in s.ranges]
 
 
 def test_a_marker_before_the_range_must_not_be_shipped():
@@ -583,7 +584,7 @@ def test_range_entries_follow_the_rule(straddling):
 
 def test_ranges_carry_nothing_under_read_uncommitted(straddling):
     opts = parse_options(paths=str(straddling.path), maxPartitionBytes=100, openCostInBytes=0)
-    assert all(r.aborted == () for s in plan(opts) for r in s.ranges)
+    assert all(r.aborted == () for s in plan(batch_request(opts)) for r in s.ranges)
 
 
 # ============================================================================ rows: Arrow API

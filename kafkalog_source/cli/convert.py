@@ -353,9 +353,9 @@ def convert_spark(
     Spark writes OUT through Hadoop: a remote OUT whose scheme has no Hadoop FileSystem in this
     Spark is refused before anything is read or written."""
     from ..spark.session import local_session
-    from .query import _quiet_python_loggers
+    from .query import quiet_python_loggers
 
-    _quiet_python_loggers(verbose=verbose)
+    quiet_python_loggers(verbose=verbose)
     extra = dict(SPARK_WRITE_CONF)
     if show:
         extra["spark.ui.showConsoleProgress"] = "true"
@@ -396,9 +396,9 @@ def convert_stream(
     import time
 
     from ..spark.session import local_session
-    from .query import _quiet_python_loggers
+    from .query import quiet_python_loggers
 
-    _quiet_python_loggers(verbose=verbose)
+    quiet_python_loggers(verbose=verbose)
     spark = local_session("kafkalog-convert-stream", master=master, extra_conf=SPARK_WRITE_CONF)
     seen: dict[int, int] = {}
     try:

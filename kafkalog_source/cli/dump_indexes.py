@@ -30,7 +30,7 @@ from ..layout.files import open_source
 from ..layout.indexes import read_whole
 from ..transport.source import ByteSource
 from . import segments as seg
-from .dump_log import EXIT_INCOMPLETE, _optional_long
+from .dump_log import EXIT_INCOMPLETE, optional_long
 
 
 class IndexDump:
@@ -272,7 +272,7 @@ class IndexDump:
                 continue
             text = (
                 f"producerId: {pid} producerEpoch: {epoch} coordinatorEpoch: {coord} "
-                f"currentTxnFirstOffset: {_optional_long(first_txn)} lastTimestamp: {ts}"
+                f"currentTxnFirstOffset: {optional_long(first_txn)} lastTimestamp: {ts}"
             )
             sep = " "
             if self.scala:

@@ -82,7 +82,7 @@ def _bool(v: bool) -> str:
     return "true" if v else "false"
 
 
-def _optional_long(v: int | None) -> str:
+def optional_long(v: int | None) -> str:
     """Java's ``OptionalLong.toString()``."""
     return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
 
@@ -291,7 +291,7 @@ class LogDump:
                 f"producerEpoch: {h.producer_epoch} "
                 f"partitionLeaderEpoch: {h.partition_leader_epoch} "
                 f"isTransactional: {_bool(h.is_transactional)} "
-                f"isControl: {_bool(h.is_control)} deleteHorizonMs: {_optional_long(horizon)}"
+                f"isControl: {_bool(h.is_control)} deleteHorizonMs: {optional_long(horizon)}"
             )
         else:
             head = f"offset: {h.last_offset}"

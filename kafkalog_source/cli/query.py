@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(table, args.max_rows, args.max_width))
         return 0
 
-    _quiet_python_loggers(verbose=args.verbose)
+    quiet_python_loggers(verbose=args.verbose)
     from ..spark.session import local_session
 
     extra = {"spark.ui.showConsoleProgress": "true"} if wanted(args.quiet) else None
@@ -148,7 +148,7 @@ def _missing_table(exc: BaseException) -> str | None:
     return m.group("name") if m else "the table"
 
 
-def _quiet_python_loggers(verbose: bool) -> None:
+def quiet_python_loggers(verbose: bool) -> None:
     """PySpark logs every failed query as JSON on stderr; our one-line error is enough."""
     if verbose:
         return

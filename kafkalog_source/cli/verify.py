@@ -80,15 +80,15 @@ from ..planning.splits import NO_LOWER, MissingOffsets
 from . import segments as seg
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
-from .verify_indexes import _check_offset_index, _check_time_index, _check_txn_index
+from .verify_indexes import check_offset_index, check_time_index, check_txn_index
 from .verify_log import (
+    PartitionState,
     SegmentReport,
-    _check_batch_gaps,
-    _check_batch_offsets,
-    _check_record_offsets,
-    _Partition,
-    _read,
-    _walk,
+    check_batch_gaps,
+    check_batch_offsets,
+    check_record_offsets,
+    read_rows,
+    walk_segment,
 )
 
 EXIT_OK = 0
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             for m in missing:
                 totals.error(directory, f"offsets {m.first}..{m.last} are missing: {m.reason}")
                 out.write(totals.errors[-1] + "\n")
-            state = _Partition()
+            state = PartitionState()
             previous: SegmentReport | None = None
             previous_base: int | None = None
             for i, s in enumerate(segs):
@@ -308,7 +308,7 @@ def verify_segment(
     base: int | None,
     next_base: int | None,
     is_last: bool,
-    state: _Partition,
+    state: PartitionState,
     options: Any,
     progress: Progress,
     done: int,
@@ -326,24 +326,24 @@ def verify_segment(
     try:
         size = src.size
         report.size = size
-        headers, walk_end = _walk(
+        headers, walk_end = walk_segment(
             src, path, size, is_last, report, progress, done, options.max_batch_bytes
         )
     finally:
         src.close()
     report.batches = len(headers)
     report.next_offset = headers[-1].last_offset + 1 if headers else base
-    flagged = _check_batch_offsets(path, headers, base, next_base, state, report)
+    flagged = check_batch_offsets(path, headers, base, next_base, state, report)
     if fail_on_data_loss:
-        _check_batch_gaps(path, headers, flagged, report)
-    rows = _read(path, headers, state, options, report, progress, done)
+        check_batch_gaps(path, headers, flagged, report)
+    rows = read_rows(path, headers, state, options, report, progress, done)
     report.records = rows.count
-    _check_record_offsets(path, rows, headers, base, flagged, state, report)
+    check_record_offsets(path, rows, headers, base, flagged, state, report)
     if base is not None and path.endswith(".log"):
         stem = path[: -len(".log")]
-        _check_offset_index(stem + ".index", base, headers, walk_end, is_last, report)
-        _check_time_index(stem + ".timeindex", base, headers, rows, is_last, report)
-        _check_txn_index(stem + ".txnindex", base, rows, report)
+        check_offset_index(stem + ".index", base, headers, walk_end, is_last, report)
+        check_time_index(stem + ".timeindex", base, headers, rows, is_last, report)
+        check_txn_index(stem + ".txnindex", base, rows, report)
     if headers:
         state.last_offset = headers[-1].last_offset
     return report

@@ -17,7 +17,7 @@ from ..format.indexes import (
     txn_entry_version,
 )
 from ..layout.indexes import read_index_bytes
-from .verify_log import _LISTED, SegmentReport, _RowFacts
+from .verify_log import LISTED, RowFacts, SegmentReport
 
 
 def _active_entries(
@@ -67,7 +67,7 @@ def _written_entries(
     return decode_entries(data, dtype)[:cut]
 
 
-def _check_offset_index(
+def check_offset_index(
     path: str,
     base: int,
     headers: list[BatchHeader],
@@ -83,7 +83,7 @@ def _check_offset_index(
     prev: tuple[int, int] | None = None
     listed = 0
     for i in range(cut):
-        if listed >= _LISTED:
+        if listed >= LISTED:
             report.error(path, "more index problems (not listed)")
             break
         rel, pos = int(entries["relative_offset"][i]), int(entries["position"][i])
@@ -123,7 +123,7 @@ def _check_offset_index(
 
 
 def _batch_holding(
-    offset: int, headers: list[BatchHeader], lasts: list[int], rows: _RowFacts
+    offset: int, headers: list[BatchHeader], lasts: list[int], rows: RowFacts
 ) -> BatchHeader | None:
     """The batch whose offsets include ``offset`` (headers in offset order)."""
     k = bisect_left(lasts, offset)
@@ -139,11 +139,11 @@ def _batch_holding(
     return h if first <= offset <= h.last_offset else None
 
 
-def _check_time_index(
+def check_time_index(
     path: str,
     base: int,
     headers: list[BatchHeader],
-    rows: _RowFacts,
+    rows: RowFacts,
     is_last: bool,
     report: SegmentReport,
 ) -> None:
@@ -156,7 +156,7 @@ def _check_time_index(
     prev: tuple[int, int] | None = None
     listed = 0
     for i in range(cut):
-        if listed >= _LISTED:
+        if listed >= LISTED:
             report.error(path, "more time index problems (not listed)")
             break
         ts, offset = int(entries["timestamp"][i]), base + int(entries["relative_offset"][i])
@@ -183,7 +183,7 @@ def _check_time_index(
         prev = (ts, offset)
 
 
-def _check_txn_index(path: str, base: int, rows: _RowFacts, report: SegmentReport) -> None:
+def check_txn_index(path: str, base: int, rows: RowFacts, report: SegmentReport) -> None:
     data = read_index_bytes(path)
     if data is None:
         return

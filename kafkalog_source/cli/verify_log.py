@@ -18,7 +18,7 @@ from ..transport.source import ByteSource
 from . import segments as seg
 from .progress import Progress
 
-_LISTED = 20  # problems of one kind listed per file; the rest are counted
+LISTED = 20  # problems of one kind listed per file; the rest are counted
 _LISTED_MALFORMED = 100  # malformed batches listed per file (the reader's events)
 
 
@@ -44,14 +44,14 @@ class SegmentReport:
 
 
 @dataclass
-class _Partition:
+class PartitionState:
     """What carries over from one segment to the next in a partition directory."""
 
     last_offset: int | None = None  # last offset of the previous batch
     last_record: int | None = None  # offset of the previous record
 
 
-def _walk(
+def walk_segment(
     src: ByteSource,
     path: str,
     size: int,
@@ -106,12 +106,12 @@ def _tail(path: str, tail: Tail, is_last: bool, report: SegmentReport) -> None:
         )
 
 
-def _check_batch_offsets(
+def check_batch_offsets(
     path: str,
     headers: list[BatchHeader],
     base: int | None,
     next_base: int | None,
-    state: _Partition,
+    state: PartitionState,
     report: SegmentReport,
 ) -> set[int]:
     """Batch offsets against each other, the file name and the next segment; flagged positions."""
@@ -136,10 +136,10 @@ def _check_batch_offsets(
             )
             flagged.add(h.position)
         prev = h.last_offset
-    for message in messages[:_LISTED]:
+    for message in messages[:LISTED]:
         report.error(path, message)
-    if len(messages) > _LISTED:
-        report.error(path, f"{len(messages) - _LISTED} more batches out of offset order")
+    if len(messages) > LISTED:
+        report.error(path, f"{len(messages) - LISTED} more batches out of offset order")
     if headers and base is not None:
         h = headers[0]
         if h.magic >= 2 and h.base_offset < base:
@@ -156,7 +156,7 @@ def _check_batch_offsets(
     return flagged
 
 
-def _check_batch_gaps(
+def check_batch_gaps(
     path: str, headers: list[BatchHeader], flagged: set[int], report: SegmentReport
 ) -> None:
     """failOnDataLoss: no offsets left out between two consecutive batches of the segment (as the
@@ -169,14 +169,14 @@ def _check_batch_gaps(
                 f"missing between batches (the previous batch ends at {prev.last_offset}); "
                 "failOnDataLoss"
             )
-    for message in messages[:_LISTED]:
+    for message in messages[:LISTED]:
         report.error(path, message)
-    if len(messages) > _LISTED:
-        report.error(path, f"{len(messages) - _LISTED} more gaps between batches")
+    if len(messages) > LISTED:
+        report.error(path, f"{len(messages) - LISTED} more gaps between batches")
 
 
 @dataclass
-class _RowFacts:
+class RowFacts:
     """What verify keeps of the reader's rows for a segment (nothing per row)."""
 
     count: int = 0
@@ -188,15 +188,15 @@ class _RowFacts:
     last_offset: int | None = None
 
 
-def _read(
+def read_rows(
     path: str,
     headers: list[BatchHeader],
-    state: _Partition,
+    state: PartitionState,
     options: Any,
     report: SegmentReport,
     progress: Progress,
     done: int,
-) -> _RowFacts:
+) -> RowFacts:
     """Decode the segment with the data source's reader, range by range; its skipped batches
     become errors. Record offsets are checked on the way (they must increase)."""
     import pyarrow as pa
@@ -205,7 +205,7 @@ def _read(
     from ..stats import ReadStats
 
     stats = ReadStats()
-    rows = _RowFacts()
+    rows = RowFacts()
     prev = state.last_record if state.last_record is not None else np.iinfo(np.int64).min
     columns = ("offset", "timestamp", "batchPosition", "control")
     half = headers[-1].end // 2 if headers else 0
@@ -260,13 +260,13 @@ def _read(
     return rows
 
 
-def _check_record_offsets(
+def check_record_offsets(
     path: str,
-    rows: _RowFacts,
+    rows: RowFacts,
     headers: list[BatchHeader],
     base: int | None,
     flagged: set[int],
-    state: _Partition,
+    state: PartitionState,
     report: SegmentReport,
 ) -> None:
     """Record offsets increase (catches legacy wrappers whose first inner offset goes back)."""
@@ -276,14 +276,14 @@ def _check_record_offsets(
             continue
         flagged.add(pos)
         listed += 1
-        if listed <= _LISTED:
+        if listed <= LISTED:
             report.error(
                 path,
                 f"byte {pos}: record offset {offset} does not follow the previous record's "
                 f"offset {before} (offsets must increase)",
             )
-    if listed > _LISTED:
-        report.error(path, f"{listed - _LISTED} more records out of offset order")
+    if listed > LISTED:
+        report.error(path, f"{listed - LISTED} more records out of offset order")
     if rows.last_offset is not None:
         state.last_record = rows.last_offset
     if headers and base is not None and headers[0].magic < 2:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernel.bytes import _memcpy, _memcpy8, _memcpy16
+from ..kernel.bytes import memcpy, memcpy8, memcpy16
 from ..kernel.jit import inline_kernel, kernel
 
 SLACK = 16
@@ -82,10 +82,10 @@ def _copy(dst, dp, src, sp, n):  # type: ignore[no-untyped-def]
     if n <= 64:
         i = 0
         while i < n:
-            _memcpy16(dst, dp + i, src, sp + i, 16)
+            memcpy16(dst, dp + i, src, sp + i, 16)
             i += 16
     else:
-        _memcpy(dst, dp, src, sp, n)
+        memcpy(dst, dp, src, sp, n)
 
 
 @inline_kernel
@@ -95,12 +95,12 @@ def _match(dst, dp, off, ml):  # type: ignore[no-untyped-def]
     if off >= 16:
         i = 0
         while i < ml:
-            _memcpy16(dst, dp + i, dst, m + i, 16)
+            memcpy16(dst, dp + i, dst, m + i, 16)
             i += 16
     elif off >= 8:
         i = 0
         while i < ml:
-            _memcpy8(dst, dp + i, dst, m + i, 8)
+            memcpy8(dst, dp + i, dst, m + i, 8)
             i += 8
     else:
         for i in range(ml):
@@ -139,7 +139,7 @@ def lz4_block(src, sp, send, dst, dstart, dp, dlimit):  # type: ignore[no-untype
             lit = token >> 4
             ml = token & 15
             if lit < 15 and ml < 15:
-                _memcpy16(dst, dp, src, sp + 1, 16)
+                memcpy16(dst, dp, src, sp + 1, 16)
                 dp += lit
                 sp += 1 + lit
                 off = np.int64(src[sp]) | (np.int64(src[sp + 1]) << 8)
@@ -148,9 +148,9 @@ def lz4_block(src, sp, send, dst, dstart, dp, dlimit):  # type: ignore[no-untype
                     return -1
                 ml += 4
                 if off >= 16:
-                    _memcpy16(dst, dp, dst, dp - off, 16)
+                    memcpy16(dst, dp, dst, dp - off, 16)
                     if ml > 16:
-                        _memcpy16(dst, dp + 16, dst, dp - off + 16, 16)
+                        memcpy16(dst, dp + 16, dst, dp - off + 16, 16)
                 else:
                     _match(dst, dp, off, ml)
                 dp += ml

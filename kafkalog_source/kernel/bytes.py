@@ -142,21 +142,21 @@ def _memcpy_codegen(count):  # type: ignore[no-untyped-def]
 
 
 @intrinsic
-def _memcpy(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+def memcpy(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """LLVM ``memcpy`` of ``n`` bytes from ``src[src_off:]`` to ``dst[dst_off:]`` (no checks)."""
     sig = types.void(dst, types.int64, src, types.int64, types.int64)
     return sig, _memcpy_codegen(None)
 
 
 @intrinsic
-def _memcpy16(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+def memcpy16(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """A 16-byte LLVM ``memcpy`` (compiled to two unaligned loads and stores); ``n`` unused."""
     sig = types.void(dst, types.int64, src, types.int64, types.int64)
     return sig, _memcpy_codegen(16)
 
 
 @intrinsic
-def _memcpy8(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
+def memcpy8(typingctx, dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     """An 8-byte LLVM ``memcpy`` (one unaligned load and store); ``n`` unused."""
     sig = types.void(dst, types.int64, src, types.int64, types.int64)
     return sig, _memcpy_codegen(8)
@@ -269,7 +269,7 @@ def copy_bytes(dst, dst_off, src, src_off, n):  # type: ignore[no-untyped-def]
     if m <= 128 and d + 128 <= dst.shape[0] and s + 128 <= src.shape[0]:
         i = np.int64(0)
         while i < m:
-            _memcpy16(dst, d + i, src, s + i, np.int64(16))
+            memcpy16(dst, d + i, src, s + i, np.int64(16))
             i += 16
     else:
-        _memcpy(dst, d, src, s, m)
+        memcpy(dst, d, src, s, m)

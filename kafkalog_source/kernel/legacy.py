@@ -180,7 +180,7 @@ def decode_legacy(
 # decode_wrapped's parameter columns: one row per wrapper
 W_START, W_END, W_META, W_MAGIC, W_OFFSET, W_LOG_APPEND, W_TS = range(7)
 W_WIDTH = 7
-_UNLIMITED = 1 << 62
+UNLIMITED = 1 << 62
 
 
 @kernel
@@ -278,8 +278,8 @@ def decode_wrapped(
             verify,  # decode_legacy is compiled once, not again for literal arguments
             want,
             crc_tables,
-            np.int64(_UNLIMITED),
-            np.int64(_UNLIMITED),
+            np.int64(UNLIMITED),
+            np.int64(UNLIMITED),
             offsets,
             timestamps,
             ts_types,

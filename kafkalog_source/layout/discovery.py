@@ -707,7 +707,9 @@ def _look_deeper(collector: _Collector) -> str | None:
     )
 
 
-def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[SegmentFile]:
+def discover(
+    options: ReadOptions, stats: ReadStats | None = None, allow_empty: bool | None = None
+) -> list[SegmentFile]:
     """List the segment files the options name, sorted by (topic, partition, base offset, path).
 
     Raises :class:`PathError` for a path that does not exist (unless ``ignoreMissingFiles``, which
@@ -715,8 +717,8 @@ def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[Segme
     URI scheme. When nothing is found at all (an empty directory, one without segment files,
     filters that leave nothing, or only missing paths skipped), it raises :class:`PathError`
     naming the paths, as Spark's file sources fail on a path with nothing to read, unless
-    ``allowEmpty`` is set, which returns the empty list. An empty segment file is a segment (an
-    empty topic), not nothing.
+    ``allowEmpty`` is set (or ``allow_empty``, a caller's override: a stream), which returns the
+    empty list. An empty segment file is a segment (an empty topic), not nothing.
     """
     if not options.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
@@ -741,7 +743,9 @@ def discover(options: ReadOptions, stats: ReadStats | None = None) -> list[Segme
                 collector.add_explicit_file(entry)
     collector.resolve_tiered()
     out = sorted(collector.found.values(), key=_sort_key)
-    if not out and not options.allow_empty:
+    if allow_empty is None:
+        allow_empty = options.allow_empty
+    if not out and not allow_empty:
         raise PathError(_nothing_to_read(options, collector))
     if stats is not None:
         stats.listing_requests += collector.listing_requests

@@ -1,5 +1,5 @@
 """Per-partition resolution: the bounds a query sets on one partition log (offsets, timestamps,
-pushed filters) and the byte range (:class:`_Extent`) each of its segments contributes."""
+pushed filters) and the byte range (:class:`Extent`) each of its segments contributes."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import os
 from dataclasses import dataclass
 
 from ..format.batch import BatchHeader
-from ..options import EARLIEST, LATEST, ReadOptions
+from ..options import EARLIEST, LATEST
 from .probe import SegmentProbe
 from .pruning import Pruning
+from .request import PlanRequest
 from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
 from .transactions import LogTransactions
 
@@ -18,7 +19,7 @@ log = logging.getLogger("kafkalog")
 
 
 @dataclass
-class _Extent:
+class Extent:
     """The byte range ``[start, end)`` of one segment that a query needs, with its bounds."""
 
     probe: SegmentProbe
@@ -40,15 +41,15 @@ class _Extent:
 
 
 @dataclass
-class _PartitionBounds:
+class PartitionBounds:
     lo: int = NO_LOWER  # earliest: the first batch of the log, whatever its offsets
     hi: int = NO_LIMIT
     ts_start: int | None = None
     ts_end: int | None = None
 
 
-def _bounds_for(key: tuple[str, int] | None, options: ReadOptions) -> _PartitionBounds:
-    b = _PartitionBounds()
+def bounds_for(key: tuple[str, int] | None, options: PlanRequest) -> PartitionBounds:
+    b = PartitionBounds()
     if isinstance(options.starting_offsets, dict) and key is not None:
         v = options.starting_offsets.get(key, EARLIEST)  # never LATEST: rejected when parsed
         b.lo = NO_LOWER if v == EARLIEST else v
@@ -64,7 +65,7 @@ def _bounds_for(key: tuple[str, int] | None, options: ReadOptions) -> _Partition
     return b
 
 
-def offset_window(b: _PartitionBounds, pruning: Pruning) -> tuple[int, int]:
+def offset_window(b: PartitionBounds, pruning: Pruning) -> tuple[int, int]:
     """The offsets ``[lo, hi)`` a partition's read needs: its bounds narrowed by pushed filters
     (the bytes needed may be fewer than the exact bounds say)."""
     lo, hi = b.lo, b.hi
@@ -88,14 +89,14 @@ def _find_time(probes: list[SegmentProbe], t: int) -> tuple[int, BatchHeader] | 
     return None
 
 
-def _partition_extents(
+def partition_extents(
     key: tuple[str, int] | None,
     probes: list[SegmentProbe],
-    options: ReadOptions,
+    options: PlanRequest,
     pruning: Pruning,
-) -> list[_Extent]:
+) -> list[Extent]:
     """The extents one partition (its segments in offset order) contributes to the plan."""
-    b = _bounds_for(key, options)
+    b = bounds_for(key, options)
     name = f"{key[0]}-{key[1]}" if key else os.path.dirname(probes[0].path)
     if b.lo >= b.hi:
         return []
@@ -117,7 +118,7 @@ def _partition_extents(
     lo, hi = offset_window(b, pruning)
     if lo >= hi:
         return []
-    out: list[_Extent] = []
+    out: list[Extent] = []
     for i, p in enumerate(probes):
         seg = p.seg
         try:
@@ -137,11 +138,11 @@ def _segment_extent(
     probes: list[SegmentProbe],
     lo: int,
     hi: int,
-    b: _PartitionBounds,
+    b: PartitionBounds,
     ts_start: tuple[int, BatchHeader] | None,
     ts_end: tuple[int, BatchHeader] | None,
     pruning: Pruning,
-) -> _Extent | None:
+) -> Extent | None:
     seg = p.seg
     if seg.size == 0:
         return None
@@ -185,7 +186,7 @@ def _segment_extent(
         return None
     if start_header is None or start_header.position != start:
         start_header = p.header(start)
-    ext = _Extent(p, start, end, start_header, b.lo, b.hi, order=0)
+    ext = Extent(p, start, end, start_header, b.lo, b.hi, order=0)
     ext.last_segment = i == len(probes) - 1 or base is None
     if ts_start is not None and i == ts_start[0] and start == ts_start[1].position:
         ext.timestamp_start = b.ts_start

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..options import ReadOptions
-from .extents import _Extent
+from .extents import Extent
+from .request import PlanRequest
 from .splits import SegmentRange
 
 
 @dataclass(order=True)
 class _Piece:
     sort_key: tuple = field(compare=True)
-    extent: _Extent = field(compare=False)
+    extent: Extent = field(compare=False)
     start: int = field(compare=False)
     end: int = field(compare=False)
 
@@ -23,7 +23,7 @@ class _Piece:
         return self.end - self.start
 
 
-def _cut(ext: _Extent, max_split: int) -> list[tuple[int, int]]:
+def _cut(ext: Extent, max_split: int) -> list[tuple[int, int]]:
     """Cut an extent into batch-aligned pieces of about ``max_split`` bytes."""
     p = ext.probe
     out: list[tuple[int, int]] = []
@@ -62,7 +62,7 @@ def _pack(pieces: list[_Piece], max_split: int, open_cost: int) -> list[list[_Pi
     return bins
 
 
-def _ranges(bin_: list[_Piece]) -> tuple[SegmentRange, ...]:
+def ranges_of(bin_: list[_Piece]) -> tuple[SegmentRange, ...]:
     """The ranges of one split, in file order, adjacent pieces of one extent merged."""
     out: list[SegmentRange] = []
     last: _Piece | None = None
@@ -77,7 +77,7 @@ def _ranges(bin_: list[_Piece]) -> tuple[SegmentRange, ...]:
     return tuple(out)
 
 
-def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
+def _range(ext: Extent, start: int, end: int) -> SegmentRange:
     seg = ext.probe.seg
     aborted: tuple[tuple[int, int, int], ...] = ()
     hint = ext.min_timestamp_hint
@@ -110,7 +110,7 @@ def _range(ext: _Extent, start: int, end: int) -> SegmentRange:
     )
 
 
-def max_split_bytes(options: ReadOptions, total_bytes: int) -> int:
+def max_split_bytes(options: PlanRequest, total_bytes: int) -> int:
     """Spark's maxSplitBytes: ``min(maxPartitionBytes, max(openCost, total / minPartitions))``,
     or ``maxPartitionBytes`` when ``minPartitions`` is not set. ``total_bytes`` includes one
     open cost per file."""
@@ -120,7 +120,7 @@ def max_split_bytes(options: ReadOptions, total_bytes: int) -> int:
     return max(1, min(options.max_partition_bytes, max(options.open_cost_in_bytes, per_partition)))
 
 
-def _splits_for(extents: list[_Extent], max_split: int, open_cost: int) -> list[list[_Piece]]:
+def splits_for(extents: list[Extent], max_split: int, open_cost: int) -> list[list[_Piece]]:
     pieces = [
         _Piece((ext.order, start), ext, start, end)
         for ext in extents

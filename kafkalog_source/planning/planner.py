@@ -42,15 +42,15 @@ import logging
 from ..errors import DataLossError
 from ..layout.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
 from ..layout.discovery import SegmentFile, discover, parent_directory
-from ..options import ReadOptions, check_batch
 from ..transport.filesystems import is_remote
 from ..transport.source import remote_totals, using_store
 from .evidence import clip, partition_evidence
-from .extents import _bounds_for, _Extent, _partition_extents, offset_window
-from .packing import _ranges, _splits_for, max_split_bytes
+from .extents import Extent, bounds_for, offset_window, partition_extents
+from .packing import max_split_bytes, ranges_of, splits_for
 from .probe import SegmentProbe
 from .pruning import Pruning
 from .replicas import check_replicas, merge_extents, replica_sets
+from .request import PlanRequest
 from .splits import MissingOffsets, Split
 from .transactions import log_transactions
 
@@ -74,22 +74,20 @@ def _segment_order(seg: SegmentFile) -> tuple:
 
 
 def plan(
-    options: ReadOptions,
+    request: PlanRequest,
     segments: list[SegmentFile] | None = None,
     pruning: Pruning | None = None,
-    *,
-    in_order: bool = False,
 ) -> list[Split]:
     """Plan a read: the splits (Spark input partitions) covering every batch the query needs.
 
     Splits are packed as Spark packs files (largest first), so their order is not the log's.
-    With ``in_order`` each piece of at most ``maxPartitionBytes`` is a split of its own, in log
-    order (partition by partition, offsets ascending): what a sequential reader needs.
+    With ``request.in_order`` each piece of at most ``maxPartitionBytes`` is a split of its own,
+    in log order (partition by partition, offsets ascending): what a sequential reader needs.
+    The front ends build the request (:mod:`.request`); the planner reads nothing else.
     """
-    check_batch(options)
     before = remote_totals()
-    with using_store(options.store):
-        splits = _plan(options, segments, pruning, in_order)
+    with using_store(request.store):
+        splits = _plan(request, segments, pruning)
     fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
     if requests:
         log.info("planning fetched %d bytes in %d requests from remote stores", fetched, requests)
@@ -97,13 +95,12 @@ def plan(
 
 
 def _plan(
-    options: ReadOptions,
+    options: PlanRequest,
     segments: list[SegmentFile] | None,
     pruning: Pruning | None,
-    in_order: bool = False,
 ) -> list[Split]:
     if segments is None:
-        segments = discover(options)
+        segments = discover(options.options, allow_empty=options.allow_empty)
     pruning = pruning or Pruning()
     if pruning.empty:
         return []
@@ -113,7 +110,7 @@ def _plan(
             groups.setdefault(_group_key(seg), []).append(seg)
     _warn_unknown_partitions(options, groups)
     check_replicas(groups, options)
-    extents: list[_Extent] = []
+    extents: list[Extent] = []
     probes: list[SegmentProbe] = []
     checkpoints: dict[str, LogDirCheckpoints] = {}
     try:
@@ -141,7 +138,7 @@ def _plan(
                     for s in sorted(groups[gkey], key=_segment_order)
                 ]
                 probes.extend(group)
-                group_extents = _partition_extents(pkey, group, options, pruning)
+                group_extents = partition_extents(pkey, group, options, pruning)
                 _account(pkey, gkey[3], group, group_extents, options, pruning, checkpoints)
             if (
                 group_extents
@@ -159,7 +156,7 @@ def _plan(
         data_bytes = sum(e.end - e.start for e in extents)
         open_cost = options.open_cost_in_bytes
         max_split = max_split_bytes(options, data_bytes + open_cost * len(extents))
-        bins = _splits_for(extents, max_split, open_cost)
+        bins = splits_for(extents, max_split, open_cost)
         want = options.min_partitions
         if want is not None and len(bins) < want:
             # best effort below the open-cost floor; a batch is never split
@@ -173,17 +170,17 @@ def _plan(
                 if stalled:
                     step = max_split // 2
                 max_split = max(1, min(data_bytes // want, step, max_split * 9 // 10))
-                bins = _splits_for(extents, max_split, open_cost)
+                bins = splits_for(extents, max_split, open_cost)
                 stalled = len(bins) <= len(best)
                 if not stalled:
                     best = bins
             bins = best
-        if in_order:
+        if options.in_order:
             bins = [[piece] for piece in sorted(p for b in bins for p in b)]
     finally:
         for p in probes:
             p.close()
-    splits = [Split(i, _ranges(b)) for i, b in enumerate(bins)]
+    splits = [Split(i, ranges_of(b)) for i, b in enumerate(bins)]
     log.info(
         "planned %d splits over %d byte ranges (%d bytes) from %d segment files",
         len(splits),
@@ -198,8 +195,8 @@ def _account(
     pkey: tuple[str, int] | None,
     directory: str,
     group: list[SegmentProbe],
-    extents: list[_Extent],
-    options: ReadOptions,
+    extents: list[Extent],
+    options: PlanRequest,
     pruning: Pruning,
     checkpoints: dict[str, LogDirCheckpoints],
 ) -> None:
@@ -231,8 +228,8 @@ def _account(
 def _start_past_data(
     pkey: tuple[str, int] | None,
     group: list[SegmentProbe],
-    extents: list[_Extent],
-    options: ReadOptions,
+    extents: list[Extent],
+    options: PlanRequest,
     pruning: Pruning,
     compacted_below: int,
 ) -> MissingOffsets | None:
@@ -240,7 +237,7 @@ def _start_past_data(
     segment that is not the last and whose batches all end below it (a segment file missing or
     cut short after its last batch before the start, such as a stream's next micro-batch): no
     file holds them, and no range's reader would see the gap, since none is read there."""
-    b = _bounds_for(pkey, options)
+    b = bounds_for(pkey, options)
     if b.ts_start is not None or b.ts_end is not None:
         return None
     lo, hi = offset_window(b, pruning)
@@ -275,14 +272,14 @@ def _report(
     pkey: tuple[str, int] | None,
     missing: list[MissingOffsets],
     group: list[SegmentProbe],
-    extents: list[_Extent],
-    options: ReadOptions,
+    extents: list[Extent],
+    options: PlanRequest,
     pruning: Pruning,
 ) -> None:
     """Offsets missing from one partition, within the read's bounds: raise under
     failOnDataLoss, else warn and hand them to the partition's first extent (whose reader counts
     them in ReadStats; a partition with nothing to read gets an extent of no bytes for it)."""
-    b = _bounds_for(pkey, options)
+    b = bounds_for(pkey, options)
     lo, hi = offset_window(b, pruning)
     missing = clip(missing, lo, hi) if lo < hi else []
     if not extents and (b.ts_start is not None or b.ts_end is not None):
@@ -301,13 +298,13 @@ def _report(
     for m in missing:
         log.warning("kafkalog: %s", m.message())
     if not extents:
-        ext = _Extent(group[-1], 0, 0, None, b.lo, b.hi)
+        ext = Extent(group[-1], 0, 0, None, b.lo, b.hi)
         ext.last_segment = True
         extents.append(ext)
     extents[0].missing = tuple(missing)
 
 
-def _warn_unknown_partitions(options: ReadOptions, groups: dict[tuple, list]) -> None:
+def _warn_unknown_partitions(options: PlanRequest, groups: dict[tuple, list]) -> None:
     present = {(k[1], k[2]) for k in groups if k[0] == 0}
     for name, value in (
         ("startingOffsets", options.starting_offsets),

@@ -19,11 +19,11 @@ from ..errors import DataLossError, PathError
 from ..format.batch import BatchHeader
 from ..layout.checkpoints import read_topic_id
 from ..layout.discovery import SegmentFile
-from ..options import ReadOptions
-from .extents import _bounds_for, _Extent, _PartitionBounds
+from .extents import Extent, PartitionBounds, bounds_for
 from .logview import transaction_event
 from .markers import SegmentSummary
 from .probe import SegmentProbe
+from .request import PlanRequest
 from .splits import MissingOffsets
 from .transactions import LogTransactions, collect
 
@@ -39,7 +39,7 @@ def replica_sets(groups: dict[tuple, list[SegmentFile]]) -> dict[tuple[str, int]
     return {k: sorted(v) for k, v in by_partition.items() if len(v) > 1}
 
 
-def check_replicas(groups: dict[tuple, list[SegmentFile]], options: ReadOptions) -> None:
+def check_replicas(groups: dict[tuple, list[SegmentFile]], options: PlanRequest) -> None:
     """Raise :class:`PathError` when a topic-partition is in several directories, unless the
     ``replicas`` option says how to read them."""
     if options.replicas != "error":
@@ -99,8 +99,8 @@ def _copy_batches(k: int, probes: list[SegmentProbe]) -> list[_Batch]:
 def merge_extents(
     key: tuple[str, int],
     copies: list[tuple[str, list[SegmentProbe]]],
-    options: ReadOptions,
-) -> tuple[list[_Extent], list[MissingOffsets]]:
+    options: PlanRequest,
+) -> tuple[list[Extent], list[MissingOffsets]]:
     """``replicas=merge``: the extents that read each offset of one topic-partition once, from
     the copies (``(directory, segment probes in offset order)``) that hold it, and the offsets
     no copy holds.
@@ -112,7 +112,7 @@ def merge_extents(
     divergence (different data at the same offsets, as after an unclean leader election): both
     copies are named in a warning, and failOnDataLoss=true raises.
     """
-    b = _bounds_for(key, options)
+    b = bounds_for(key, options)
     batches = [x for k, (_, probes) in enumerate(copies) for x in _copy_batches(k, probes)]
     batches.sort(key=lambda x: (x.header.base_offset, -x.header.last_offset, x.copy))
     name = f"{key[0]}-{key[1]}"
@@ -161,14 +161,14 @@ def merge_extents(
     )
     first, last, ends_at_time = _time_window(chosen, b)
     # runs of batches adjacent in one segment file become extents
-    extents: list[_Extent] = []
+    extents: list[Extent] = []
     for i, x in enumerate(chosen[first:last], first):
         probe = copies[x.copy][1][x.segment]
         last = extents[-1] if extents else None
         if last is not None and last.probe is probe and last.end == x.header.position:
             last.end = x.header.end
             continue
-        ext = _Extent(probe, x.header.position, x.header.end, x.header, b.lo, b.hi)
+        ext = Extent(probe, x.header.position, x.header.end, x.header, b.lo, b.hi)
         ext.last_segment = x.segment == len(copies[x.copy][1]) - 1
         ext.txn = txn
         if i == first and b.ts_start is not None:
@@ -190,7 +190,7 @@ def _readable(h: BatchHeader) -> bool:
     return h.magic < 2 or h.records_count != 0
 
 
-def _time_window(chosen: list[_Batch], b: _PartitionBounds) -> tuple[int, int, bool]:
+def _time_window(chosen: list[_Batch], b: PartitionBounds) -> tuple[int, int, bool]:
     """The chosen batches ``[first, last)`` a read with timestamp bounds needs: from the first
     non-empty batch whose maxTimestamp is >= the start time, through the first whose maxTimestamp
     is >= the end time (it holds the first record at or after it), as a single log's planning

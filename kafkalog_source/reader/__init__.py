@@ -17,15 +17,10 @@ assembly), :mod:`.parallel` (ranges decoded on threads, handed on in order), :mo
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
 from ..arrow.schema import output_projection
-from . import legacy, range_reader, tuning, v2
 from .api import iter_batches, open_reader, read_pandas, read_range, read_split, read_table
 from .control import CONTROL_TYPES
-from .range_reader import RangeReader, SegmentWindows
+from .range_reader import RangeReader
 from .tuning import (
     ARENA_BYTES,
     FAST_CODECS,
@@ -37,29 +32,8 @@ from .tuning import (
     MAX_ARENA,
     MAX_BATCH_RECORDS,
     WINDOW_BYTES,
+    Tuning,
 )
-from .v2 import inflate_batches
-
-# Names that tests and tools set on this package (``reader.FAST_CODECS = False``,
-# ``monkeypatch.setattr(reader, "WINDOW_BYTES", ...)``): setting one here sets it in the module
-# that reads it, too.
-_FORWARDED: dict[str, tuple[types.ModuleType, ...]] = {
-    "WINDOW_BYTES": (tuning, range_reader),
-    "FAST_CODECS": (tuning, v2),
-    "FAST_WRAPPERS": (tuning, legacy),
-    "inflate_batches": (v2,),
-    "SegmentWindows": (range_reader,),
-}
-
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
-        for module in _FORWARDED.get(name, ()):
-            setattr(module, name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "ARENA_BYTES",
@@ -73,9 +47,8 @@ __all__ = [
     "MAX_ARENA",
     "MAX_BATCH_RECORDS",
     "WINDOW_BYTES",
+    "Tuning",
     "RangeReader",
-    "SegmentWindows",
-    "inflate_batches",
     "iter_batches",
     "open_reader",
     "output_projection",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -13,11 +12,13 @@ import pyarrow as pa
 from ..arrow.schema import Projection, output_projection
 from ..errors import OptionError
 from ..options import ReadOptions, parse_options
+from ..planning.request import pieces_request
 from ..planning.splits import SegmentRange, Split
 from ..stats import ReadStats
-from . import tuning
+from . import tuning as knobs
 from .parallel import ordered_batches
 from .range_reader import RangeReader
+from .tuning import DEFAULT_TUNING, Tuning
 
 log = logging.getLogger("kafkalog")
 
@@ -27,9 +28,11 @@ def read_range(
     options: ReadOptions,
     projection: Projection,
     stats: ReadStats | None = None,
+    tuning: Tuning | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Decode one segment byte range into record batches of ``projection``'s schema."""
-    return iter(RangeReader(rng, options, projection, stats))
+    """Decode one segment byte range into record batches of ``projection``'s schema
+    (``tuning``: window size and fast paths, for tests and benchmarks)."""
+    return iter(RangeReader(rng, options, projection, stats, tuning or DEFAULT_TUNING))
 
 
 def read_split(
@@ -37,10 +40,11 @@ def read_split(
     options: ReadOptions,
     projection: Projection,
     stats: ReadStats | None = None,
+    tuning: Tuning | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode every range of a split, in order."""
     for rng in split.ranges:
-        yield from read_range(rng, options, projection, stats)
+        yield from read_range(rng, options, projection, stats, tuning)
 
 
 def default_threads() -> int:
@@ -49,7 +53,7 @@ def default_threads() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(cores, tuning.MAX_THREADS))
+    return max(1, min(cores, knobs.MAX_THREADS))
 
 
 def _threads(threads: int | None) -> int:
@@ -60,19 +64,17 @@ def _threads(threads: int | None) -> int:
     return threads
 
 
-def _ordered_ranges(opts: ReadOptions, options: dict[str, Any]) -> list[SegmentRange]:
+def _ordered_ranges(opts: ReadOptions) -> list[SegmentRange]:
     """Plan: the byte ranges of every selected segment, in log order.
 
     Segments are cut into pieces of ``PIECE_BYTES`` at batch starts (those the ``.index``
     points at, or found by walking the batch headers), unless ``maxPartitionBytes`` says how
-    large they are, so that threads have pieces to share. The pieces do not depend on the
-    number of threads: neither do the rows.
+    large they are (:func:`~..planning.request.pieces_request`), so that threads have pieces to
+    share. The pieces do not depend on the number of threads: neither do the rows.
     """
     from ..planning.planner import plan
 
-    if not any(str(k).lower() == "maxpartitionbytes" for k in options):
-        opts = replace(opts, max_partition_bytes=tuning.PIECE_BYTES)
-    return [r for split in plan(opts, in_order=True) for r in split.ranges]
+    return [r for split in plan(pieces_request(opts, knobs.PIECE_BYTES)) for r in split.ranges]
 
 
 def _ordered_batches(
@@ -81,15 +83,16 @@ def _ordered_batches(
     projection: Projection,
     stats: ReadStats | None,
     threads: int,
+    tuning: Tuning | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode ``ranges`` (on ``threads`` threads) in order; the stats summary logged if
     anything was skipped."""
     st = stats if stats is not None else ReadStats()
 
     def decode(rng: SegmentRange, range_stats: ReadStats) -> Iterator[pa.RecordBatch]:
-        return read_range(rng, opts, projection, range_stats)
+        return read_range(rng, opts, projection, range_stats, tuning)
 
-    yield from ordered_batches(ranges, decode, st, threads, tuning.AHEAD_BYTES)
+    yield from ordered_batches(ranges, decode, st, threads, knobs.AHEAD_BYTES)
     if st.skipped:
         log.warning("kafkalog: %s", st.summary())
 
@@ -116,6 +119,7 @@ def iter_batches(
     stats: ReadStats | None = None,
     threads: int | None = None,
     columns: list[str] | tuple[str, ...] | None = None,
+    tuning: Tuning | None = None,
     **options: Any,
 ) -> Iterator[pa.RecordBatch]:
     """Stream record batches from a segment file, a partition directory or a log directory.
@@ -127,8 +131,8 @@ def iter_batches(
     opts = parse_options(options, paths=path)
     n = _threads(threads)
     projection = _projection(opts, columns)
-    ranges = _ordered_ranges(opts, options)
-    yield from _ordered_batches(ranges, opts, projection, stats, n)
+    ranges = _ordered_ranges(opts)
+    yield from _ordered_batches(ranges, opts, projection, stats, n, tuning)
 
 
 def open_reader(
@@ -136,6 +140,7 @@ def open_reader(
     stats: ReadStats | None = None,
     columns: list[str] | tuple[str, ...] | None = None,
     threads: int | None = None,
+    tuning: Tuning | None = None,
     **options: Any,
 ) -> pa.RecordBatchReader:
     """A streaming ``pyarrow.RecordBatchReader`` over everything under ``path``.
@@ -146,14 +151,14 @@ def open_reader(
     without copying. ``columns`` chooses output columns (a subset of what ``options`` produce,
     in any order); the others are never decoded. Batches come in log order, decoded on
     ``threads`` threads (default: the available cores, at most 8), each a little ahead of the
-    consumer.
+    consumer. ``tuning`` (window size and fast paths) is for tests and benchmarks.
     """
     opts = parse_options(options, paths=path)
     n = _threads(threads)
     projection = _projection(opts, columns)
-    ranges = _ordered_ranges(opts, options)  # plan now: errors surface before the first batch
+    ranges = _ordered_ranges(opts)  # plan now: errors surface before the first batch
     return pa.RecordBatchReader.from_batches(
-        projection.schema, _ordered_batches(ranges, opts, projection, stats, n)
+        projection.schema, _ordered_batches(ranges, opts, projection, stats, n, tuning)
     )
 
 
@@ -162,6 +167,7 @@ def read_table(
     stats: ReadStats | None = None,
     threads: int | None = None,
     columns: list[str] | tuple[str, ...] | None = None,
+    tuning: Tuning | None = None,
     **options: Any,
 ) -> pa.Table:
     """Read everything under ``path`` into one Arrow table, in log order (see ``iter_batches``).
@@ -170,8 +176,8 @@ def read_table(
     opts = parse_options(options, paths=path)  # once: errors here, before any planning
     n = _threads(threads)
     projection = _projection(opts, columns)
-    ranges = _ordered_ranges(opts, options)
-    batches = list(_ordered_batches(ranges, opts, projection, stats, n))
+    ranges = _ordered_ranges(opts)
+    batches = list(_ordered_batches(ranges, opts, projection, stats, n, tuning))
     return pa.Table.from_batches(batches, schema=projection.schema)
 
 

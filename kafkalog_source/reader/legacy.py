@@ -31,7 +31,7 @@ from ..kernel.status import (
 )
 from ..kernel.status import describe as describe_status
 from .policy import Resync, SkipBatch
-from .tuning import _PADDING, _UNLIMITED, FAST_WRAPPERS, FLUSH_DATA_BYTES, GROUP_BYTES
+from .tuning import FLUSH_DATA_BYTES, GROUP_BYTES, PADDING, UNLIMITED
 
 
 class LegacyMessages:
@@ -79,7 +79,7 @@ class LegacyMessages:
         self, buf: np.ndarray, table: np.ndarray, k: int, m: int
     ) -> Iterator[pa.RecordBatch]:
         """Decode the wanted top-level legacy messages ``k..m-1`` of the window."""
-        if FAST_WRAPPERS and bool((table[k:m, H_ATTRS] & 7).all()):
+        if self.tuning.fast_wrappers and bool((table[k:m, H_ATTRS] & 7).all()):
             yield from self._legacy_wrapped(buf, table, k, m)
             self.stats.batches += m - k
             return
@@ -155,7 +155,7 @@ class LegacyMessages:
         rows: list[int],
     ) -> Iterator[pa.RecordBatch]:
         """Walk a group of decompressed inner message sets (window rows ``rows``) in one call."""
-        src = np.frombuffer(b"".join([*data, _PADDING]), np.uint8)
+        src = np.frombuffer(b"".join([*data, PADDING]), np.uint8)
         wp = np.array(params, np.int64).reshape(-1, W_WIDTH)
         sink = self.sink
         rows_cap = self.opts.records_per_batch
@@ -214,8 +214,8 @@ class LegacyMessages:
         p = start
         k0 = 0
         inner = table is None
-        rows_cap = _UNLIMITED if inner else self.opts.records_per_batch
-        bytes_cap = _UNLIMITED if inner else FLUSH_DATA_BYTES
+        rows_cap = UNLIMITED if inner else self.opts.records_per_batch
+        bytes_cap = UNLIMITED if inner else FLUSH_DATA_BYTES
         while p < end:
             if not inner and p > start and self._full():
                 return p, k0

@@ -41,7 +41,14 @@ from .legacy import LegacyMessages
 from .output import ArrowOutput
 from .policy import CorruptPolicy, Resync
 from .transactions import AbortedTransactions
-from .tuning import ARENA_BYTES, FLUSH_DATA_BYTES, HEADER_ROWS, LIBRARY_CODECS_ENV, WINDOW_BYTES
+from .tuning import (
+    ARENA_BYTES,
+    DEFAULT_TUNING,
+    FLUSH_DATA_BYTES,
+    HEADER_ROWS,
+    LIBRARY_CODECS_ENV,
+    Tuning,
+)
 from .v2 import V2Batches
 
 
@@ -61,9 +68,11 @@ class RangeReader(
         options: ReadOptions,
         projection: Projection,
         stats: ReadStats | None = None,
+        tuning: Tuning = DEFAULT_TUNING,
     ) -> None:
         self.rng = rng
         self.opts = options
+        self.tuning = tuning
         self.projection = projection
         self.stats = stats if stats is not None else ReadStats()
         self.sink = ColumnSink(projection)
@@ -151,7 +160,7 @@ class RangeReader(
     def _read_windows(self, src: ByteSource, windows: SegmentWindows) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         end = self._end = min(rng.end, windows.size)
-        window_bytes = WINDOW_BYTES
+        window_bytes = self.tuning.window_bytes
         # a batch takes at least 26 bytes: a small range needs a small header table
         hdr = np.empty((min(HEADER_ROWS, max(end - rng.start, 0) // 26 + 1), H_WIDTH), np.int64)
         pos = rng.start

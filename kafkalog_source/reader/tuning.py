@@ -1,6 +1,9 @@
-"""Sizes and switches of the reader (tests and tools set some of them, see the package)."""
+"""Sizes and switches of the reader. The ones tests and benchmarks change are a value,
+:class:`Tuning`, passed to the reading functions (``tuning=``); the rest are constants."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..kernel.bytes import PAD
 
@@ -24,11 +27,24 @@ FAST_CODECS = True  # compiled lz4/snappy decoders (tests turn this off to compa
 LIBRARY_CODECS_ENV = "KAFKALOG_LIBRARY_CODECS"
 FAST_WRAPPERS = True  # legacy wrappers walked many per kernel call (tests turn this off too)
 MAX_BATCH_RECORDS = 1 << 16  # rows reserved past recordsPerBatch for the batch that crosses it
-_UNLIMITED = 1 << 62
-_PADDING = bytes(PAD)
+UNLIMITED = 1 << 62
+PADDING = bytes(PAD)
 # The Arrow API (read_table, iter_batches, open_reader) decodes on several threads: the plan is
 # cut into pieces of PIECE_BYTES (unless maxPartitionBytes is given), and each piece's worker
 # keeps at most AHEAD_BYTES of Arrow batches ready ahead of the consumer.
 PIECE_BYTES = 16 << 20
 AHEAD_BYTES = 32 << 20
 MAX_THREADS = 8
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What a test or benchmark may change in one read: the window size, and the compiled fast
+    paths (lz4/snappy decoders, legacy wrappers many per kernel call) to compare against."""
+
+    window_bytes: int = WINDOW_BYTES
+    fast_codecs: bool = FAST_CODECS
+    fast_wrappers: bool = FAST_WRAPPERS
+
+
+DEFAULT_TUNING = Tuning()

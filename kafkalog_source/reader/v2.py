@@ -44,12 +44,11 @@ from ..kernel.v2 import (
 )
 from .policy import SkipBatch
 from .tuning import (
-    _PADDING,
-    FAST_CODECS,
     FLUSH_DATA_BYTES,
     GROUP_BYTES,
     MAX_ARENA,
     MAX_BATCH_RECORDS,
+    PADDING,
 )
 
 
@@ -263,7 +262,11 @@ class V2Batches:
             self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
             return
-        if FAST_CODECS and self.compiled_codecs and _fast_codecs_only(sub[idx, H_ATTRS]):
+        if (
+            self.tuning.fast_codecs
+            and self.compiled_codecs
+            and _fast_codecs_only(sub[idx, H_ATTRS])
+        ):
             yield from self._inflate_run(buf, table, sub, i, idx)
             return
         meta0 = self._meta_base + i
@@ -359,7 +362,7 @@ class V2Batches:
 
     def _run_decompressed(self, group: _Group, table: np.ndarray) -> Iterator[pa.RecordBatch]:
         """Walk a group of decompressed payloads, joined with the kernel's padding after them."""
-        src = np.frombuffer(b"".join([*group.data, _PADDING]), np.uint8)
+        src = np.frombuffer(b"".join([*group.data, PADDING]), np.uint8)
         yield from self._run_group(src, group.params, group.rows, table, True)
 
     def _crc_error(self, row: list[int]) -> ChecksumError | None:

@@ -85,6 +85,7 @@ from ..errors import OptionError, PathError
 from ..options import ReadOptions, parse_options
 from ..planning.planner import plan
 from ..planning.pruning import Pruning
+from ..planning.request import batch_request
 from .filters import pruning_from_filters
 from .partitions import SplitPartition, read_partition
 
@@ -231,7 +232,9 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
-        return [SplitPartition(s) for s in plan(self.read_options, pruning=self.pruning)]
+        return [
+            SplitPartition(s) for s in plan(batch_request(self.read_options), pruning=self.pruning)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split; an empty plan arrives as ``InputPartition(None)`` and yields nothing."""

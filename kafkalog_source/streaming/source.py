@@ -67,7 +67,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..arrow.schema import output_projection
+from ..arrow.schema import Projection
 from ..errors import DataLossError, OptionError
 from ..layout.checkpoints import read_log_dir_checkpoints
 from ..layout.discovery import SegmentFile, discover, parent_directory
@@ -84,6 +84,7 @@ from ..planning.logview import (
 )
 from ..planning.planner import plan
 from ..planning.probe import SegmentProbe
+from ..planning.request import check_stream_options, micro_batch_request, time_lookup_request
 from ..planning.splits import NO_LIMIT, MissingOffsets, Split
 from ..planning.transactions import log_transactions
 from ..transport.filesystems import is_remote, using_store
@@ -203,12 +204,15 @@ class StreamSource:
     # them (it delivered up to there, or checked the print a query restarted with)
     _delivered: dict[PartitionKey, dict[int, BatchPrint | None]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_stream_options(self.options)  # an end is for batch reads: refused, named
+
     # -- what the archive holds ---------------------------------------------------------------
     def snapshot(self) -> dict[PartitionKey, PartitionLog]:
         """List the archive and find each partition's available end (cheap after the first
         call: only bytes appended since the last call are walked)."""
         with using_store(self.options.store):
-            segments = discover(self.options.replace(allow_empty=True))
+            segments = discover(self.options, allow_empty=True)
             groups: dict[PartitionKey, list[SegmentFile]] = {}
             homes: dict[PartitionKey, str] = {}
             for seg in segments:
@@ -329,25 +333,13 @@ class StreamSource:
 
     def _offset_for_time(self, p: PartitionLog, t: int) -> int:
         """The first offset of ``p`` whose timestamp is >= ``t``; ``p.end`` when there is none."""
-        opts = self.options.replace(
-            starting_offsets="earliest",
-            ending_offsets={p.key: p.end},
-            starting_timestamp=None,
-            starting_offsets_by_timestamp={p.key: t},
-            ending_timestamp=None,
-            ending_offsets_by_timestamp=None,
-            include_headers=False,
-            max_partition_bytes=1 << 62,  # one range per segment, read in offset order below
-        )
-        ranges = sorted(
-            (r for split in plan(opts, p.segments) for r in split.ranges),
-            key=lambda r: (r.segment_base_offset or 0, r.start),
-        )
+        splits = plan(time_lookup_request(self.options, p.key, p.end, t), p.segments)
+        ranges = [r for split in splits for r in split.ranges]
         from ..reader import read_range  # the kernels: only for a timestamp start
 
-        projection = output_projection(opts)
+        projection = Projection(("offset",))
         for rng in ranges:
-            for batch in read_range(rng, opts, projection):  # the batch holding the answer
+            for batch in read_range(rng, self.options, projection):  # the batch holding it
                 if batch.num_rows:
                     return int(batch.column("offset")[0].as_py())
         return p.end
@@ -626,21 +618,18 @@ class StreamSource:
         segments = [s for k in sorted(wanted) if k in logs for s in logs[k].segments]
         if not segments:
             return []
-        opts = self.options.replace(
-            starting_offsets={k: v for k, v in begin.items() if k in wanted},
-            ending_offsets={k: end[k] for k in wanted},
-            starting_timestamp=None,
-            starting_offsets_by_timestamp=None,
-            ending_timestamp=None,
-            ending_offsets_by_timestamp=None,
-            # a micro-batch is often smaller than one maxPartitionBytes split: cut it so that
-            # it keeps several cores busy (Spark's file source divides by the parallelism)
-            min_partitions=self.options.min_partitions or STREAM_MIN_PARTITIONS,
+        request = micro_batch_request(
+            self.options,
+            {k: v for k, v in begin.items() if k in wanted},
+            {k: end[k] for k in wanted},
             # offsets the partition's own evidence says are missing (an empty or cut segment,
             # checkpoints past the end) fail the stream unless failOnDataLoss=false was set
             fail_on_data_loss=stream_fail_on_data_loss(self.options),
+            # a micro-batch is often smaller than one maxPartitionBytes split: cut it so that
+            # it keeps several cores busy (Spark's file source divides by the parallelism)
+            min_partitions=self.options.min_partitions or STREAM_MIN_PARTITIONS,
         )
-        return plan(opts, segments)
+        return plan(request, segments)
 
 
 def _admit(

@@ -1,0 +1,191 @@
+"""What the planner is asked to do, apart from what the user said.
+
+:class:`~kafkalog_source.options.ReadOptions` stays exactly what the user said. Each front end
+turns it into a :class:`PlanRequest`, the only thing :func:`~.planner.plan` takes:
+
+* a batch read (Spark's ``read``, the CLI): :func:`batch_request`, the options' bounds and sizes;
+* the Arrow API (``read_table``, ``iter_batches``, ``open_reader``): :func:`pieces_request`,
+  pieces in log order, of ``maxPartitionBytes`` when the user gave it, else of the API's piece
+  size (so that threads have pieces to share);
+* a stream's micro-batch: :func:`micro_batch_request`, the offsets ``[start, end)`` of each
+  partition, with the stream's failOnDataLoss and number of splits;
+* a stream's first offset at or after a time: :func:`time_lookup_request`.
+
+Options that only a batch read takes (``endingOffsets``, ``endingTimestamp``,
+``endingOffsetsByTimestamp``; Spark's Kafka source refuses them for streams too) are refused by
+:func:`check_stream_options`, naming them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import OptionError
+from ..options import EARLIEST, LATEST, PartitionMap, ReadOptions, StoreOptions
+from .splits import NO_LIMIT
+
+PartitionKey = tuple[str, int]
+# the options a stream refuses: its end is what each trigger finds (Spark's Kafka source)
+BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One plan to make: the files are those ``options`` select (as the user said), the bounds,
+    sizes and data-loss policy are the request's own."""
+
+    options: ReadOptions
+    starting_offsets: str | PartitionMap = "earliest"
+    ending_offsets: str | PartitionMap = "latest"
+    starting_timestamp: int | None = None
+    ending_timestamp: int | None = None
+    starting_offsets_by_timestamp: PartitionMap | None = None
+    ending_offsets_by_timestamp: PartitionMap | None = None
+    fail_on_data_loss: bool = False
+    max_partition_bytes: int = 128 << 20
+    min_partitions: int | None = None
+    in_order: bool = False  # one split per piece, in log order (a sequential reader's plan)
+    allow_empty: bool = False  # a path with no segment file plans nothing instead of failing
+
+    # what the user said, for the planner's own use
+    @property
+    def isolation_level(self) -> str:
+        """``read_committed`` or ``read_uncommitted``."""
+        return self.options.isolation_level
+
+    @property
+    def offset_gaps(self) -> str:
+        """The ``offsetGaps`` rule."""
+        return self.options.offset_gaps
+
+    @property
+    def replicas(self) -> str:
+        """The ``replicas`` rule."""
+        return self.options.replicas
+
+    @property
+    def remote_header_walk(self) -> bool:
+        """``remoteHeaderWalk``."""
+        return self.options.remote_header_walk
+
+    @property
+    def open_cost_in_bytes(self) -> int:
+        """``openCostInBytes``."""
+        return self.options.open_cost_in_bytes
+
+    @property
+    def store(self) -> StoreOptions | None:
+        """The remote store settings."""
+        return self.options.store
+
+
+def _bounds(o: ReadOptions) -> dict:
+    return {
+        "starting_offsets": o.starting_offsets,
+        "ending_offsets": o.ending_offsets,
+        "starting_timestamp": o.starting_timestamp,
+        "ending_timestamp": o.ending_timestamp,
+        "starting_offsets_by_timestamp": o.starting_offsets_by_timestamp,
+        "ending_offsets_by_timestamp": o.ending_offsets_by_timestamp,
+    }
+
+
+def check_batch(o: ReadOptions) -> None:
+    """Refuse what only a stream may use: a start at the latest offset (a batch read of an
+    archive from its end is empty), as Spark's Kafka source does for batch queries."""
+    if o.starting_offsets == "latest":
+        raise OptionError("option 'startingOffsets': 'latest' is not allowed for batch reads")
+    if isinstance(o.starting_offsets, dict):
+        for (topic, part), v in sorted(o.starting_offsets.items()):
+            if v == LATEST:
+                raise OptionError(
+                    f"option 'startingOffsets': {topic}-{part}: latest (-1) is not allowed for "
+                    "batch reads"
+                )
+
+
+def check_stream_options(o: ReadOptions) -> None:
+    """Refuse the options a stream does not take, naming them."""
+    given = [name for name in BATCH_ONLY if name in o.given]
+    if given:
+        raise OptionError(
+            f"option{'s' if len(given) > 1 else ''} {', '.join(map(repr, given))} "
+            f"{'are' if len(given) > 1 else 'is'} for batch reads only: a stream reads what each "
+            "trigger finds (as Spark's Kafka source); use Trigger.AvailableNow to stop at what is "
+            "there, or a batch read for a fixed end"
+        )
+
+
+def batch_request(o: ReadOptions) -> PlanRequest:
+    """A batch read of what ``o`` says."""
+    check_batch(o)
+    return PlanRequest(
+        o,
+        **_bounds(o),
+        fail_on_data_loss=o.fail_on_data_loss,
+        max_partition_bytes=o.max_partition_bytes,
+        min_partitions=o.min_partitions,
+        allow_empty=o.allow_empty,
+    )
+
+
+def pieces_request(o: ReadOptions, piece_bytes: int) -> PlanRequest:
+    """The Arrow API's plan: pieces in log order, of ``maxPartitionBytes`` when the user gave
+    it, else of ``piece_bytes``."""
+    check_batch(o)
+    given = "maxPartitionBytes" in o.given
+    return PlanRequest(
+        o,
+        **_bounds(o),
+        fail_on_data_loss=o.fail_on_data_loss,
+        max_partition_bytes=o.max_partition_bytes if given else piece_bytes,
+        min_partitions=o.min_partitions,
+        in_order=True,
+        allow_empty=o.allow_empty,
+    )
+
+
+def micro_batch_request(
+    o: ReadOptions,
+    start: dict[PartitionKey, int],
+    end: dict[PartitionKey, int],
+    fail_on_data_loss: bool,
+    min_partitions: int,
+) -> PlanRequest:
+    """A stream's micro-batch: offsets ``start[k] <= offset < end[k]`` of each partition ``k``."""
+    return PlanRequest(
+        o,
+        starting_offsets=dict(start),
+        ending_offsets=dict(end),
+        fail_on_data_loss=fail_on_data_loss,
+        max_partition_bytes=o.max_partition_bytes,
+        min_partitions=min_partitions,
+        allow_empty=True,
+    )
+
+
+def time_lookup_request(o: ReadOptions, key: PartitionKey, end: int, t: int) -> PlanRequest:
+    """The plan that finds partition ``key``'s first offset at or after time ``t`` (below
+    ``end``): one range per segment, read in offset order."""
+    return PlanRequest(
+        o,
+        starting_offsets="earliest",
+        ending_offsets={key: end},
+        starting_offsets_by_timestamp={key: t},
+        max_partition_bytes=NO_LIMIT,
+        in_order=True,
+        allow_empty=True,
+    )
+
+
+__all__ = [
+    "BATCH_ONLY",
+    "EARLIEST",
+    "PlanRequest",
+    "batch_request",
+    "check_batch",
+    "check_stream_options",
+    "micro_batch_request",
+    "pieces_request",
+    "time_lookup_request",
+]

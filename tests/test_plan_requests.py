@@ -1,0 +1,109 @@
+"""Plan requests apart from user options (issue 20, item 2): each front end builds what it asks
+the planner for; the options stay what the user said."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+
+import kafkalog_source as kl
+from kafkalog_source.errors import OptionError
+from kafkalog_source.options import parse_options
+from kafkalog_source.planning.planner import plan
+from kafkalog_source.planning.request import (
+    batch_request,
+    micro_batch_request,
+    pieces_request,
+)
+from kafkalog_source.streaming.source import Limit, StreamSource
+
+ORDERS = SAMPLES / "orders-0"
+
+
+def _ranges(request) -> list[tuple[str, int, int]]:
+    return [(r.path, r.start, r.end) for s in plan(request) for r in s.ranges]
+
+
+def test_max_partition_bytes_none_is_not_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``maxPartitionBytes=None`` is parsed as not given, and the Arrow API's pieces say so:
+    the same pieces as without it (before: one piece of 128 MiB)."""
+    piece = 512
+    unset = parse_options({"maxPartitionBytes": None}, paths=str(ORDERS))
+    assert "maxPartitionBytes" not in unset.given
+    default = _ranges(pieces_request(parse_options(paths=str(ORDERS)), piece))
+    assert len(default) > 2
+    assert _ranges(pieces_request(unset, piece)) == default
+    given = parse_options({"maxPartitionBytes": "1m"}, paths=str(ORDERS))
+    assert len(_ranges(pieces_request(given, piece))) == 1
+    # through the public API: the pieces the threads share
+    from kafkalog_source.reader import api, tuning
+
+    monkeypatch.setattr(tuning, "PIECE_BYTES", piece)
+    seen: list[tuple[int, int]] = []
+    real = api.read_range
+
+    def counting(rng, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.append((rng.start, rng.end))
+        return real(rng, *args, **kwargs)
+
+    monkeypatch.setattr(api, "read_range", counting)
+    a = kl.read_table(str(ORDERS), maxPartitionBytes=None, threads=1)
+    unset_pieces, seen[:] = list(seen), []
+    b = kl.read_table(str(ORDERS), threads=1)
+    assert a.equals(b) and unset_pieces == seen and len(seen) == len(default)
+
+
+def test_requests_leave_the_options_as_the_user_said() -> None:
+    opts = parse_options({"startingOffsets": "earliest", "minPartitions": "3"}, paths=str(ORDERS))
+    before = repr(opts)
+    req = micro_batch_request(opts, {("orders", 0): 5}, {("orders", 0): 9}, True, 2)
+    assert (req.starting_offsets, req.ending_offsets) == ({("orders", 0): 5}, {("orders", 0): 9})
+    assert req.fail_on_data_loss and req.min_partitions == 2 and req.options is opts
+    from kafkalog_source.reader import output_projection, read_range
+
+    rows = [
+        o for s in plan(req) for r in s.ranges for o in read_range(r, opts, output_projection(opts))
+    ]
+    got = [v for b in rows for v in b.column("offset").to_pylist()]
+    assert got == [5, 6, 7, 8]
+    assert repr(opts) == before and opts.starting_offsets == "earliest"
+    assert batch_request(opts).min_partitions == 3
+
+
+@pytest.mark.parametrize(
+    "option,value",
+    [
+        ("endingOffsets", json.dumps({"orders": {"0": 10}})),
+        ("endingTimestamp", "1700000000000"),
+        ("endingOffsetsByTimestamp", json.dumps({"orders": {"0": 1700000000000}})),
+    ],
+)
+def test_a_stream_refuses_batch_only_options(option: str, value: str) -> None:
+    """Before: a stream silently read to the end, ignoring them."""
+    with pytest.raises(OptionError, match=f"'{option}' is for batch reads only"):
+        StreamSource(parse_options({option: value}, paths=str(ORDERS)))
+    src = StreamSource(parse_options(paths=str(ORDERS)))  # without: a stream as before
+    assert src.latest(src.initial(), Limit())
+
+
+@pytest.mark.spark
+def test_spark_read_stream_names_the_batch_only_option(spark, tmp_path: Path) -> None:
+    df = (
+        spark.readStream.format("kafkalog")
+        .option("endingOffsets", json.dumps({"orders": {"0": 10}}))
+        .load(str(ORDERS))
+    )
+    with pytest.raises(Exception, match="endingOffsets.*batch reads only"):
+        q = (
+            df.writeStream.format("parquet")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .option("path", str(tmp_path / "out"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination(120)
+        if q.exception() is not None:
+            raise Exception(str(q.exception()))
