@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import struct
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import BROKER_WRITTEN, SAMPLES, require_shared, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_damage_order import Entry, entries
 
 import kafkalog_source as kl
@@ -93,7 +98,9 @@ def missing(stats: kl.ReadStats) -> list[tuple[int, int]]:
 
 
 def _count(message: str) -> int:
-    return int(message.split(" offsets) ")[0].rsplit("(", 1)[1].split()[0])
+    found = re.search(r"\((\d+) offsets?\) are missing", message)
+    assert found is not None, message
+    return int(found[1])
 
 
 # ---------------------------------------------------------------------- a middle segment
@@ -127,6 +134,33 @@ def test_middle_segment_emptied_or_deleted(tmp_path: Path, name: str, damage: st
     # offsets outside the read's bounds are not reported
     bound = json.dumps({name[:-2]: {"0": 1}})
     assert missing(read(str(part), endingOffsets=bound)[1]) == []
+
+
+@pytest.mark.parametrize("damage", ["cut", "deleted"])
+def test_a_start_past_the_data_of_a_segment_that_is_not_the_last(
+    tmp_path: Path, damage: str
+) -> None:
+    """A read that starts inside a segment whose batches all end below its start (the segment
+    after it deleted, or it cut short): no range is read there, so the planner names the
+    offsets up to the next file."""
+    part, segs = segmented(tmp_path, "magic2-none-0", parts=2 if damage == "cut" else 3)
+    log0, _, chunk0 = segs[0]
+    if damage == "cut":  # the first of two segments keeps its first batch
+        log0.write_bytes(chunk0[0].data)
+        lo = _last_offset(chunk0[0]) + 1
+    else:  # the middle one of three is deleted
+        for f in part.glob(f"{segs[1][1]:020d}.*"):
+            f.unlink()
+        lo = segs[1][1]
+    _, hi, last = segs[-1]
+    hi -= 1
+    bound = json.dumps({"magic2-none": {"0": lo}})
+    got, stats = read(str(part), startingOffsets=bound)
+    assert got == offsets(last)
+    assert missing(stats) == [(lo, hi)]
+    with pytest.raises(DataLossError, match=f"{lo}..{hi}") as err:
+        kl.read_table(str(part), startingOffsets=bound, failOnDataLoss=True)
+    assert log0.name in str(err.value)
 
 
 # ---------------------------------------------------------------------- the last segment
@@ -511,3 +545,179 @@ def test_replicas_merge_read_committed_and_timestamps(tmp_path: Path) -> None:
     ):
         want = read(whole, **bounds)[0]
         assert want and read(paths, replicas="merge", **bounds)[0] == want, bounds
+
+
+# ---------------------------------------------------------------------- random cut points
+@dataclass(frozen=True)
+class _Frame:
+    """One top-level entry of a segment as its framing says: where it is, its offsets."""
+
+    position: int
+    size: int
+    first: int  # a v2 batch's base offset; a legacy entry's: the one after the previous entry's
+    last: int
+
+
+def _frames(data: bytes, base: int) -> list[_Frame]:
+    """The entries of a well-formed segment, from their 17-byte prefixes and v2 headers."""
+    out: list[_Frame] = []
+    pos, prev_last = 0, base - 1
+    while len(data) - pos >= 17:
+        offset, size = struct.unpack_from(">qi", data, pos)
+        magic = data[pos + 16]
+        if size < 14 or pos + 12 + size > len(data):
+            break
+        if magic >= 2:
+            first, last = offset, offset + struct.unpack_from(">i", data, pos + 23)[0]
+        else:
+            first, last = prev_last + 1, offset
+        out.append(_Frame(pos, 12 + size, first, last))
+        pos += 12 + size
+        prev_last = last
+    return out
+
+
+def _claimed(log: Path, ckpt_dir: Path | None, key: tuple[str, int]) -> int:
+    """The highest offset the last segment's ``.index`` / ``.timeindex`` or the log directory's
+    recovery point and high watermark say the log held (-1: nothing says anything). The indexes
+    of an emptied last segment are not counted: a known gap (see
+    :func:`test_an_emptied_last_segment_whose_index_names_offsets`)."""
+    base = int(log.stem)
+    hi = -1
+    indexed = log.stat().st_size > 0
+    index = log.with_suffix(".index")
+    if indexed and index.exists():
+        raw = index.read_bytes()
+        entries = [struct.unpack_from(">ii", raw, i) for i in range(0, len(raw) - 7, 8)]
+        for n, (rel, pos) in enumerate(entries):
+            if n and rel == 0 and pos == 0:
+                break  # a preallocated zero tail
+            hi = max(hi, base + rel)
+    timeindex = log.with_suffix(".timeindex")
+    if indexed and timeindex.exists():
+        raw = timeindex.read_bytes()
+        for n, i in enumerate(range(0, len(raw) - 11, 12)):
+            ts, rel = struct.unpack_from(">qi", raw, i)
+            if n and ts == 0 and rel == 0:
+                break
+            hi = max(hi, base + rel)
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        f = ckpt_dir / name if ckpt_dir is not None else None
+        if f is not None and f.exists():
+            for line in f.read_text().splitlines()[2:]:
+                t, p, o = line.rsplit(" ", 2)
+                if (t, int(p)) == key:
+                    hi = max(hi, int(o) - 1)
+    return hi
+
+
+def _check_cut(
+    part: Path, full: list[int], last_log: Path, cut: int, keep_index: bool, ckpt: Path | None
+) -> None:
+    """Cut ``last_log`` (the partition's last segment) at byte ``cut`` and read the partition:
+    the rows are the undamaged rows before the first batch the cut reached, the read's reports
+    start exactly there, every lost offset something could tell of is reported, and
+    failOnDataLoss=true raises or returns the same rows with nothing reported."""
+    key = (part.name.rsplit("-", 1)[0], int(part.name.rsplit("-", 1)[1]))
+    data = last_log.read_bytes()
+    frames = _frames(data, int(last_log.stem))
+    last_log.write_bytes(data[:cut])
+    if not keep_index:
+        for suffix in (".index", ".timeindex"):
+            last_log.with_suffix(suffix).unlink(missing_ok=True)
+    claimed = _claimed(last_log, ckpt, key)
+    lost = [f for f in frames if f.position + f.size > cut]
+    end = lost[0].first if lost else None  # the first offset the cut took
+    got, stats = read(str(part))
+    assert got == [o for o in full if end is None or o < end]
+    gone = sorted(set(full) - set(got))
+    ranges = missing(stats)
+    tails = stats.events_of("truncated tail", "zero tail")  # a cut in a base offset's zeros
+    # a batch the cut went through is named where it starts, and the missing ranges start at
+    # the first offset the cut took
+    cut_through = [f for f in lost if f.position < cut]
+    assert [e.position for e in tails] == [f.position for f in cut_through]
+    if ranges:
+        assert end is not None and min(a for a, _ in ranges) == end, (ranges, end)
+    assert not any(a <= o <= b for o in got for a, b in ranges)
+    tail_offsets = {o for f in cut_through for o in range(f.first, f.last + 1)}
+    for o in gone:  # reported, unless nothing could tell (past every index entry and checkpoint)
+        assert any(a <= o <= b for a, b in ranges) or o in tail_offsets or o > claimed, (o, ranges)
+    if end is not None and claimed >= end:
+        assert ranges, "the index or a checkpoint names lost offsets, yet nothing was reported"
+    try:
+        strict = kl.read_table(str(part), failOnDataLoss=True).column("offset").to_pylist()
+    except DataLossError:
+        return
+    assert strict == got and not ranges
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="evidence._claims_past_end does not read the .index/.timeindex of an empty last "
+    "segment (size 0), so a last segment emptied by a failed copy reads as complete unless "
+    "checkpoints say otherwise; found by the random cut test below, left to the evidence rework",
+)
+def test_an_emptied_last_segment_whose_index_names_offsets(tmp_path: Path) -> None:
+    part, segs = segmented(tmp_path, "magic2-none-0")
+    log, base, chunk = segs[-1]
+    log.write_bytes(b"")
+    got, stats = read(str(part))
+    assert got == offsets(segs[0][2]) + offsets(segs[1][2])
+    assert missing(stats) == [(base, _last_offset(chunk[-1]))]
+
+
+SAMPLE_CUTS = [*SAMPLE_PARTITIONS, "multi-segment-0"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_last_segment_cut_at_a_random_byte(data: st.DataObject) -> None:
+    """A sample partition in segments (every magic and codec, one .index entry per batch; and
+    multi-segment-0 with the broker's index spacing), its last segment cut at a random byte,
+    with or without its .index and .timeindex."""
+    name = data.draw(st.sampled_from(SAMPLE_CUTS), label="partition")
+    keep_index = data.draw(st.booleans(), label="keep_index")
+    with tempfile.TemporaryDirectory() as tmp:
+        if name == "multi-segment-0":
+            part = Path(tmp) / name
+            shutil.copytree(SAMPLES / name, part)
+            logs = sorted(part.glob("*.log"))
+            full = [r[0] for log in logs for e in entries(log.read_bytes()) for r in e.rows]
+        else:
+            part, segs = segmented(Path(tmp), name)
+            logs = [s[0] for s in segs]
+            full = [o for s in segs for o in offsets(s[2])]
+        size = logs[-1].stat().st_size
+        cut = data.draw(st.integers(0, size - 1), label="cut")
+        _check_cut(part, full, logs[-1], cut, keep_index, None)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_real_last_segment_cut_at_a_random_byte(data: st.DataObject) -> None:
+    """The same on partitions real brokers wrote (several segments; their log directory's
+    checkpoint files copied or not); the undamaged rows are the undamaged copy's."""
+    parts = [p for p in _multi_segment_partitions() if _last_log(p).stat().st_size]
+    if not parts:
+        pytest.skip("no broker-written fixtures with several segments (../shared absent)")
+    src = data.draw(st.sampled_from(parts), label="partition")
+    keep_index = data.draw(st.booleans(), label="keep_index")
+    checkpoints = data.draw(st.booleans(), label="checkpoints")
+    with tempfile.TemporaryDirectory() as tmp:
+        logdir = Path(tmp) / "logdir"
+        part = logdir / src.name
+        shutil.copytree(src, part)
+        for f in part.iterdir():
+            f.chmod(0o644)
+        if checkpoints:
+            for f in src.parent.glob("*-checkpoint"):
+                shutil.copy(f, logdir / f.name)
+        full = read(str(part))[0]
+        last = _last_log(part)
+        cut = data.draw(st.integers(0, last.stat().st_size - 1), label="cut")
+        _check_cut(part, full, last, cut, keep_index, logdir if checkpoints else None)
+
+
+def _last_log(part: Path) -> Path:
+    return sorted(part.glob("[0-9]" * 20 + ".log"))[-1]

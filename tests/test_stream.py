@@ -24,7 +24,13 @@ from stream_archive import ABORT, COMMIT, Archive, ProducerId
 
 from kafkalog_source.errors import DataLossError, OptionError
 from kafkalog_source.options import parse_options
-from kafkalog_source.streaming.source import Limit, StreamSource, offsets_to_json
+from kafkalog_source.streaming.source import (
+    LAST_BATCH_KEY,
+    Limit,
+    StreamSource,
+    offsets_from_json,
+    offsets_to_json,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 COLS = ["topic", "partition", "offset", "value"]
@@ -165,9 +171,14 @@ def test_available_now_runs_are_exactly_once(spark, tmp_path: Path) -> None:
         .read_text()
         .splitlines()[-1]
     )
-    assert offsets == {
-        "orders": {"0": a.log(0).next_offset, "1": a.log(1).next_offset, "2": a.log(2).next_offset}
+    ends = {p: a.log(p).next_offset for p in range(3)}
+    assert offsets_from_json(offsets) == {("orders", p): e for p, e in ends.items()}
+    assert {k: v for k, v in offsets.items() if k != LAST_BATCH_KEY} == {
+        "orders": {str(p): e for p, e in ends.items()}
     }
+    # the last batch delivered per partition (checked by the next run): each log's last one
+    last_batches = offsets[LAST_BATCH_KEY]["orders"]
+    assert {p: last_batches[str(p)][0] for p in range(3)} == {p: e - 1 for p, e in ends.items()}
 
 
 KILLED_JOB = textwrap.dedent(

@@ -1,14 +1,18 @@
-"""A stream over a last segment that is rewritten between triggers (issue 19).
+"""A stream over a last segment that is rewritten between triggers, or while no query runs
+(issue 19).
 
 A follower truncates its log after a leader change and appends again at the same offsets; an
 archive copy may be replaced. The stream must notice that bytes it had walked changed, walk the
 segment again, report the offsets it had delivered that now hold other data (a warning naming
 the partition, offsets and file, or a DataLossError with failOnDataLoss), and deliver what comes
-after. A ``read_committed`` stream over a growing segment walks only the appended bytes.
+after. A query that starts from checkpointed offsets checks the last batch delivered before them
+(its last offset and CRC travel in the offset JSON). A ``read_committed`` stream over a growing
+segment walks only the appended bytes.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -20,11 +24,20 @@ from kafka.record.util import calc_crc32c
 from stream_archive import COMMIT, Archive, ProducerId
 
 from kafkalog_source.arrow.schema import output_projection
-from kafkalog_source.errors import DataLossError
+from kafkalog_source.errors import DataLossError, OptionError
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning import markers
 from kafkalog_source.reader import read_split
-from kafkalog_source.streaming.source import Limit, Offsets, StreamSource, reader_options
+from kafkalog_source.streaming.source import (
+    LAST_BATCH_KEY,
+    Limit,
+    Offsets,
+    StreamSource,
+    offsets_from_json,
+    offsets_to_json,
+    prints_from_json,
+    reader_options,
+)
 
 KEY = ("orders", 0)
 Row = tuple[str, int, int, bytes]
@@ -286,3 +299,192 @@ def test_a_rewrite_after_the_index_start_is_reported_exactly(tmp_path: Path) -> 
     a.sync()
     assert src.latest(end, Limit()) == {KEY: cut + 14}
     assert src.lost == 300 - cut
+
+
+# ------------------------------------------------------------------ between two queries
+
+
+def test_the_offset_json_carries_the_last_batch_delivered(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    a = _old_segment(logs)
+    src = StreamSource(parse_options(paths=str(logs)))
+    start = src.initial()
+    end = src.latest(start, Limit())
+    last = a.log(0).active.entries[-1]  # offsets 7..9
+    crc = struct.unpack_from(">I", bytes(last.data), 17)[0]
+    assert src.prints(end) == {KEY: (9, crc)}
+    assert src.prints(start) == {}  # nothing before offset 0
+    data = offsets_to_json(end, src.prints(end))
+    assert data == {"orders": {"0": 10}, LAST_BATCH_KEY: {"orders": {"0": [9, crc]}}}
+    assert offsets_from_json(data) == end  # the offsets alone, Spark-Kafka shaped
+    assert prints_from_json(data) == {KEY: (9, crc)}
+    assert prints_from_json({"orders": {"0": 10}}) == {}  # offsets of an older version
+    assert offsets_to_json(end) == {"orders": {"0": 10}}
+    with pytest.raises(OptionError, match="lastBatch"):
+        prints_from_json({"orders": {"0": 10}, LAST_BATCH_KEY: {"orders": {"0": 9}}})
+    # a limit that ends inside a batch: the batch holding the offset before the end
+    mid = src.latest(start, Limit("offsets", 6))
+    assert mid == {KEY: 6}
+    first = a.log(0).active.entries[1]  # offsets 5..6
+    assert src.prints(mid) == {KEY: (6, struct.unpack_from(">I", bytes(first.data), 17)[0])}
+
+
+def _rewrite(a: Archive) -> None:
+    """Truncated to offset 5 and appended again as 5..24 (other data), while no query runs."""
+    a.truncate(0, 5)
+    a.append(0, batches=5, per_batch=4)
+    a.sync()
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["default", "failOnDataLoss=false"])
+def test_a_rewrite_while_no_query_runs_is_noticed_by_the_next_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, lenient: bool
+) -> None:
+    """Query 1 delivers 0..9 and stops. The segment is rewritten. Query 2, a new source started
+    from query 1's offsets and last batches, reports the delivered offsets that may hold other
+    data now (a DataLossError by default) and goes on from offset 10."""
+    logs = tmp_path / "logs"
+    a = _old_segment(logs)
+    old = sorted(a.expected())
+    given = {"failOnDataLoss": "false"} if lenient else {}
+    first = StreamSource(parse_options(paths=str(logs), **given), fail_on_data_loss=not lenient)
+    start = first.initial()
+    end = first.latest(start, Limit())
+    got = _read(first, start, end)
+    checkpoint = json.loads(json.dumps(offsets_to_json(end, first.prints(end))))
+    _rewrite(a)
+    second = StreamSource(parse_options(paths=str(logs), **given), fail_on_data_loss=not lenient)
+    resumed, prints = offsets_from_json(checkpoint), prints_from_json(checkpoint)
+    if not lenient:
+        with pytest.raises(DataLossError) as e:
+            second.latest(resumed, Limit(), prints)
+        msg = str(e.value)
+        assert "partition orders-0: offsets 0 to 9, already delivered" in msg
+        assert str(_segment(logs)) in msg and "while no query ran" in msg
+        return
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        end2 = second.latest(resumed, Limit(), prints)
+    assert end2 == {KEY: 25}
+    (report,) = [r.getMessage() for r in caplog.records if "while no query ran" in r.getMessage()]
+    assert "partition orders-0: offsets 0 to 9" in report and str(_segment(logs)) in report
+    assert second.lost == 10  # from the segment's start: which of them changed is not known
+    got += _read(second, resumed, end2)
+    new = sorted(a.expected())
+    assert len({r[2] for r in got}) == len(got)  # no offset twice
+    assert got == old + [r for r in new if r[2] >= 10]
+    replaced = [r for r in new if r[2] < 10 and r not in old]
+    assert replaced and all(0 <= r[2] <= 9 for r in replaced)  # within the reported offsets
+    # reported once: the next trigger carries the new last batch, and a third query is quiet
+    caplog.clear()
+    prints2 = second.prints(end2)
+    assert second.latest(end2, Limit(), prints2) == end2
+    third = StreamSource(parse_options(paths=str(logs), **given), fail_on_data_loss=False)
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        assert third.latest(end2, Limit(), prints2) == end2
+    assert third.lost == 0 and not caplog.records
+
+
+def test_no_report_when_the_segment_only_grew_or_rolled(tmp_path: Path) -> None:
+    """Appends and a roll while no query runs change nothing delivered: the next query is
+    quiet, whether the last batch delivered is in the last segment or, after the roll, in the
+    one before it (found by its .index)."""
+    logs = tmp_path / "logs"
+    a = Archive(logs)
+    a.append(0, batches=40, per_batch=5)  # offsets 0..199, several .index entries once rolled
+    a.sync()
+    src = StreamSource(parse_options(paths=str(logs)))
+    start = src.initial()
+    mid = src.latest(start, Limit("offsets", 123))
+    end = src.latest(start, Limit())
+    checkpoints = [(mid, src.prints(mid)), (end, src.prints(end))]
+    a.append(0, batches=1, per_batch=5)
+    a.roll(0)
+    a.append(0, batches=2, per_batch=5)
+    a.sync()
+    assert (logs / "orders-0" / f"{0:020d}.index").stat().st_size > 8
+    for offsets, prints in checkpoints:
+        fresh = StreamSource(parse_options(paths=str(logs)))  # failOnDataLoss: any report raises
+        assert fresh.latest(offsets, Limit(), prints) == {KEY: 215}
+        assert fresh.plan(offsets, {KEY: 215}, prints)  # a replay checks them too: quiet
+
+
+@pytest.mark.parametrize("rule", ["auto", "loss", "compacted"])
+def test_a_last_batch_in_a_compacted_segment(tmp_path: Path, rule: str) -> None:
+    """The last batch delivered is in a segment that rolled and was cleaned since (same last
+    offset, other records, other CRC): compaction under offsetGaps=auto and compacted, a data
+    loss under offsetGaps=loss. In the last segment it is a rewrite under every rule."""
+    logs = tmp_path / "logs"
+    a = _old_segment(logs)
+    src = StreamSource(parse_options(paths=str(logs)))
+    end = src.latest(src.initial(), Limit())
+    prints = src.prints(end)
+    a.roll(0)
+    a.append(0, batches=1, per_batch=3)
+    a.sync()
+    seg = _segment(logs)
+    data = bytearray(seg.read_bytes())
+    last = a.log(0).segments[0].entries[-1]
+    pos, stop = last.position, last.position + len(last.data)
+    data[pos:stop] = data[pos:stop].replace(b"value-0000", b"VALUE-0000")  # a cleaned batch
+    struct.pack_into(">I", data, pos + 17, calc_crc32c(bytes(data[pos + 21 : stop])))
+    seg.write_bytes(bytes(data))
+    fresh = StreamSource(parse_options(paths=str(logs), offsetGaps=rule))
+    if rule == "loss":
+        with pytest.raises(DataLossError, match="offsets 0 to 9, already delivered"):
+            fresh.latest(end, Limit(), prints)
+    else:
+        assert fresh.latest(end, Limit(), prints) == {KEY: 13}
+    # the same change in the last segment: a rewrite (the cleaner never touches it)
+    for f in logs.glob("orders-0/00000000000000000010.*"):
+        f.unlink()
+    fresh = StreamSource(parse_options(paths=str(logs), offsetGaps=rule))
+    with pytest.raises(DataLossError, match="offsets 0 to 9, already delivered"):
+        fresh.latest(end, Limit(), prints)
+
+
+def test_a_replayed_micro_batch_checks_its_start(tmp_path: Path) -> None:
+    """A query killed after planning a micro-batch replays it from the checkpoint: the
+    replay's plan checks the last batch before its start."""
+    logs = tmp_path / "logs"
+    a = _old_segment(logs)
+    src = StreamSource(parse_options(paths=str(logs)))
+    start = src.initial()
+    mid = src.latest(start, Limit("offsets", 7))
+    prints = src.prints(mid)
+    a.append(0, batches=1, per_batch=2)
+    a.sync()
+    end = {KEY: 12}  # planned, then the query was killed; the segment is rewritten meanwhile
+    _rewrite(a)
+    with pytest.raises(DataLossError, match="offsets 0 to 6, already delivered"):
+        StreamSource(parse_options(paths=str(logs))).plan(mid, end, prints)
+
+
+@pytest.mark.spark
+def test_available_now_runs_over_a_segment_rewritten_between_them(spark, tmp_path: Path) -> None:
+    """Run 1 delivers 0..9. The segment is truncated to offset 5 and appended again as 5..24
+    while no query runs. Run 2, from the same checkpoint, fails naming the offsets and file;
+    run 3 with failOnDataLoss=false delivers 10..24 and nothing twice. The checkpoint's offset
+    JSON round-trips the last batch delivered."""
+    from test_stream import output_rows, run_available_now
+
+    logs, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
+    a = _old_segment(logs)
+    old = sorted(a.expected())
+    run_available_now(spark, logs, out, ckpt)
+    assert output_rows(spark, out) == old
+    logged = sorted((ckpt / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))[-1]
+    data = json.loads(logged.read_text().splitlines()[-1])
+    last = a.log(0).active.entries[-1]
+    assert data == {
+        "orders": {"0": 10},
+        LAST_BATCH_KEY: {"orders": {"0": [9, struct.unpack_from(">I", bytes(last.data), 17)[0]]}},
+    }
+    _rewrite(a)
+    with pytest.raises(Exception, match="orders-0: offsets 0 to 9, already delivered") as e:
+        run_available_now(spark, logs, out, ckpt)
+    assert str(_segment(logs)) in str(e.value)
+    run_available_now(spark, logs, out, ckpt, failOnDataLoss="false")
+    got = output_rows(spark, out)
+    new = sorted(a.expected())
+    assert len(got) == len(set(got)) == len({r[2] for r in got})
+    assert got == old + [r for r in new if r[2] >= 10]

@@ -37,6 +37,7 @@ class Extent:
     missing: tuple[MissingOffsets, ...] = ()  # reported by the extent's first range
     next_base_offset: int | None = None  # the next segment file's base offset
     compacted_below: int = NO_LOWER  # gaps below this offset are compaction
+    fail_on_missing: bool = False  # the planner's failOnDataLoss (see SegmentRange)
 
 
 @dataclass

@@ -106,6 +106,7 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
         missing=ext.missing if start == ext.start else (),
         next_base_offset=ext.next_base_offset if end == seg.size else None,
         compacted_below=ext.compacted_below,
+        fail_on_missing=ext.fail_on_missing,
     )
 
 

@@ -202,8 +202,9 @@ def _account(
 ) -> None:
     """Check one partition log against its own evidence (:mod:`.evidence`): raise under
     failOnDataLoss, else warn and hand the missing offsets to the partition's first extent (its
-    reader counts them in ReadStats). Every extent learns the next segment's base offset and
-    where compaction ends, for the reader's own checks."""
+    reader counts them in ReadStats). Every extent learns the next segment's base offset, where
+    compaction ends and this read's failOnDataLoss, for the reader's own checks; a start past
+    the last batch of a segment that is not the last is checked here (no reader sees it)."""
     ckpt = None
     if pkey is not None:
         log_dir = parent_directory(directory)
@@ -216,7 +217,55 @@ def _account(
     for ext in extents:
         ext.next_base_offset = bases.get(id(ext.probe))
         ext.compacted_below = ev.compacted_below
-    _report(pkey, ev.missing, group, extents, options, pruning)
+        ext.fail_on_missing = options.fail_on_data_loss
+    missing = ev.missing
+    past = _start_past_data(pkey, group, extents, options, pruning, ev.compacted_below)
+    if past is not None:
+        missing = sorted([*missing, past], key=lambda m: m.first)
+    _report(pkey, missing, group, extents, options, pruning)
+
+
+def _start_past_data(
+    pkey: tuple[str, int] | None,
+    group: list[SegmentProbe],
+    extents: list[Extent],
+    options: PlanRequest,
+    pruning: Pruning,
+    compacted_below: int,
+) -> MissingOffsets | None:
+    """The offsets from the read's start to the next segment file, when the start lies in a
+    segment that is not the last and whose batches all end below it (a segment file missing or
+    cut short after its last batch before the start, such as a stream's next micro-batch): no
+    file holds them, and no range's reader would see the gap, since none is read there."""
+    b = bounds_for(pkey, options)
+    if b.ts_start is not None or b.ts_end is not None:
+        return None
+    lo, hi = offset_window(b, pruning)
+    read = {id(e.probe) for e in extents}
+    for p, nxt in zip(group, group[1:], strict=False):
+        base, next_base = p.seg.base_offset, nxt.seg.base_offset
+        if base is None or next_base is None or not base < lo < next_base or lo >= hi:
+            continue
+        if not p.seg.size or id(p) in read or next_base - 1 < compacted_below:
+            return None  # an empty segment is the evidence's; a read one, its reader's
+        try:
+            r = p.reach(lo)
+        finally:
+            p.close()
+        if r.status != "none":
+            return None
+        name = p.path.rstrip("/").rsplit("/", 1)[-1]
+        return MissingOffsets(
+            pkey[0] if pkey else None,
+            pkey[1] if pkey else None,
+            lo,
+            next_base - 1,
+            f"the read starts at offset {lo}, but every batch of {name} ends below it and the "
+            f"next segment file, {next_base:020d}.log, starts at offset {next_base}: no file "
+            "holds them (a segment file missing from the copy, or this one cut short)",
+            p.path,
+        )
+    return None
 
 
 def _report(

@@ -94,6 +94,10 @@ class SegmentRange:
     # Offsets below this are in the part of the log the cleaner compacted (the log directory's
     # cleaner-offset-checkpoint, or offsetGaps=compacted): gaps there are compaction, not loss.
     compacted_below: int = NO_LOWER
+    # The planner's failOnDataLoss, for offsets this range's reader finds missing before the
+    # next segment file (evidence about segment files, as the planner's own): a stream fails on
+    # them by default while its reader's checks between batches stay off (compacted topics).
+    fail_on_missing: bool = False
 
 
 @dataclass(frozen=True)

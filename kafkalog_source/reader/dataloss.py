@@ -7,7 +7,7 @@ import logging
 
 import numpy as np
 
-from ..errors import DataLossError
+from ..errors import DataLossError, FileChangedError
 from ..format.batch import offset_field
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
 from ..planning.splits import MissingOffsets
@@ -83,13 +83,28 @@ class DataLossChecks:
         file's last batch and that name are in neither file (a segment file missing from an
         archive, or a rolled segment cut at a batch boundary). Below the compacted part's end
         (``compacted_below``) such a gap is compaction. Otherwise it raises under failOnDataLoss
-        and is counted as missing offsets in ReadStats, with a warning.
+        (the read's, or at a file's end the planner's: a stream's default) and is counted as
+        missing offsets in ReadStats, with a warning.
+
+        A range that starts inside a segment that is not the last, at a batch the planner saw,
+        in a file that no longer reaches it, raises :class:`FileChangedError`: the file was cut
+        after planning, and which offsets it lost is not known here.
         """
         rng = self.rng
         prev_last: int | None = self._prev_last if self._prev_last >= 0 else None
         if prev_last is None and rng.start == 0 and rng.segment_base_offset is not None:
             prev_last = rng.segment_base_offset - 1  # no batch read: the segment's offsets
-        if self._done or prev_last is None:
+        if self._done:
+            return
+        if prev_last is None:
+            if rng.at_file_end and not rng.last_segment and 0 < rng.start and src.size <= rng.start:
+                raise FileChangedError(
+                    f"the planned range starts at byte {rng.start}, but the file now holds "
+                    f"{src.size} bytes: it was cut after the read was planned, so offsets before "
+                    "the next segment file are missing",
+                    rng.path,
+                    rng.start,
+                )
             return
         if not rng.at_file_end:
             if not self.opts.fail_on_data_loss:
@@ -107,7 +122,7 @@ class DataLossChecks:
         upto = min(base, rng.offset_hi)  # offsets past the requested end are not lost to us
         if upto <= prev_last + 1 or upto - 1 < rng.compacted_below:
             return
-        if self.opts.fail_on_data_loss:
+        if self.opts.fail_on_data_loss or (rng.at_file_end and rng.fail_on_missing):
             raise DataLossError(
                 f"failOnDataLoss: offsets {prev_last + 1}..{upto - 1} are missing "
                 f"(the last batch read ends at {prev_last}; {where}); set "

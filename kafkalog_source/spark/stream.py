@@ -8,7 +8,10 @@ query, so the archive's listing and the walks of growing segments are cached bet
 (only appended bytes are walked), and a last segment truncated or rewritten between triggers is
 noticed and walked again, its replaced offsets reported as a data loss (see
 :class:`~kafkalog_source.streaming.source.StreamSource`). A new query (an AvailableNow run after
-another) starts with an empty cache, so it cannot tell that a segment changed while none ran.
+another) starts with an empty cache; the offsets Spark checkpoints carry, per partition, the last
+offset and CRC of the last batch delivered (under ``"kafkalog:lastBatch"``, beside the Kafka
+shaped offsets), and the new query checks that batch before it goes on, so a segment rewritten
+while no query ran is reported too.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ..streaming.source import (
     StreamSource,
     offsets_from_json,
     offsets_to_json,
+    prints_from_json,
     reader_options,
     stream_fail_on_data_loss,
 )
@@ -70,9 +74,10 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        """The end of the next micro-batch (``start`` when nothing is new)."""
-        end = self.source.latest(offsets_from_json(start), _limit(limit))
-        return offsets_to_json(end)
+        """The end of the next micro-batch (``start`` when nothing is new), with the last batch
+        before each partition's end: a query restarted from it checks that batch is unchanged."""
+        end = self.source.latest(offsets_from_json(start), _limit(limit), prints_from_json(start))
+        return offsets_to_json(end, self.source.prints(end))
 
     def reportLatestOffset(self) -> dict | None:
         """Every partition's available end, for the query's progress."""
@@ -84,7 +89,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """The splits reading ``start <= offset < end`` in every partition."""
-        splits = self.source.plan(offsets_from_json(start), offsets_from_json(end))
+        splits = self.source.plan(
+            offsets_from_json(start), offsets_from_json(end), prints_from_json(start)
+        )
         return [SplitPartition(s) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

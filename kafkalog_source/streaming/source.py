@@ -1,11 +1,12 @@
 """The driver side of a stream over a growing archive: offsets, limits and micro-batch plans.
 
 Offsets are per topic and partition, the next offset to read, shaped like those of Spark's Kafka
-source (``{"orders": {"0": 1234, "1": 99}}``). A micro-batch from ``start`` to ``end`` reads, in
-every partition, the records with ``start <= offset < end``: the batch planner does that exactly
-(``startingOffsets`` / ``endingOffsets`` maps), cutting ranges on batch boundaries and dropping
-the records outside the bounds, so a micro-batch boundary may fall inside a Kafka batch and no
-record is read twice or skipped.
+source (``{"orders": {"0": 1234, "1": 99}}``), with one more key for the last batches delivered
+(below). A micro-batch from ``start`` to ``end`` reads, in every partition, the records with
+``start <= offset < end``: the batch planner does that exactly (``startingOffsets`` /
+``endingOffsets`` maps), cutting ranges on batch boundaries and dropping the records outside the
+bounds, so a micro-batch boundary may fall inside a Kafka batch and no record is read twice or
+skipped.
 
 **What is available.** A partition's end is the offset after the last complete batch of its last
 segment: the last segment may still be growing, and a batch being appended (a truncated tail)
@@ -26,10 +27,20 @@ offsets, positions, sizes and CRCs; the latest few thousand per segment). Offset
 already delivered whose batch is gone or differs are a data loss: with ``failOnDataLoss`` the
 query fails naming the partition, offsets and file; with false it is logged once and counted in
 :attr:`lost`, and the stream goes on from where it was (it does not deliver those offsets again)
-and delivers the offsets after. This needs the walk the running query saw: a segment rewritten
-while no query runs is not noticed by the next one (its offsets say where to go on, not what was
-read), nor is a rewrite that leaves the last known batch header and the file's identity as they
-were while only changing bytes before it.
+and delivers the offsets after.
+
+**A segment rewritten while no query runs.** The offsets also carry, per partition, the last
+offset and CRC of the batch holding the offset before the position: the last batch delivered
+there (``{"orders": {"0": 10}, "kafkalog:lastBatch": {"orders": {"0": [9, 3735928559]}}}``;
+Spark checkpoints the JSON as it is). A query that starts or restarts from such offsets finds
+that batch (among the batches the shared header walk of :mod:`..planning.logview` passed,
+else by the segment's ``.index`` and a short header walk) before it goes on, and a batch gone or different is a data loss as above: the
+offsets from that segment's start to the position are reported as possibly replaced, since
+which of them changed is not known. A segment before the last one may have been compacted
+since, so ``offsetGaps`` decides there (:meth:`StreamSource._check_prints`). Offsets without
+these prints (written by an older version, or ``startingOffsets``) are not checked. Not noticed:
+a rewrite that leaves the last batch delivered as it was (in a running query, also its position
+and the file's identity) while changing only batches before it.
 
 **Admission control** (Spark's names): ``maxOffsetsPerTrigger`` (offsets), ``maxBytesPerTrigger``
 (segment bytes, estimated within a segment from its offsets and size) and ``maxFilesPerTrigger``
@@ -45,8 +56,9 @@ while its ``.index``, ``.timeindex`` or the log directory's recovery point or hi
 offsets past its end was cut short (a live broker writes the log before the index, so its file
 would have grown): those offsets are a loss too, reported once per version of the file, instead
 of being waited for. A segment before the last one rewritten by compaction
-keeps its offsets, so it is not read again (its bytes are not compared: the cleaner never rewrites
-the active segment, and only the last one is watched).
+keeps its offsets, so it is not read again (its bytes are not compared, but for the last batch
+delivered when a query starts: the cleaner never rewrites the active segment, and only the last
+one is watched).
 """
 
 from __future__ import annotations
@@ -60,8 +72,9 @@ from ..errors import DataLossError, OptionError
 from ..layout.checkpoints import read_log_dir_checkpoints
 from ..layout.discovery import SegmentFile, discover, parent_directory
 from ..options import EARLIEST, LATEST, ReadOptions
-from ..planning.evidence import last_segment_cut
+from ..planning.evidence import compacted_below, last_segment_cut
 from ..planning.logview import (
+    Print,
     Rewrite,
     SegmentWalk,
     Version,
@@ -85,20 +98,38 @@ PartitionKey = tuple[str, int]
 Offsets = dict[PartitionKey, int]
 
 
-def offsets_to_json(offsets: Offsets) -> dict[str, dict[str, int]]:
-    """``{(topic, partition): offset}`` → ``{"topic": {"partition": offset}}`` (sorted)."""
-    out: dict[str, dict[str, int]] = {}
+# (last offset, CRC) of the batch holding the offset before a partition's position: the last
+# batch the stream delivered there, checked when a query starts from that position
+BatchPrint = tuple[int, int]
+Prints = dict[PartitionKey, BatchPrint]
+# the offset JSON's key for them: not a Kafka topic name (":" is not allowed in one)
+LAST_BATCH_KEY = "kafkalog:lastBatch"
+
+
+def offsets_to_json(offsets: Offsets, prints: Prints | None = None) -> dict[str, Any]:
+    """``{(topic, partition): offset}`` → ``{"topic": {"partition": offset}}`` (sorted), and
+    with ``prints`` their last batches under :data:`LAST_BATCH_KEY`:
+    ``{"kafkalog:lastBatch": {"topic": {"partition": [last offset, crc]}}}``."""
+    out: dict[str, Any] = {}
     for (topic, part), off in sorted(offsets.items()):
         out.setdefault(topic, {})[str(part)] = int(off)
+    if prints:
+        last: dict[str, dict[str, list[int]]] = {}
+        for (topic, part), (last_offset, crc) in sorted(prints.items()):
+            last.setdefault(topic, {})[str(part)] = [int(last_offset), int(crc)]
+        out[LAST_BATCH_KEY] = last
     return out
 
 
 def offsets_from_json(data: Any) -> Offsets:
-    """The inverse of :func:`offsets_to_json`; OptionError for anything else."""
+    """The offsets of :func:`offsets_to_json`'s JSON (its last batches are left out); OptionError
+    for anything else."""
     out: Offsets = {}
     if not isinstance(data, dict):
         raise OptionError(f"stream offsets must be a JSON object, got {data!r}")
     for topic, parts in data.items():
+        if topic == LAST_BATCH_KEY:
+            continue
         if not isinstance(parts, dict):
             raise OptionError(f"stream offsets of topic {topic!r} must be an object")
         for part, off in parts.items():
@@ -107,6 +138,30 @@ def offsets_from_json(data: Any) -> Offsets:
             except (TypeError, ValueError):
                 raise OptionError(
                     f"stream offset {topic}-{part}: not an integer: {off!r}"
+                ) from None
+    return out
+
+
+def prints_from_json(data: Any) -> Prints:
+    """The last batches of :func:`offsets_to_json`'s JSON (none in offsets written before they
+    were kept); OptionError when they are malformed."""
+    out: Prints = {}
+    last = data.get(LAST_BATCH_KEY) if isinstance(data, dict) else None
+    if last is None:
+        return out
+    if not isinstance(last, dict):
+        raise OptionError(f"stream offsets: {LAST_BATCH_KEY} must be an object, got {last!r}")
+    for topic, parts in last.items():
+        if not isinstance(parts, dict):
+            raise OptionError(f"stream offsets: {LAST_BATCH_KEY} of topic {topic!r}: not an object")
+        for part, value in parts.items():
+            try:
+                last_offset, crc = value
+                out[(str(topic), int(part))] = (int(last_offset), int(crc))
+            except (TypeError, ValueError):
+                raise OptionError(
+                    f"stream offsets: {LAST_BATCH_KEY} {topic}-{part}: not [last offset, crc]: "
+                    f"{value!r}"
                 ) from None
     return out
 
@@ -145,6 +200,9 @@ class StreamSource:
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
     _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
     available: Offsets = field(default_factory=dict)  # each partition's end at the last latest()
+    # per partition: its latest positions and the last batch before each, as this source found
+    # them (it delivered up to there, or checked the print a query restarted with)
+    _delivered: dict[PartitionKey, dict[int, BatchPrint | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_stream_options(self.options)  # an end is for batch reads: refused, named
@@ -286,11 +344,15 @@ class StreamSource:
                     return int(batch.column("offset")[0].as_py())
         return p.end
 
-    def latest(self, start: Offsets, limit: Limit) -> Offsets:
+    def latest(self, start: Offsets, limit: Limit, prints: Prints | None = None) -> Offsets:
         """The end of the next micro-batch from ``start``: everything available (within the
-        AvailableNow target), cut by ``limit``; ``start`` itself when there is nothing new."""
+        AvailableNow target), cut by ``limit``; ``start`` itself when there is nothing new.
+
+        ``prints`` are the last batches delivered before ``start``, from the offsets a query
+        starts or restarts with: each is checked once (:meth:`_check_prints`)."""
         logs = self._logs = self.snapshot()
         self.available = {k: p.end for k, p in logs.items()}
+        self._check_prints(start, prints or {}, logs)
         start = self._checked_start(start, logs)
         self._check_cut_ends(start, logs)
         avail: Offsets = {}
@@ -313,6 +375,12 @@ class StreamSource:
         rewrites, self._rewrites = self._rewrites, {}
         for key, rw in sorted(rewrites.items()):
             off = start.get(key)
+            self._delivered.pop(key, None)  # the last batch before ``off`` may be another one now
+            p = logs.get(key)
+            if off is not None and p is not None:  # checked: reported here, if at all
+                self._remember(
+                    key, off, self._print_at(p, off - 1)[0] if off > p.earliest else None
+                )
             hi = min(off, rw.known_end) if off is not None else rw.changed
             if rw.changed < hi:
                 self._loss(
@@ -351,6 +419,146 @@ class StreamSource:
                 )
         return out
 
+    # -- the last batch delivered ------------------------------------------------------------
+    def prints(self, offsets: Offsets) -> Prints:
+        """The last batch before each partition's offset in ``offsets`` (where the archive holds
+        one), for the offset JSON: a query restarted from these offsets checks them."""
+        logs = self._logs if self._logs is not None else self.snapshot()
+        out: Prints = {}
+        for key, off in offsets.items():
+            known = self._delivered.get(key, {})
+            if off in known:
+                fp = known[off]
+            else:
+                p = logs.get(key)
+                fp = self._print_at(p, off - 1)[0] if p is not None and off > p.earliest else None
+                self._remember(key, off, fp)
+            if fp is not None:
+                out[key] = fp
+        return out
+
+    def _remember(self, key: PartitionKey, off: int, fp: BatchPrint | None) -> None:
+        """Note the last batch before ``off`` (the latest few positions per partition)."""
+        known = self._delivered.setdefault(key, {})
+        known.pop(off, None)
+        known[off] = fp
+        while len(known) > 4:
+            del known[next(iter(known))]
+
+    def _check_prints(
+        self, start: Offsets, prints: Prints, logs: dict[PartitionKey, PartitionLog]
+    ) -> None:
+        """A position this source sees first (a query starting or restarting from its
+        checkpoint): the batch holding the offset before it must still be the one the query
+        delivered, with the same last offset and CRC. If it is not, the segment was truncated,
+        rewritten or replaced while no query ran, and the offsets delivered from the segment's
+        start may hold other data: a data loss (failOnDataLoss) naming the partition, offsets
+        and file. A segment before the last one may have been compacted since (the cleaner
+        keeps a batch's last offset and rewrites its CRC), so there the ``offsetGaps`` rule
+        applies: ``compacted`` compares nothing, ``auto`` nothing below the cleaner's checkpoint
+        and no change of CRC alone, ``loss`` everything; and a batch gone from a segment before
+        the last one is a hole in what was delivered (the segment emptied, cut or deleted), not
+        other data in its place (only the last segment is appended to)."""
+        for key, want in sorted(prints.items()):
+            off = start.get(key)
+            if off is None or off in self._delivered.get(key, {}):
+                continue  # this source delivered it, or checked it already
+            p = logs.get(key)
+            if p is None or off - 1 < p.earliest:
+                continue  # gone, or deleted by retention: the start's checks say so
+            now, seg = self._print_at(p, off - 1)
+            self._remember(key, off, now)
+            if now == want or self._compacted(key, p, seg, off - 1, want, now):
+                continue
+            if now is None and seg is not p.segments[-1]:
+                # a hole in offsets already delivered (an emptied, cut or deleted segment): no
+                # other data took their place, and a read reports holes within its bounds
+                log.info(
+                    "partition %s-%d: the batch holding offset %d, delivered, is no longer in %s",
+                    key[0],
+                    key[1],
+                    off - 1,
+                    seg.path,
+                )
+                continue
+            lo = min(seg.base_offset if seg.base_offset is not None else p.earliest, off - 1)
+            held = (
+                f"the batch holding it now ends at offset {now[0]}, CRC {now[1]:#010x}"
+                if now is not None
+                else f"no batch holds it now; the partition's last batch ends at {p.end - 1}"
+            )
+            self._loss(
+                f"partition {key[0]}-{key[1]}: offsets {lo} to {off - 1}, already delivered, "
+                f"may hold other data now in {seg.path}: the batch holding offset {off - 1}, "
+                f"the last the stream delivered (ending at offset {want[0]}, CRC "
+                f"{want[1]:#010x}), is not there as it was ({held}). The segment was truncated, "
+                "rewritten or replaced while no query ran (as a follower does after a leader "
+                "change); which offsets before it changed is not known, from the segment's "
+                f"start on. What it holds now there is not delivered; the stream goes on from "
+                f"offset {off}",
+                key,
+                lo,
+                off,
+            )
+
+    def _compacted(
+        self,
+        key: PartitionKey,
+        p: PartitionLog,
+        seg: SegmentFile,
+        offset: int,
+        want: BatchPrint,
+        now: BatchPrint | None,
+    ) -> bool:
+        """Whether compaction may explain that the batch holding ``offset`` in ``seg`` is
+        ``now`` instead of ``want`` (see :meth:`_check_prints`)."""
+        if seg is p.segments[-1]:
+            return False  # the cleaner never touches the active segment
+        rule = self.options.offset_gaps
+        if rule == "loss":
+            return False
+        if rule == "auto" and now is not None and now[0] == want[0]:
+            return True  # same last offset, other CRC: a cleaned batch
+        log_dir = parent_directory(parent_directory(seg.path))
+        with using_store(self.options.store):
+            ckpt = read_log_dir_checkpoints(log_dir)
+        return offset < compacted_below(key, ckpt, rule)
+
+    def _print_at(self, p: PartitionLog, offset: int) -> tuple[BatchPrint | None, SegmentFile]:
+        """(last offset, CRC) of the batch of ``p`` holding ``offset`` (None when none does),
+        and the segment where it is or would be. The end walk's latest batches answer for the
+        last segment; otherwise the segment's ``.index`` and a short header walk."""
+        seg = p.segments[0]
+        for cand in p.segments:
+            if cand.base_offset is not None and cand.base_offset <= offset:
+                seg = cand
+        walked = self._walked_batch(seg.path, offset)
+        if walked is not None:
+            return (walked[1], walked[4]), seg
+        with using_store(self.options.store):
+            probe = SegmentProbe(seg)
+            try:
+                r = probe.reach(offset)
+            finally:
+                probe.close()
+        h = r.header
+        if r.status != "found" or h is None or (h.magic >= 2 and h.base_offset > offset):
+            return None, seg
+        return (h.last_offset, h.crc), seg
+
+    def _walked_batch(self, path: str, offset: int) -> Print | None:
+        """The batch holding ``offset`` among the latest ones the header walk of ``path`` passed
+        at the last snapshot (a last segment's), or None (not among them)."""
+        hit = self._known.get(path)
+        if hit is None or not hit.prints or not hit.prints[0][0] <= offset <= hit.prints[-1][1]:
+            return None
+        for pr in reversed(hit.prints):
+            if pr[1] < offset:
+                return None  # in a gap between batches
+            if pr[0] <= offset:
+                return pr
+        return None
+
     def _check_cut_ends(self, start: Offsets, logs: dict[PartitionKey, PartitionLog]) -> None:
         """A last segment that did not change since the previous trigger, while its ``.index``,
         ``.timeindex`` or the log directory's recovery point or high watermark say the log went
@@ -368,9 +576,10 @@ class StreamSource:
             home = parent_directory(last.path)
             probe = SegmentProbe(last, not is_remote(last.path) or self.options.remote_header_walk)
             try:
-                cut = last_segment_cut(
-                    key, probe, read_log_dir_checkpoints(parent_directory(home)), w.end
-                )
+                with using_store(self.options.store):  # a remote archive's own store options
+                    cut = last_segment_cut(
+                        key, probe, read_log_dir_checkpoints(parent_directory(home)), w.end
+                    )
             finally:
                 probe.close()
             if cut is not None and version_of(last) != w.version:
@@ -394,8 +603,10 @@ class StreamSource:
         self._target = {k: p.end for k, p in self.snapshot().items()}
 
     # -- micro-batches ------------------------------------------------------------------------
-    def plan(self, start: Offsets, end: Offsets) -> list[Split]:
-        """The splits that read every record with ``start <= offset < end``, per partition."""
+    def plan(self, start: Offsets, end: Offsets, prints: Prints | None = None) -> list[Split]:
+        """The splits that read every record with ``start <= offset < end``, per partition
+        (``prints``: the last batches delivered before ``start``, checked as :meth:`latest`
+        does, for a micro-batch replayed after a restart)."""
         begin = {k: start.get(k, EARLIEST) for k in end}
         wanted = {k for k in end if end[k] > begin[k]}
         if not wanted:
@@ -403,6 +614,7 @@ class StreamSource:
         logs = self._logs  # the snapshot the end was chosen from, when it covers the batch
         if logs is None or any(k not in logs or logs[k].end < end[k] for k in wanted):
             logs = self.snapshot()  # a micro-batch replayed after a restart
+        self._check_prints({k: v for k, v in start.items() if k in wanted}, prints or {}, logs)
         segments = [s for k in sorted(wanted) if k in logs for s in logs[k].segments]
         if not segments:
             return []
@@ -519,19 +731,25 @@ def stream_fail_on_data_loss(options: ReadOptions) -> bool:
 
 def reader_options(options: ReadOptions) -> ReadOptions:
     """The options each micro-batch's reader uses: the batch checks of failOnDataLoss (offset
-    gaps between batches) only when the user set it, since compacted topics have such gaps."""
+    gaps between batches) only when the user set it, since compacted topics have such gaps.
+    Offsets a reader finds missing before the next segment file still fail the micro-batch by
+    the stream's default: the planner marks its ranges (``SegmentRange.fail_on_missing``)."""
     if "failOnDataLoss" in options.given:
         return options
     return options.replace(fail_on_data_loss=False)
 
 
 __all__ = [
+    "LAST_BATCH_KEY",
+    "BatchPrint",
     "Limit",
     "Offsets",
     "PartitionLog",
+    "Prints",
     "StreamSource",
     "offsets_from_json",
     "offsets_to_json",
+    "prints_from_json",
     "reader_options",
     "stream_fail_on_data_loss",
 ]
