@@ -579,12 +579,10 @@ def _frames(data: bytes, base: int) -> list[_Frame]:
 
 def _claimed(log: Path, ckpt_dir: Path | None, key: tuple[str, int]) -> int:
     """The highest offset the last segment's ``.index`` / ``.timeindex`` or the log directory's
-    recovery point and high watermark say the log held (-1: nothing says anything). The indexes
-    of an emptied last segment are not counted: a known gap (see
-    :func:`test_an_emptied_last_segment_whose_index_names_offsets`)."""
+    recovery point and high watermark say the log held (-1: nothing says anything)."""
     base = int(log.stem)
     hi = -1
-    indexed = log.stat().st_size > 0
+    indexed = True
     index = log.with_suffix(".index")
     if indexed and index.exists():
         raw = index.read_bytes()
@@ -652,19 +650,20 @@ def _check_cut(
     assert strict == got and not ranges
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="evidence._claims_past_end does not read the .index/.timeindex of an empty last "
-    "segment (size 0), so a last segment emptied by a failed copy reads as complete unless "
-    "checkpoints say otherwise; found by the random cut test below, left to the evidence rework",
-)
 def test_an_emptied_last_segment_whose_index_names_offsets(tmp_path: Path) -> None:
+    """A last segment emptied by a failed copy, its .index intact: the index is read (its
+    first entry is written) and names what is gone; a preallocated zero index is not read."""
     part, segs = segmented(tmp_path, "magic2-none-0")
     log, base, chunk = segs[-1]
     log.write_bytes(b"")
     got, stats = read(str(part))
     assert got == offsets(segs[0][2]) + offsets(segs[1][2])
     assert missing(stats) == [(base, _last_offset(chunk[-1]))]
+    # an idle partition's active segment: empty, its index preallocated with zeros
+    log.with_suffix(".index").write_bytes(bytes(10 << 20))
+    log.with_suffix(".timeindex").write_bytes(bytes(10 << 20))
+    got, stats = read(str(part))
+    assert missing(stats) == [] and stats.missing_ranges == 0
 
 
 SAMPLE_CUTS = [*SAMPLE_PARTITIONS, "multi-segment-0"]

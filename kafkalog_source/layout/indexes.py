@@ -67,6 +67,21 @@ def read_index_bytes(path: str) -> bytes | None:
         return None
 
 
+def first_entry_written(path: str, dtype: np.dtype) -> bool:
+    """Whether an index file's first entry is written, read with one small request: a missing
+    file, or the zero fill of a preallocated index (an idle partition's active segment has a
+    10 MB one), has none. Kafka never writes an all-zero entry 0."""
+    if tiered_index_target(path) is not None:
+        data = read_index_bytes(path)
+        return bool(data) and any(data[: dtype.itemsize])
+    try:
+        with open_source(path) as src:
+            head = src.read(0, dtype.itemsize)
+    except FileNotFoundError:
+        return False
+    return len(head) == dtype.itemsize and any(head)
+
+
 def _read_entries(path: str, dtype: np.dtype) -> np.ndarray | None:
     try:
         data = read_index_bytes(path)

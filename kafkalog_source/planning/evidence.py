@@ -43,7 +43,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..format.batch import PREFIX_SIZE
+from ..format.indexes import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE
 from ..layout.checkpoints import CLEANER, LOG_START, RECOVERY_POINT, REPLICATION, LogDirCheckpoints
+from ..layout.indexes import first_entry_written, sibling_path
 from .logview import segment_walk
 from .probe import SegmentProbe
 from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
@@ -129,7 +131,17 @@ def _claims_past_end(
             v = table.get(key)
             if v is not None:
                 marks.append((name, v))
-    indexed = bool(last.seg.size) and (len(last.index_entries()[0]) or len(last.time_index()[1]))
+    if last.seg.size:
+        indexed = bool(len(last.index_entries()[0]) or len(last.time_index()[1]))
+    else:  # an empty last segment: its indexes are read whole only when their first entry is
+        # written (a preallocated 10 MB index of an idle partition is not read)
+        indexed = (
+            first_entry_written(sibling_path(last.path, ".index"), OFFSET_INDEX_DTYPE)
+            and bool(len(last.index_entries()[0]))
+        ) or (
+            first_entry_written(sibling_path(last.path, ".timeindex"), TIME_INDEX_DTYPE)
+            and bool(len(last.time_index()[1]))
+        )
     if not marks and not indexed:
         return None
 
