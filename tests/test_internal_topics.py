@@ -456,3 +456,26 @@ def test_real_offsets_dump_like_kafka(tmp_path: Path) -> None:
     for g in t.column("group").to_pylist():
         groups[g] += 1
     assert groups["GroupA"] > 0
+
+
+def test_spark_reads_the_same_table(spark) -> None:
+    """Real data: Spark's decode=consumer_offsets equals the Arrow API's, typed columns and
+    all; a column subset by a user schema; decode=cluster_metadata on a KRaft log."""
+    p = require_shared(BROKER_WRITTEN / "xpxwo100-bullShit/tmp/kafka-logs/__consumer_offsets-40")
+    df = spark.read.format("kafkalog").option("decode", "consumer_offsets").load(str(p))
+    assert "committed_offset" in df.columns and "decoded" in df.columns
+    got = df.orderBy("offset").select("offset", "group", "committed_offset", "decoded").collect()
+    want = read_table(p, decode="consumer_offsets")
+    assert [r["committed_offset"] for r in got] == want.column("committed_offset").to_pylist()
+    assert [r["decoded"] for r in got] == want.column("decoded").to_pylist()
+    sub = (
+        spark.read.format("kafkalog")
+        .schema("record_type string, `group` string")
+        .option("decode", "consumer_offsets")
+        .load(str(p))
+    )
+    assert sub.where("record_type = 'GroupMetadata'").count() == 5
+    kraft = require_shared(BROKER_WRITTEN / "nomanazeem-Kafka-java/kafka-logs/__cluster_metadata-0")
+    df = spark.read.format("kafkalog").option("decode", "cluster_metadata").load(str(kraft))
+    names = {r["topic_name"] for r in df.where("record_type = 'TopicRecord'").collect()}
+    assert "__consumer_offsets" in names
