@@ -479,3 +479,29 @@ def test_spark_reads_the_same_table(spark) -> None:
     df = spark.read.format("kafkalog").option("decode", "cluster_metadata").load(str(kraft))
     names = {r["topic_name"] for r in df.where("record_type = 'TopicRecord'").collect()}
     assert "__consumer_offsets" in names
+
+
+def test_cli_dump_decoders_and_query() -> None:
+    """Real data: kafkalog dump --offsets-decoder / --cluster-metadata-decoder print key and
+    payload as kafka-dump-log does; kafkalog query -o decode=auto has the typed columns."""
+    from conftest import run_cli
+
+    p = require_shared(BROKER_WRITTEN / "xpxwo100-bullShit/tmp/kafka-logs/__consumer_offsets-40")
+    out = run_cli("dump", "--offsets-decoder", str(p / "00000000000000000000.log"))
+    assert out.returncode == 0, out.stderr
+    line = [x for x in out.stdout.splitlines() if x.startswith("| offset: 1 ")][0]
+    assert 'key: {"type":"1","data":{"group":"GroupA","topic":"foo","partition":0}}' in line
+    assert 'payload: {"version":"1","data":{"offset":2,' in line
+    kraft = BROKER_WRITTEN / "nomanazeem-Kafka-java/kafka-logs"
+    out = run_cli("dump", "--cluster-metadata-decoder", str(kraft / "__cluster_metadata-0"))
+    assert out.returncode == 0, out.stderr
+    assert 'payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":' in out.stdout
+    out = run_cli(
+        "query",
+        str(kraft),
+        "-o",
+        "decode=auto",
+        "select count(*) n from kafkalog where record_type = 'TopicRecord'",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-2].strip() == "2"
