@@ -68,6 +68,11 @@ class CorruptDataError(KafkaLogError):
         return err
 
 
+class UndecodableRecordError(CorruptDataError):
+    """A record of a Kafka internal topic that ``decode`` cannot decode: a record type or
+    version the pinned Kafka release does not define, or bytes that do not parse as it."""
+
+
 class ChecksumError(CorruptDataError):
     """A stored CRC (CRC-32C for v2 batches, CRC-32 for v0/v1 messages) does not match."""
 

@@ -36,6 +36,16 @@ OFFSET_GAPS = ("auto", "compacted", "loss")
 # replicas: the same topic-partition in several log directories (planning/replicas.py)
 REPLICAS = ("error", "separate", "merge")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+# decode: Kafka's internal topics as typed tables (arrow/internal.py, format/messages/)
+DECODES = (
+    "raw",
+    "consumer_offsets",
+    "transaction_state",
+    "cluster_metadata",
+    "remote_log_metadata",
+    "share_group_state",
+    "auto",
+)
 
 # (topic, partition) -> offset or timestamp; topic None means "any topic" (global bound)
 PartitionMap = dict[tuple[str, int], int]
@@ -300,6 +310,7 @@ class ReadOptions:
     mode: str = "FAILFAST"
     isolation_level: str = "read_uncommitted"
     compiled_codecs: bool = True  # false: every lz4/snappy payload through liblz4/cramjam
+    decode: str = "raw"  # raw, or an internal topic's interpretation (DECODES)
     # ranges (Spark Kafka source names)
     starting_offsets: str | PartitionMap = "earliest"
     ending_offsets: str | PartitionMap = "latest"
@@ -503,6 +514,7 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     "recordsPerBatch": ("records_per_batch", lambda n, v: _int(n, v, 1)),
     "mode": ("mode", lambda n, v: _choice(n, v, MODES, True)),
     "compiledCodecs": ("compiled_codecs", _bool),
+    "decode": ("decode", lambda n, v: _choice(n, v, DECODES, False)),
     "isolationLevel": ("isolation_level", lambda n, v: _choice(n, v, ISOLATION_LEVELS, False)),
     "kafka.isolation.level": (
         "isolation_level",

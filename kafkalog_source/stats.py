@@ -100,6 +100,9 @@ class ReadStats:
     listing_requests: int = 0  # remote listing and metadata calls made by discovery
     unlogged_problems: int = 0  # problems counted and kept, but not logged (per-file cap)
     events_dropped: int = 0  # events past MAX_EVENTS: counted, not kept
+    # decode=: records of internal topics that did not decode (DROPMALFORMED: dropped;
+    # PERMISSIVE: kept with their bytes and the error); events of kind "undecodable record"
+    undecodable_records: int = 0
     # work: bytes examined looking for where batches with damaged length fields really end
     resync_bytes: int = 0
     events: list[ReadEvent] = field(default_factory=list)
@@ -170,6 +173,7 @@ class ReadStats:
             or self.corrupt_files
             or self.missing_files
             or self.missing_ranges
+            or self.undecodable_records
             or (self.bytes_total and self.unaccounted_bytes)
         )
 
@@ -197,6 +201,8 @@ class ReadStats:
                 f"{self.missing_offsets} offsets missing from the archive in "
                 f"{self.missing_ranges} range{'' if self.missing_ranges == 1 else 's'}"
             )
+        if self.undecodable_records:
+            parts.append(f"{self.undecodable_records} records that did not decode (decode=)")
         wanted = {
             "filtered by bounds": self.filtered_bytes,
             "aborted": self.aborted_bytes,

@@ -45,8 +45,15 @@ METADATA_COLUMNS: tuple[pa.Field, ...] = (
 
 CONTROL_COLUMNS: tuple[pa.Field, ...] = (pa.field("control", CONTROL_STRUCT),)
 
+# key and value as the records hold them, control records' too (the `key`/`value` columns are
+# null for control records): what decode= (reader/internal.py) reads; not a user column
+RAW_COLUMNS: tuple[pa.Field, ...] = (
+    pa.field("rawKey", pa.binary()),
+    pa.field("rawValue", pa.binary()),
+)
+
 ALL_COLUMNS: dict[str, pa.Field] = {
-    f.name: f for f in KAFKA_COLUMNS + METADATA_COLUMNS + CONTROL_COLUMNS
+    f.name: f for f in KAFKA_COLUMNS + METADATA_COLUMNS + CONTROL_COLUMNS + RAW_COLUMNS
 }
 
 _DDL = {
@@ -69,6 +76,8 @@ _DDL = {
     "batchPosition": "bigint",
     "segmentBaseOffset": "bigint",
     "control": "struct<type:string,version:int,coordinatorEpoch:int>",
+    "rawKey": "binary",
+    "rawValue": "binary",
 }
 
 

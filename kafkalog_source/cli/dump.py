@@ -74,6 +74,8 @@ from typing import Any, TextIO
 from ..errors import StorageError
 from ..transport.source import file_stat
 from .common import CommandError, add_common_arguments, command_options, non_negative
+from .decoders import add_flags as add_decoder_flags
+from .decoders import chosen as chosen_decoder
 from .dump_indexes import IndexDump
 from .dump_log import EXIT_INCOMPLETE as EXIT_INCOMPLETE
 from .dump_log import INT_MAX, LogDump
@@ -160,6 +162,7 @@ def register(subparsers: Any) -> None:
         help="text: the Java kafka-dump-log (default); scala: the 2024 Scala tool; "
         "jsonl: one JSON object per batch/record/entry",
     )
+    add_decoder_flags(p)
     add_common_arguments(
         p,
         "no progress display",
@@ -269,7 +272,8 @@ class Dumper(LogDump, IndexDump):
         self.style = args.format  # text | scala | jsonl
         self.jsonl = args.format == "jsonl"
         self.scala = args.format == "scala"
-        self.print_data = bool(args.print_data_log)
+        self.decoder = chosen_decoder(args)  # --offsets-decoder etc.: cli/decoders.py
+        self.print_data = bool(args.print_data_log) or self.decoder is not None
         self.deep = bool(args.deep_iteration) or self.print_data
         self.skip_meta = bool(args.skip_record_metadata)
         self.max_bytes = int(args.max_bytes)

@@ -42,6 +42,7 @@ from ..layout.files import open_source
 from ..layout.tiered import is_tiered_log
 from ..transport.source import ByteSource
 from . import segments as seg
+from .decoders import decoded_object, key_and_payload
 
 INT_MAX = 2**31 - 1
 RECORD_INDENT = "|"
@@ -132,6 +133,8 @@ class _RecordCursor:
 class LogDump:
     """The ``.log``/``.checkpoint`` part of :class:`.dump.Dumper` (a mixin: it uses the
     Dumper's options, output helpers and summaries)."""
+
+    decoder: str | None = None  # --offsets-decoder etc.: the interpretation (cli/decoders.py)
 
     # ------------------------------------------------------------------ .log
     def dump_log(self, path: str) -> None:
@@ -377,6 +380,8 @@ class LogDump:
                             for hd in headers or []
                         ],
                     )
+                if self.decoder is not None and control is None:
+                    fields["decoded"] = decoded_object(self.decoder, key, value)
                 self.obj(**fields)
                 continue
             parts: list[str] = []
@@ -394,7 +399,14 @@ class LogDump:
                         parts.append("}")
                 if control is not None:
                     parts.append(_control_info(control))
-            if self.print_data and not h.is_control:
+            if self.decoder is not None and not h.is_control:
+                prefix = f"{RECORD_INDENT} " if self.skip_meta else " "
+                dkey, dpayload = key_and_payload(self.decoder, key, value, offset)
+                if dkey is not None:
+                    parts.append(f"{prefix}key: {dkey}")
+                if dpayload is not None:
+                    parts.append(f" payload: {dpayload}")
+            elif self.print_data and not h.is_control:
                 prefix = f"{RECORD_INDENT} " if self.skip_meta else " "
                 if key is not None:
                     parts.append(f"{prefix}key: {_text(key)}")

@@ -54,6 +54,10 @@ def run_query(path: Any, sql: str, options: dict[str, str], opts: ReadOptions, m
     from ..reader import open_reader
 
     full = output_projection(opts).schema
+    if opts.decode != "raw":  # -o decode=...: the interpretation's typed columns
+        from ..arrow.internal import decoded_schema
+
+        full = decoded_schema(opts.decode).schema
     sql = quote_offset_column(duckdb, sql)
     con = duckdb.connect()
     try:

@@ -114,6 +114,25 @@ def _projection(opts: ReadOptions, columns: list[str] | tuple[str, ...] | None) 
     return Projection(tuple(columns))
 
 
+def _decoded(
+    opts: ReadOptions,
+    options: dict[str, Any],
+    columns: list[str] | tuple[str, ...] | None,
+    stats: ReadStats | None,
+    threads: int,
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """``decode=`` other than raw: the raw read of every record (control records' bytes
+    included), decoded into the interpretation's schema (reader/internal.py). Planned now."""
+    from .internal import RAW_PROJECTION, decode_batches, output_schema, raw_options
+
+    schema = output_schema(opts, columns)
+    raw = raw_options(opts)
+    ranges = _ordered_ranges(raw, options)
+    st = stats if stats is not None else ReadStats()
+    batches = _ordered_batches(ranges, raw, RAW_PROJECTION, st, threads)
+    return schema.schema, decode_batches(batches, opts, schema, st)
+
+
 def iter_batches(
     path: Any,
     stats: ReadStats | None = None,
@@ -130,6 +149,9 @@ def iter_batches(
     """
     opts = parse_options(options, paths=path)
     n = _threads(threads)
+    if opts.decode != "raw":
+        yield from _decoded(opts, options, columns, stats, n)[1]
+        return
     projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts)
     yield from _ordered_batches(ranges, opts, projection, stats, n, tuning)
@@ -155,6 +177,8 @@ def open_reader(
     """
     opts = parse_options(options, paths=path)
     n = _threads(threads)
+    if opts.decode != "raw":
+        return pa.RecordBatchReader.from_batches(*_decoded(opts, options, columns, stats, n))
     projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts)  # plan now: errors surface before the first batch
     return pa.RecordBatchReader.from_batches(
@@ -175,6 +199,9 @@ def read_table(
     decoded."""
     opts = parse_options(options, paths=path)  # once: errors here, before any planning
     n = _threads(threads)
+    if opts.decode != "raw":
+        schema, decoded = _decoded(opts, options, columns, stats, n)
+        return pa.Table.from_batches(list(decoded), schema=schema)
     projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts)
     batches = list(_ordered_batches(ranges, opts, projection, stats, n, tuning))

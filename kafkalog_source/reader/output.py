@@ -53,6 +53,8 @@ class ArrowOutput:
                 if control_mask is not None:  # control records: parsed into `control` instead
                     col = pc.if_else(pa.array(control_mask), pa.scalar(None, pa.binary()), col)
                 arrays.append(col)
+            elif name == "rawKey" or name == "rawValue":  # control records' bytes kept
+                arrays.append(cols["key" if name == "rawKey" else "value"])
             elif name == "headers":
                 arrays.append(cols[name])
             elif name == "topic":

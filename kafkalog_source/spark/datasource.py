@@ -130,10 +130,20 @@ class KafkaLogDataSource(DataSource):
 
     def schema(self) -> str:
         """The DDL of the columns these options produce."""
+        if self.read_options.decode != "raw":
+            from ..arrow.internal import decoded_schema
+
+            return decoded_schema(self.read_options.decode).ddl
         return output_projection(self.read_options).ddl
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader for ``schema`` (ours, or a user-supplied subset of it)."""
+        if self.read_options.decode != "raw":
+            from .decoded import KafkaLogDecodedReader, decoded_columns
+
+            return KafkaLogDecodedReader(
+                self.read_options, *decoded_columns(schema, self.read_options)
+            )
         projection, arrow_schema = check_schema(schema, output_projection(self.read_options))
         pushdown = FILTER_PRUNING and _in_pushdown_worker()
         cls = KafkaLogPushdownReader if pushdown else KafkaLogReader
@@ -142,6 +152,9 @@ class KafkaLogDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A stream reader (``spark.readStream``) for ``schema``, see :mod:`.stream`."""
         from .stream import KafkaLogStreamReader
+
+        if self.read_options.decode != "raw":
+            raise OptionError("option 'decode' is for batch reads (spark.read), not streams")
 
         projection, arrow_schema = check_schema(schema, output_projection(self.read_options))
         rename = None if arrow_schema.equals(projection.schema) else arrow_schema

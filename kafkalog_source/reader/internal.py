@@ -1,0 +1,186 @@
+"""``decode=``: the record batches of Kafka's internal topics turned into typed tables.
+
+The compiled kernels decode the batches as for any topic (the raw key and value of every
+record, control records' too); then each record is decoded here, in Python, one record at a
+time, by the data-driven decoder of :mod:`..format.messages`. That costs microseconds per record:
+fine for internal topics, which are small (compacted; ``bench/internal.py`` measures it).
+
+A record that does not decode (a record type or version the pinned Kafka release does not
+define, bytes that do not parse) goes through ``mode``: FAILFAST raises
+:class:`~..errors.UndecodableRecordError` naming the file, the byte of its batch, the offset,
+the record type and version; DROPMALFORMED drops it and counts it in
+``ReadStats.undecodable_records`` (events of kind "undecodable record"); PERMISSIVE keeps the
+row with its raw ``key``/``value``, the ``error`` and what is known of its type and version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from ..arrow.internal import TIMESTAMP_COLUMNS, DecodedSchema, decoded_schema
+from ..arrow.schema import Projection
+from ..errors import OptionError, UndecodableRecordError
+from ..format.messages.decode import to_json
+from ..format.messages.topics import TOPIC_INTERPRETATION, RecordDecodeError, decode_record
+from ..options import ReadOptions
+from ..stats import ReadEvent, ReadStats
+
+# what the raw read produces for decode=
+RAW_PROJECTION = Projection(
+    (
+        "rawKey",
+        "rawValue",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "control",
+        "segmentPath",
+        "batchPosition",
+    )
+)
+KRAFT_CONTROL = frozenset(
+    ("LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS")
+)
+
+
+def raw_options(options: ReadOptions) -> ReadOptions:
+    """The options of the raw read under a decoded one: control records kept (KRaft's are rows
+    of ``cluster_metadata``; transaction markers are dropped here unless asked for)."""
+    return options.replace(include_control_records=True)
+
+
+def output_schema(
+    options: ReadOptions, columns: list[str] | tuple[str, ...] | None
+) -> DecodedSchema:
+    """The decoded schema for these options, or ``columns`` of it (OptionError naming an
+    unknown column and listing those there are)."""
+    if isinstance(columns, str):
+        raise OptionError(f"columns must be a list of column names, got the string {columns!r}")
+    try:
+        return decoded_schema(options.decode, columns)
+    except KeyError as e:
+        every = decoded_schema(options.decode).names
+        raise OptionError(
+            f"unknown column {e.args[0]!r}; with decode={options.decode} the columns are: "
+            f"{', '.join(every)}"
+        ) from None
+
+
+class InternalDecoder:
+    """Turns raw record batches (:data:`RAW_PROJECTION`) into ``schema``'s batches."""
+
+    def __init__(self, options: ReadOptions, schema: DecodedSchema, stats: ReadStats) -> None:
+        self.options = options
+        self.schema = schema
+        self.stats = stats
+        self.mode = options.mode
+        self.keep_markers = options.include_control_records
+
+    def interpretation(self, topic: str) -> str | None:
+        """How records of ``topic`` are decoded (None: raw)."""
+        if self.options.decode == "auto":
+            return TOPIC_INTERPRETATION.get(topic)
+        return self.options.decode
+
+    def batch(self, raw: pa.RecordBatch) -> pa.RecordBatch:
+        """Decode one raw batch."""
+        cols = {name: raw.column(i).to_pylist() for i, name in enumerate(raw.schema.names)}
+        rows: dict[str, list[Any]] = {n: [] for n in self.schema.names}
+        for i in range(raw.num_rows):
+            self._row(cols, i, rows)
+        arrays = []
+        for f in self.schema.schema:
+            values = rows[f.name]
+            if f.name in TIMESTAMP_COLUMNS:
+                values = [v * 1000 if v is not None else None for v in values]
+            arrays.append(pa.array(values, f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema.schema)
+
+    def _row(self, cols: dict[str, list[Any]], i: int, rows: dict[str, list[Any]]) -> None:
+        control = cols["control"][i]
+        ctype = control["type"] if control is not None else None
+        if control is not None and ctype not in KRAFT_CONTROL and not self.keep_markers:
+            return  # a transaction marker (or an unknown control type) not asked for
+        topic = cols["topic"][i]
+        key, value = cols["rawKey"][i], cols["rawValue"][i]
+        out: dict[str, Any] = {
+            "topic": topic,
+            "partition": cols["partition"][i],
+            "offset": cols["offset"][i],
+            "timestamp": cols["timestamp"][i],
+            "key": key,
+            "value": value,
+        }
+        interp = self.interpretation(topic)
+        if interp is not None:
+            try:
+                d = decode_record(interp, key, value, control=control is not None)
+            except RecordDecodeError as e:
+                if not self._undecodable(e, cols, i, interp, out):
+                    return
+            else:
+                out.update(d.typed)
+                out.update(
+                    record_type=d.record_type,
+                    record_version=d.record_version,
+                    tombstone=d.tombstone,
+                    decoded=to_json(d.document()),
+                )
+        elif control is not None:  # decode=auto, another topic: as the raw schema has them
+            out["key"] = out["value"] = None
+        for name, values in rows.items():
+            values.append(out.get(name))
+
+    def _undecodable(
+        self, e: RecordDecodeError, cols: dict[str, list[Any]], i: int, interp: str, out: dict
+    ) -> bool:
+        """Apply ``mode`` to a record that did not decode; True: keep its row (PERMISSIVE)."""
+        path, pos, offset = cols["segmentPath"][i], cols["batchPosition"][i], cols["offset"][i]
+        rtype = e.record_type if e.record_type is not None else "unknown"
+        version = "unknown" if e.version is None else e.version
+        reason = (
+            f"{interp} record at offset {offset} (in the batch at this byte) does not decode: "
+            f"record type {rtype}, version {version}: {e.reason}"
+        )
+        if self.mode == "FAILFAST":
+            raise UndecodableRecordError(
+                reason + " (mode=DROPMALFORMED drops such records, mode=PERMISSIVE keeps them "
+                "with their bytes and the error)",
+                path,
+                pos,
+            )
+        self.stats.undecodable_records += 1
+        self.stats.record(
+            ReadEvent(
+                "undecodable record",
+                reason,
+                path,
+                pos,
+                None,
+                0,
+                f"{path}: byte {pos}: {reason}",
+            )
+        )
+        if self.mode == "DROPMALFORMED":
+            return False
+        out.update(
+            record_type=None if e.record_type is None else str(e.record_type),
+            record_version=e.version,
+            error=e.reason,
+        )
+        return True
+
+
+def decode_batches(
+    batches: Iterator[pa.RecordBatch], options: ReadOptions, schema: DecodedSchema, stats: ReadStats
+) -> Iterator[pa.RecordBatch]:
+    """Decode raw batches (of :data:`RAW_PROJECTION`) into ``schema``'s, in order."""
+    decoder = InternalDecoder(options, schema, stats)
+    for raw in batches:
+        out = decoder.batch(raw)
+        if out.num_rows:
+            yield out

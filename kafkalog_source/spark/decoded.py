@@ -1,0 +1,77 @@
+"""``decode=`` in Spark: Kafka's internal topics as typed tables (batch reads).
+
+The plan is the raw read's (control records kept, see :mod:`..reader.internal`); each task
+decodes its split's records into the interpretation's schema (:mod:`..arrow.internal`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..arrow.internal import DecodedSchema, decoded_schema
+from ..errors import OptionError
+from ..options import ReadOptions
+from ..planning.planner import plan
+from ..stats import ReadStats
+from .partitions import SplitPartition, log_summary
+
+
+def decoded_columns(schema: StructType, options: ReadOptions) -> tuple[DecodedSchema, pa.Schema]:
+    """The decoded columns Spark asks for (any subset, any order; names case-insensitive, types
+    ours) and Spark's Arrow schema for them."""
+    every = decoded_schema(options.decode)
+    allowed = {n.lower(): n for n in every.names}
+    names, problems = [], []
+    for field in schema.fields:
+        ours = allowed.get(field.name.lower())
+        if ours is None:
+            problems.append(f"unknown column {field.name!r}")
+            continue
+        want = decoded_schema(options.decode, [ours]).schema[0].type
+        got = to_arrow_schema(StructType([field]), timezone="UTC")[0].type
+        if not got.equals(want):
+            problems.append(f"column {field.name!r} has type {field.dataType.simpleString()}")
+        names.append(ours)
+    if problems or not names:
+        raise OptionError(
+            f"user-supplied schema does not match decode={options.decode}: "
+            + ("; ".join(problems) or "no columns")
+            + f". Allowed columns: {every.ddl.replace('`', '')}"
+        )
+    return decoded_schema(options.decode, names), to_arrow_schema(schema, timezone="UTC")
+
+
+class KafkaLogDecodedReader(DataSourceReader):
+    """Plans the raw read on the driver; each task decodes one split into ``columns``."""
+
+    def __init__(self, options: ReadOptions, columns: DecodedSchema, arrow_schema: pa.Schema):
+        from ..reader.internal import raw_options
+
+        self.read_options = options
+        self.raw_options = raw_options(options)
+        self.columns = columns
+        self.rename = None if arrow_schema.equals(columns.schema) else arrow_schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """Plan the read (indexes and batch headers only) and wrap each split."""
+        return [SplitPartition(s) for s in plan(self.raw_options)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Decode one split's records (an empty plan yields nothing)."""
+        if not isinstance(partition, SplitPartition):
+            return
+        from ..reader import read_split
+        from ..reader.internal import RAW_PROJECTION, decode_batches
+
+        stats = ReadStats()
+        raw = read_split(partition.split, self.raw_options, RAW_PROJECTION, stats)
+        for batch in decode_batches(raw, self.read_options, self.columns, stats):
+            if self.rename is not None:
+                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.rename)
+            yield batch
+        log_summary(partition.split, stats)
