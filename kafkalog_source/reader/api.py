@@ -116,7 +116,6 @@ def _projection(opts: ReadOptions, columns: list[str] | tuple[str, ...] | None) 
 
 def _decoded(
     opts: ReadOptions,
-    options: dict[str, Any],
     columns: list[str] | tuple[str, ...] | None,
     stats: ReadStats | None,
     threads: int,
@@ -127,7 +126,7 @@ def _decoded(
 
     schema = output_schema(opts, columns)
     raw = raw_options(opts)
-    ranges = _ordered_ranges(raw, options)
+    ranges = _ordered_ranges(raw)
     st = stats if stats is not None else ReadStats()
     batches = _ordered_batches(ranges, raw, RAW_PROJECTION, st, threads)
     return schema.schema, decode_batches(batches, opts, schema, st)
@@ -150,7 +149,7 @@ def iter_batches(
     opts = parse_options(options, paths=path)
     n = _threads(threads)
     if opts.decode != "raw":
-        yield from _decoded(opts, options, columns, stats, n)[1]
+        yield from _decoded(opts, columns, stats, n)[1]
         return
     projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts)
@@ -178,7 +177,7 @@ def open_reader(
     opts = parse_options(options, paths=path)
     n = _threads(threads)
     if opts.decode != "raw":
-        return pa.RecordBatchReader.from_batches(*_decoded(opts, options, columns, stats, n))
+        return pa.RecordBatchReader.from_batches(*_decoded(opts, columns, stats, n))
     projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts)  # plan now: errors surface before the first batch
     return pa.RecordBatchReader.from_batches(
@@ -200,7 +199,7 @@ def read_table(
     opts = parse_options(options, paths=path)  # once: errors here, before any planning
     n = _threads(threads)
     if opts.decode != "raw":
-        schema, decoded = _decoded(opts, options, columns, stats, n)
+        schema, decoded = _decoded(opts, columns, stats, n)
         return pa.Table.from_batches(list(decoded), schema=schema)
     projection = _projection(opts, columns)
     ranges = _ordered_ranges(opts)

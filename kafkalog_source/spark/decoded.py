@@ -17,6 +17,7 @@ from ..arrow.internal import DecodedSchema, decoded_schema
 from ..errors import OptionError
 from ..options import ReadOptions
 from ..planning.planner import plan
+from ..planning.request import batch_request
 from ..stats import ReadStats
 from .partitions import SplitPartition, log_summary
 
@@ -59,7 +60,7 @@ class KafkaLogDecodedReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
-        return [SplitPartition(s) for s in plan(self.raw_options)]
+        return [SplitPartition(s) for s in plan(batch_request(self.raw_options))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split's records (an empty plan yields nothing)."""
