@@ -50,9 +50,9 @@ def test_max_partition_bytes_none_is_not_given(monkeypatch: pytest.MonkeyPatch) 
         return real(rng, *args, **kwargs)
 
     monkeypatch.setattr(api, "read_range", counting)
-    a = kl.read_table(str(ORDERS), maxPartitionBytes=None, threads=1)
+    a = kl.read_table(str(ORDERS), maxPartitionBytes=None, threads=2)
     unset_pieces, seen[:] = list(seen), []
-    b = kl.read_table(str(ORDERS), threads=1)
+    b = kl.read_table(str(ORDERS), threads=2)
     assert a.equals(b) and unset_pieces == seen and len(seen) == len(default)
 
 

@@ -120,3 +120,33 @@ def test_walker_matches_scan_window_at_size_boundaries(tmp_path: Path) -> None:
                 data[at + 8 : at + 12] = size.to_bytes(4, "big", signed=True)
                 what = f"input {i} batch at {at} size {size}"
                 _check(tmp_path, bytes(data), 0, len(data), 1024, what)
+
+
+def _walk_from(path: Path, start: int, end: int, target: int | None) -> tuple[list, int, int]:
+    """Positions of the batches a walk yields (skipping those before ``target``), and its stop."""
+    with open_source(str(path)) as src:
+        walk = HeaderWalk(src, start, end, 1024)
+        if target is not None:
+            walk.skip_before(target)
+        positions = [h.position for h in walk]
+    assert walk.stop is not None
+    return positions, walk.stop.position, walk.stop.reason
+
+
+def test_skipping_to_a_cut_matches_the_full_walk(tmp_path: Path) -> None:
+    """``skip_before`` (the planner's cuts): the same batches at or after the target, and the
+    same stop, as the full walk, on valid and fuzzed segments."""
+    rng = random.Random(SEED + 1)
+    inputs = _inputs()
+    mutator = Mutator(rng, seed_segments())
+    path = tmp_path / "skip.log"
+    for i in range(ITERATIONS // 3):
+        seed = rng.choice(inputs)
+        data = seed if i % 4 == 0 else mutator.mutate(seed, batch_starts(seed))[0]
+        path.write_bytes(data)
+        starts = [s for s in batch_starts(seed) if s < len(data)]
+        start = rng.choice(starts) if starts else 0
+        target = rng.randint(start, len(data) + 1)
+        full, stop, why = _walk_from(path, start, len(data), None)
+        expected = ([p for p in full if p >= target], stop, why)
+        assert _walk_from(path, start, len(data), target) == expected, f"iteration {i}"

@@ -81,6 +81,11 @@ _DDL = {
 }
 
 
+# Columns whose value is the same for every record of a segment: a projection of these alone
+# needs how many records a batch holds, never their fields (counts come from batch headers).
+PER_SEGMENT_COLUMNS = frozenset({"topic", "partition", "segmentPath", "segmentBaseOffset"})
+
+
 @dataclass(frozen=True)
 class Projection:
     """Which output columns to build, in order. Columns not named are never computed."""
@@ -95,6 +100,12 @@ class Projection:
     def wants(self, name: str) -> bool:
         """True when the column ``name`` is part of the output."""
         return name in self.names
+
+    @property
+    def needs_records(self) -> bool:
+        """False when no column reads a record's own fields (``count(*)``, or a count grouped
+        by topic and partition): only how many records each batch holds matters."""
+        return not PER_SEGMENT_COLUMNS.issuperset(self.names)
 
     @property
     def ddl(self) -> str:

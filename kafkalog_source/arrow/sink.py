@@ -326,6 +326,19 @@ class ColumnSink:
             self.hdr_off[n + 1] = s[N_HDR]
         s[N_REC] = n + 1
 
+    def add_rows(self, n: int, offsets: np.ndarray | None = None) -> None:
+        """Append ``n`` rows that only per-segment columns describe (a count from batch
+        headers: the sink wants no key, value or headers); ``offsets``, when given, are their
+        offsets (for the reader's offset bounds), else the rows' offsets are left unset."""
+        if self.want:
+            raise ValueError("add_rows: the sink wants record fields")
+        self.reserve(n)
+        s = self.state
+        start = int(s[N_REC])
+        if offsets is not None:
+            self.offsets[start : start + n] = offsets
+        s[N_REC] = start + n
+
     def truncate(self, rows: int) -> None:
         """Forget rows past ``rows`` (used when a batch fails after some rows were written)."""
         s = self.state

@@ -170,14 +170,21 @@ def _full_width(
     An error raised while decoding is kept in ``captured`` (DuckDB reports it as its own
     error, as text), so the command can report kafkalog's error and exit code."""
     have = set(reader.schema.names)
+    nulls: dict[tuple[int, str], pa.Array] = {}  # most batches have the same length: build once
+
+    def null_column(n: int, f: pa.Field) -> pa.Array:
+        key = (n, f.name)
+        if key not in nulls:
+            if len(nulls) > 64:
+                nulls.clear()
+            nulls[key] = pa.nulls(n, f.type)
+        return nulls[key]
 
     def batches() -> Any:
         try:
             for batch in reader:
                 n = batch.num_rows
-                cols = [
-                    batch.column(f.name) if f.name in have else pa.nulls(n, f.type) for f in full
-                ]
+                cols = [batch.column(f.name) if f.name in have else null_column(n, f) for f in full]
                 yield pa.RecordBatch.from_arrays(cols, schema=full)
         except BaseException as e:
             captured["error"] = e

@@ -126,6 +126,33 @@ class HeaderWalk(Generic[H]):
             return self._buf[at : at + n]
         return self.source.read(pos, n)
 
+    def skip_before(self, target: int) -> int:
+        """Pass the complete batches that start before ``target`` without parsing them (the
+        same framing rules, one ``struct`` call each), so that iterating yields from the first
+        batch at or after ``target``; a batch that breaks the rules is left for the iteration,
+        which stops there as it would have. Returns the batches passed."""
+        src, end = self.source, self.end
+        pos, n, size = self.start, 0, 0
+        buf, buf_pos = self._buf, self._buf_pos
+        unpack = PREFIX.unpack_from
+        while pos < target and end - pos >= PREFIX_SIZE:
+            at = pos - buf_pos
+            if at < 0 or at + PREFIX_SIZE > len(buf):
+                # one prefix per read when batches are large, a block of small ones otherwise
+                buf = src.read(pos, min(end - pos, PREFIX_SIZE if size >= 2048 else 4096))
+                buf_pos, at = pos, 0
+                if len(buf) < PREFIX_SIZE:
+                    break
+            _, size, _, magic = unpack(buf, at)
+            if frame_stop(size, magic, end - pos) is not None:
+                break
+            pos += LOG_OVERHEAD + size
+            n += 1
+        self.start = pos
+        self._buf, self._buf_pos = buf, buf_pos
+        self.batches += n
+        return n
+
     def __iter__(self) -> Iterator[H]:
         src, block, parse = self.source, self.block, self.parse
         pos, end = self.start, self.end
@@ -182,8 +209,11 @@ def walk_classified(
     last_segment: bool = True,
     max_batch_bytes: int | None = None,
     block: int = WALK_BLOCK,
+    skip_before: int | None = None,
 ) -> Iterator[BatchHeader | Tail]:
-    """Yield the header of every complete batch in ``[start, end)``, then one :class:`Tail`.
+    """Yield the header of every complete batch in ``[start, end)``, then one :class:`Tail`;
+    with ``skip_before``, only from the first batch at or after it (the ones before are checked
+    against the same framing rules, not parsed: :meth:`HeaderWalk.skip_before`).
 
     A bad magic byte or a too-small v2 batch raises; so does a tail that cannot be an append in
     progress (see :func:`~.headers.classify_stop`, which gets ``last_segment`` and
@@ -191,6 +221,8 @@ def walk_classified(
     tell (:func:`~.foreign.explain_foreign`: a gzip file, a Redpanda segment, text, ...).
     """
     walk: HeaderWalk[BatchHeader] = HeaderWalk(source, start, end, block)
+    if skip_before is not None:
+        walk.skip_before(skip_before)
     yield from walk
     stop = walk.stop
     assert stop is not None

@@ -187,18 +187,25 @@ class SegmentProbe:
         return h if self._chain_ok(h) else None
 
     def walk(
-        self, start: int, end: int | None = None, required: bool = False
+        self,
+        start: int,
+        end: int | None = None,
+        required: bool = False,
+        skip_before: int | None = None,
     ) -> Iterator[BatchHeader]:
-        """Full (61-byte) headers of the batches from ``start`` (:func:`walk_classified`);
-        stops quietly at a tail, and at corruption (recorded in ``walk_error``). Without
-        ``may_walk`` and not ``required``, yields nothing and sets ``walk_refused``."""
+        """Full (61-byte) headers of the batches from ``start`` (:func:`walk_classified`),
+        or from the first one at or after ``skip_before``; stops quietly at a tail, and at
+        corruption (recorded in ``walk_error``). Without ``may_walk`` and not ``required``,
+        yields nothing and sets ``walk_refused``."""
         self.walk_error = None
         if not self.may_walk and not required:
             self.walk_refused = True
             return
         end = self.size if end is None else end
         try:
-            for item in walk_classified(self.source, self.path, start, end):
+            for item in walk_classified(
+                self.source, self.path, start, end, skip_before=skip_before
+            ):
                 if isinstance(item, Tail):
                     return
                 self.batches_walked += 1
@@ -274,7 +281,7 @@ class SegmentProbe:
             if h is not None:
                 start = h
                 break
-        for h in self.walk(start.position):
+        for h in self.walk(start.position, skip_before=cut):
             if h.position >= cut:
                 return h
         return None

@@ -13,7 +13,7 @@ from ..arrow.schema import Projection, output_projection
 from ..errors import OptionError
 from ..options import ReadOptions, parse_options
 from ..planning.request import pieces_request
-from ..planning.splits import SegmentRange, Split
+from ..planning.splits import NO_LIMIT, SegmentRange, Split
 from ..stats import ReadStats
 from . import tuning as knobs
 from .parallel import ordered_batches
@@ -47,8 +47,8 @@ def read_split(
         yield from read_range(rng, options, projection, stats, tuning)
 
 
-def default_threads() -> int:
-    """Decode threads when none are asked for: the cores this process may run on (at most 8)."""
+def available_cores() -> int:
+    """The cores this process may run on (at most ``MAX_THREADS``)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -56,25 +56,51 @@ def default_threads() -> int:
     return max(1, min(cores, knobs.MAX_THREADS))
 
 
-def _threads(threads: int | None) -> int:
+def default_threads() -> int:
+    """Decode threads the machine allows when none are asked for: the cores this process may
+    run on (at most 8), less those other work keeps busy (the 1-minute load average, less
+    this process's own running thread). A thread on a core that other work holds only takes
+    turns with it: more CPU for no gain in time."""
+    cores = available_cores()
+    try:
+        others = max(0.0, os.getloadavg()[0] - 1.0)
+    except (AttributeError, OSError):
+        others = 0.0
+    return max(1, min(cores, int(cores - others)))
+
+
+def _threads(threads: int | None) -> int | None:
+    """``threads`` checked; None stays None (the read chooses, :func:`_plan`)."""
     if threads is None:
-        return default_threads()
+        return None
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise OptionError(f"threads must be a positive integer, got {threads!r}")
     return threads
 
 
-def _ordered_ranges(opts: ReadOptions) -> list[SegmentRange]:
-    """Plan: the byte ranges of every selected segment, in log order.
+def _plan(opts: ReadOptions, threads: int | None) -> tuple[list[SegmentRange], int]:
+    """Plan: the byte ranges of every selected segment, in log order, and the threads to decode
+    them on (``threads``, or the default chosen from the machine and the data).
 
-    Segments are cut into pieces of ``PIECE_BYTES`` at batch starts (those the ``.index``
-    points at, or found by walking the batch headers), unless ``maxPartitionBytes`` says how
-    large they are (:func:`~..planning.request.pieces_request`), so that threads have pieces to
-    share. The pieces do not depend on the number of threads: neither do the rows.
+    Pieces exist so that threads have something to share: a read on one thread plans one range
+    per segment (no cuts), unless ``maxPartitionBytes`` says how large pieces are. On several
+    threads, segments are cut into pieces of ``PIECE_BYTES`` at batch starts (those the
+    ``.index`` points at, or found by walking the batch headers). By default a read uses more
+    than one thread only when the machine has idle cores (:func:`default_threads`) and the
+    data at least ``PARALLEL_BYTES`` per thread. Rows never depend on the pieces or threads.
     """
     from ..planning.planner import plan
 
-    return [r for split in plan(pieces_request(opts, knobs.PIECE_BYTES)) for r in split.ranges]
+    allowed = default_threads() if threads is None else threads
+    if allowed <= 1 and "maxPartitionBytes" not in opts.given:
+        request = pieces_request(opts, NO_LIMIT)
+    else:
+        request = pieces_request(opts, knobs.PIECE_BYTES)
+    ranges = [r for split in plan(request) for r in split.ranges]
+    if threads is None:
+        data = sum(max(0, r.end - r.start) for r in ranges)
+        allowed = max(1, min(allowed, len(ranges), data // knobs.PARALLEL_BYTES))
+    return ranges, allowed
 
 
 def _ordered_batches(
@@ -118,7 +144,7 @@ def _decoded(
     opts: ReadOptions,
     columns: list[str] | tuple[str, ...] | None,
     stats: ReadStats | None,
-    threads: int,
+    threads: int | None,
 ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """``decode=`` other than raw: the raw read of every record (control records' bytes
     included), decoded into the interpretation's schema (reader/internal.py). Planned now."""
@@ -126,9 +152,9 @@ def _decoded(
 
     schema = output_schema(opts, columns)
     raw = raw_options(opts)
-    ranges = _ordered_ranges(raw)
+    ranges, n = _plan(raw, threads)
     st = stats if stats is not None else ReadStats()
-    batches = _ordered_batches(ranges, raw, RAW_PROJECTION, st, threads)
+    batches = _ordered_batches(ranges, raw, RAW_PROJECTION, st, n)
     return schema.schema, decode_batches(batches, opts, schema, st)
 
 
@@ -143,16 +169,16 @@ def iter_batches(
     """Stream record batches from a segment file, a partition directory or a log directory.
 
     Batches come in log order (partition by partition, offsets ascending), decoded on
-    ``threads`` threads (default: the available cores, at most 8). ``columns`` chooses output
+    ``threads`` threads (default: the idle cores, at most 8, when the data is large enough to
+    share; see :func:`_plan`). ``columns`` chooses output
     columns, as for :func:`open_reader`.
     """
     opts = parse_options(options, paths=path)
-    n = _threads(threads)
     if opts.decode != "raw":
-        yield from _decoded(opts, columns, stats, n)[1]
+        yield from _decoded(opts, columns, stats, _threads(threads))[1]
         return
     projection = _projection(opts, columns)
-    ranges = _ordered_ranges(opts)
+    ranges, n = _plan(opts, _threads(threads))
     yield from _ordered_batches(ranges, opts, projection, stats, n, tuning)
 
 
@@ -171,15 +197,14 @@ def open_reader(
     an Arrow C stream (``__arrow_c_stream__``): DuckDB, Polars, DataFusion and pandas take it
     without copying. ``columns`` chooses output columns (a subset of what ``options`` produce,
     in any order); the others are never decoded. Batches come in log order, decoded on
-    ``threads`` threads (default: the available cores, at most 8), each a little ahead of the
-    consumer. ``tuning`` (window size and fast paths) is for tests and benchmarks.
+    ``threads`` threads (default: the idle cores, at most 8, when the data is large enough to
+    share), each a little ahead of the consumer. ``tuning`` (window size and fast paths) is for tests and benchmarks.
     """
     opts = parse_options(options, paths=path)
-    n = _threads(threads)
     if opts.decode != "raw":
-        return pa.RecordBatchReader.from_batches(*_decoded(opts, columns, stats, n))
+        return pa.RecordBatchReader.from_batches(*_decoded(opts, columns, stats, _threads(threads)))
     projection = _projection(opts, columns)
-    ranges = _ordered_ranges(opts)  # plan now: errors surface before the first batch
+    ranges, n = _plan(opts, _threads(threads))  # plan now: errors surface before the first batch
     return pa.RecordBatchReader.from_batches(
         projection.schema, _ordered_batches(ranges, opts, projection, stats, n, tuning)
     )
@@ -197,12 +222,11 @@ def read_table(
     ``columns`` chooses output columns, as for :func:`open_reader`; the others are never
     decoded."""
     opts = parse_options(options, paths=path)  # once: errors here, before any planning
-    n = _threads(threads)
     if opts.decode != "raw":
-        schema, decoded = _decoded(opts, columns, stats, n)
+        schema, decoded = _decoded(opts, columns, stats, _threads(threads))
         return pa.Table.from_batches(list(decoded), schema=schema)
     projection = _projection(opts, columns)
-    ranges = _ordered_ranges(opts)
+    ranges, n = _plan(opts, _threads(threads))
     batches = list(_ordered_batches(ranges, opts, projection, stats, n, tuning))
     return pa.Table.from_batches(batches, schema=projection.schema)
 

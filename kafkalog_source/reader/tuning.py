@@ -35,6 +35,9 @@ PADDING = bytes(PAD)
 PIECE_BYTES = 16 << 20
 AHEAD_BYTES = 32 << 20
 MAX_THREADS = 8
+# By default a read takes a second thread (and cuts its segments into pieces) only with at least
+# this many bytes per thread: below it, starting threads and cutting cost more than they save.
+PARALLEL_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from ..kernel.v2 import (
     BP_WIDTH,
     decode_v2,
 )
+from ..planning.splits import NO_LIMIT
 from .policy import SkipBatch
 from .tuning import (
     FLUSH_DATA_BYTES,
@@ -130,6 +131,7 @@ class V2Batches:
         plain: list[list[int]] = []
         plain_idx: list[int] = []
         group = _Group()
+        counted: list[list[int]] = []  # batches counted from their headers (count_only)
         base_meta = self._meta_base
         for k in range(i, j):
             r = tl[k]
@@ -152,6 +154,12 @@ class V2Batches:
             if exc is None and not wanted:
                 self.stats.control_bytes += r[H_SIZE]
                 continue  # a control batch, checked but not returned
+            if exc is None and self.count_only and self._countable(np.array([r]))[0]:
+                if codec == 0:
+                    exc = self._count_error(r, r[H_SIZE] - 61, "records")
+                if exc is None:
+                    counted.append(r)
+                    continue
             data = b""
             if exc is None and codec == 0:
                 exc = self._count_error(r, r[H_SIZE] - 61, "records")
@@ -170,6 +178,9 @@ class V2Batches:
                 if group.data:
                     yield from self._run_decompressed(group, table)
                     group = _Group()
+                if counted:
+                    yield from self._count_batches(np.array(counted, np.int64))
+                    counted = []
                 self._apply_mode(exc, r)
                 continue
             if codec == 0:
@@ -190,6 +201,39 @@ class V2Batches:
             yield from self._run_group(buf, plain, plain_idx, table, False)
         if group.data:
             yield from self._run_decompressed(group, table)
+        if counted:
+            yield from self._count_batches(np.array(counted, np.int64))
+
+    def _countable(self, rows: np.ndarray) -> np.ndarray:
+        """Which of the (checked, wanted) batch-header ``rows`` a count may take from their
+        headers: every offset the batch may hold lies within the range's offset bounds. Only
+        asked when ``count_only``."""
+        rng = self.rng
+        base = rows[:, H_BASE_OFFSET]
+        return (base >= rng.offset_lo) & (base + rows[:, H_LOD] < rng.offset_hi)
+
+    def _count_batches(self, rows: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Rows for the v2 batch headers ``rows`` (CRCs checked, wholly within the bounds):
+        ``recordsCount`` rows each, with no record field decoded (``count_only``). A compacted
+        batch holds ``recordsCount`` records, not ``lastOffsetDelta + 1``. The rows get their
+        batch's base offset when the range has offset bounds (all of them pass)."""
+        if not rows.shape[0]:
+            return
+        counts = rows[:, H_COUNT]
+        rng = self.rng
+        offsets = None
+        if rng.offset_lo > 0 or rng.offset_hi != NO_LIMIT:
+            offsets = np.repeat(rows[:, H_BASE_OFFSET], counts)
+        total = int(counts.sum())
+        cap = self.opts.records_per_batch
+        done = 0
+        while done < total:
+            n = min(total - done, max(cap - self.sink.rows, 1))
+            self.sink.add_rows(n, None if offsets is None else offsets[done : done + n])
+            done += n
+            yield from self._maybe_flush()
+        self.stats.batches += int(rows.shape[0])
+        self.stats.bytes_decoded += int(rows[:, H_SIZE].sum())
 
     def _bulk_rows(
         self, buf: np.ndarray, table: np.ndarray, i: int, j: int, compressed: bool
@@ -216,7 +260,7 @@ class V2Batches:
         if not compressed:
             # the kernel checks these batches' CRCs itself, right before walking each one
             bad |= sub[:, H_COUNT] > (sub[:, H_SIZE] - 61) // 7
-        elif self.verify:
+        if (compressed or self.count_only) and self.verify:
             crcs = np.empty(sub.shape[0], np.int64)
             crc32c_spans(
                 CRC32C_TABLES, buf, sub[:, H_WPOS] + 21, sub[:, H_WPOS] + sub[:, H_SIZE], crcs
@@ -230,6 +274,10 @@ class V2Batches:
         lo = 0
         for b in [*np.nonzero(bad)[0].tolist(), n]:
             idx = np.nonzero(keep[lo:b])[0] + lo
+            if idx.size and self.count_only:
+                counted = self._countable(sub[idx])
+                yield from self._count_batches(sub[idx[counted]])
+                idx = idx[~counted]
             if idx.size:
                 yield from self._bulk_decode(buf, table, sub, i, idx, compressed)
             if b == n:
