@@ -40,6 +40,9 @@ class DelayProxy:
         self.in_flight = 0
         self.max_in_flight = 0
         self.request_lines: list[bytes] = []  # the first line of each request
+        # a request whose first line contains a key is answered with its value (a whole HTTP
+        # response), not forwarded: errors injected for tests
+        self.answers: dict[bytes, bytes] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -79,9 +82,16 @@ class DelayProxy:
                 while chunk := await reader.read(1 << 16):
                     if chunk.startswith(METHODS):
                         self._begin(chunk)
-                        pending[0] += 1
                         if self.delay:
                             await asyncio.sleep(self.delay)
+                        first = chunk.split(b"\r\n", 1)[0]
+                        answer = next((v for k, v in self.answers.items() if k in first), None)
+                        if answer is not None:
+                            self._end(1)
+                            writer.write(answer)
+                            await writer.drain()
+                            continue
+                        pending[0] += 1
                     up_writer.write(chunk)
                     await up_writer.drain()
             except (ConnectionError, OSError):
@@ -150,6 +160,19 @@ class DelayProxy:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def http_error(status: int, reason: str, code: str, message: str) -> bytes:
+    """A whole S3-style XML error response, for :attr:`DelayProxy.answers`."""
+    body = (
+        f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+        f"<Message>{message}</Message></Error>"
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    return head + body
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,9 +6,10 @@ A remote request costs tens of milliseconds whatever its size, and the planner's
 partition follow each other; so before them, the files and bytes the plan will almost surely
 read are fetched ``remoteConcurrency`` at a time:
 
-* every segment's first batch header (each range's first header: a 61-byte read after the open);
-* each partition's last segment's ``.index`` and ``.timeindex`` (the completeness check);
-* the ``.index`` of a segment that will be cut into pieces, or that holds an offset bound;
+* the first batch header and the ``.index`` of a segment that will be cut into pieces (a
+  61-byte read after the open), and the ``.index`` of one that holds an offset bound;
+* each partition's last segment's ``.index`` and ``.timeindex`` (the completeness check), and
+  the segment itself opened;
   with timestamp bounds or a timestamp filter, every segment's ``.index`` and ``.timeindex``;
 * the log directories' checkpoint files.
 
@@ -37,6 +38,10 @@ _WHOLE_LIMIT = 64 << 20  # an index or checkpoint file larger than this is read 
 
 def _header(size: int) -> list[tuple[int, int]]:
     return [(0, min(V2_HEADER_SIZE, size))]
+
+
+def _nothing(size: int) -> list[tuple[int, int]]:
+    return []
 
 
 def _whole(size: int) -> list[tuple[int, int]]:
@@ -87,7 +92,10 @@ def planned_reads(
             if not s.size:
                 continue
             last = s is segs[-1]
-            out.append((s.path, _header))
+            if s.size > cut:
+                out.append((s.path, _header))
+            elif last:
+                out.append((s.path, _nothing))
             if last or times or s.size > cut or s.path in indexed:
                 out.append((sibling_path(s.path, ".index"), _whole))
             if last or times:

@@ -31,6 +31,8 @@ def _cut(ext: Extent, max_split: int) -> list[tuple[int, int]]:
     slack = min(1 << 20, max(1, max_split // 8))
     # cut points on a fixed grid (as Spark's file splits), each moved to the next batch start
     try:
+        if prev is None and ext.end - cur > max_split // 2:
+            prev = p.header(ext.start)  # read only for an extent to cut
         while prev is not None and ext.end - cur > max_split // 2:
             cut = ext.start + ((cur - ext.start) // max_split + 1) * max_split
             if cut >= ext.end:

@@ -76,11 +76,10 @@ class RangePrefetch:
 
 
 def range_prefetch(ranges: list[SegmentRange], store: StoreOptions | None) -> RangePrefetch | None:
-    """A :class:`RangePrefetch` for ``ranges`` when it can help: several ranges, some remote,
-    ``remoteConcurrency`` above 1; else None (each range opens its file itself)."""
+    """A :class:`RangePrefetch` for ``ranges`` when some are remote (with ``remoteConcurrency``
+    1, one range is fetched ahead and one request is in flight at a time); else None (each range
+    opens its file itself)."""
     store = store or StoreOptions()
-    if store.concurrency <= 1 or len(ranges) <= 1:
-        return None
     if not any(is_remote(r.path) for r in ranges):
         return None
     return RangePrefetch(ranges, store)

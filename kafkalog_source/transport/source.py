@@ -478,6 +478,16 @@ def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
 
 Wanted = Callable[[int], list[tuple[int, int]]]  # a file's size → the (pos, n) ranges to fetch
 
+
+def _close_found(found: tuple[str, ByteSource | BaseException]) -> None:
+    """Close a source warmed and not kept."""
+    src = found[1]
+    if isinstance(src, RemoteFileSource):
+        src.pin(False)
+    if isinstance(src, ByteSource):
+        src.close()
+
+
 _warm: contextvars.ContextVar[WarmSources | None] = contextvars.ContextVar(
     "kafkalog_warm_sources", default=None
 )
@@ -499,12 +509,20 @@ class WarmSources:
 
     def warm(self, files: list[tuple[str, Wanted]], limit: int) -> None:
         """Open each remote ``(path, wanted)`` not warmed yet and fetch ``wanted(size)`` of it,
-        ``limit`` at a time."""
+        ``limit`` at a time. The first failure other than a missing file ends the warming (the
+        requests under way end, each after its own retries): it is raised where its file is
+        read, and a store that fails is not asked again for every other file."""
         with self._lock:
             todo = [(p, w) for p, w in dict(files).items() if is_remote(p) and p not in self._found]
-        for path, got in bounded_map(self._open, todo, limit, name="kafkalog-warm"):
-            with self._lock:
-                self._found[path] = got
+        results = bounded_map(self._open, todo, limit, _close_found, "kafkalog-warm")
+        try:
+            for path, got in results:
+                with self._lock:
+                    self._found[path] = got
+                if isinstance(got, BaseException) and not isinstance(got, FileNotFoundError):
+                    break
+        finally:
+            results.close()
 
     def _open(self, item: tuple[str, Wanted]) -> tuple[str, ByteSource | BaseException]:
         path, wanted = item
