@@ -29,7 +29,8 @@ of its own) that adds ``--delay-ms`` (default 20) to every request, as a real st
 * ``plan``: planning the Spark read (``plan(batch_request(...))``), with the requests it made
   (``remote_totals``) and the listing calls (``ReadStats.listing_requests`` of a discovery);
 * ``read``: the Arrow API's whole read (``iter_batches``: planning included, every column);
-* the same plan and read with ``remoteConcurrency=1``.
+* with ``--concurrency-one``, the same plan and read with ``remoteConcurrency=1``;
+* with ``--spark``, a Spark count of the rows (``local[2]``, splits of many segments each).
 
 Usage::
 
@@ -274,7 +275,9 @@ def many_case(args: argparse.Namespace, extra: dict[str, str], n: int) -> list[s
             return t, remote_totals()[1] - before[1]
 
         stats = ReadStats()
+        t_list = time.perf_counter()
         found = discover(parse_options(options, paths=uri), stats)
+        t_list = time.perf_counter() - t_list
         assert len(found) == n
         t_pa = best_of(args.repeat, download_pyarrow)
         t_boto = best_of(args.repeat, download_boto3)
@@ -283,7 +286,7 @@ def many_case(args: argparse.Namespace, extra: dict[str, str], n: int) -> list[s
             f"archive: {n} segments of {log_bytes // n} bytes ({log_bytes / MiB:.1f} MiB, "
             f"{records} records) in {args.partitions} partitions, with .index and .timeindex; "
             f"uploaded in {upload_s:.1f}s; proxy +{args.delay_ms:g} ms per request; "
-            f"listing: {stats.listing_requests} listing call(s)"
+            f"listing: {stats.listing_requests} listing call(s) in {t_list:.2f}s"
         )
         lines.append(f"{'case':58} {'seconds':>8} {'requests':>9} {'vs download':>12}")
         lines.append(f"{'download: pyarrow, 16 threads (HEAD+GET each)':58} {t_pa:8.2f} {2 * n:9d}")
@@ -305,6 +308,25 @@ def many_case(args: argparse.Namespace, extra: dict[str, str], n: int) -> list[s
                 f"{'read, Arrow API (' + label + '), planning included':58} {t:8.2f} "
                 f"{requests:9d} {base / t:11.2f}x"
             )
+        if args.spark:
+            from kafkalog_source.spark.session import local_session
+
+            spark = local_session(app_name="kafkalog-bench-remote", master="local[2]")
+            try:
+
+                def spark_count() -> tuple[float, int, int]:
+                    t = time.perf_counter()
+                    df = spark.read.format("kafkalog").options(**options).load(uri)
+                    parts = df.rdd.getNumPartitions()
+                    assert df.count() == records
+                    return time.perf_counter() - t, parts, 0
+
+                spark_count()  # warm: the session's Python workers and kernels
+                t, parts, _ = min((spark_count() for _ in range(args.repeat)), key=lambda r: r[0])
+                label = f"spark local[2] count(*): {parts} tasks, planning included"
+                lines.append(f"{label:58} {t:8.2f} {'':9} {base / t:11.2f}x")
+            finally:
+                spark.stop()
     finally:
         if proxy is not None:
             proxy.terminate()
@@ -328,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--concurrency-one", action="store_true", help="also plan and read with remoteConcurrency=1"
     )
+    ap.add_argument("--spark", action="store_true", help="--many: also a Spark count")
     args = ap.parse_args(argv)
     extra = dict(item.split("=", 1) for item in args.option)
     if args.many:

@@ -98,6 +98,17 @@ def test_same_plan_and_rows_with_one_request_at_a_time_and_many(archive, proxy) 
     shown = {n: [[(r.path, r.start, r.end) for r in s.ranges] for s in p] for n, p in plans.items()}
     assert shown["1"] == shown["2"] == shown["8"]
     assert sum(len(s) for s in shown["1"]) == PARTITIONS * SEGMENTS
+    # segments cut into pieces (their headers walked), the segments cut several at a time
+    cut = {"maxPartitionBytes": "200", "openCostInBytes": "0", "remoteHeaderWalk": "true"}
+    pieces = {}
+    for n in ("1", "8"):
+        o = parse_options({**proxy.options, **cut, "remoteConcurrency": n}, paths=uri)
+        pieces[n] = [[(r.path, r.start, r.end) for r in s.ranges] for s in plan(batch_request(o))]
+        assert _rows(read_table(uri, threads=2, **cut, remoteConcurrency=n, **proxy.options)) == (
+            expected
+        )
+    assert pieces["1"] == pieces["8"]
+    assert len(pieces["1"]) > PARTITIONS * SEGMENTS
 
 
 @pytest.mark.parametrize("limit", [1, 3])
