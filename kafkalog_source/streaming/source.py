@@ -292,7 +292,8 @@ class StreamSource:
         logs = self._logs = self.snapshot()
         self.available = {k: p.end for k, p in logs.items()}
         start = self._checked_start(start, logs)
-        self._check_cut_ends(start, logs)
+        with using_store(self.options.store):  # its index and checkpoint reads: the read's store
+            self._check_cut_ends(start, logs)
         avail: Offsets = {}
         for key, p in logs.items():
             end = p.end
