@@ -201,3 +201,25 @@ def test_a_consumer_that_stops_early_stops_the_requests(archive, proxy) -> None:
     totals = remote_totals()
     time.sleep(0.1)
     assert remote_totals() == totals
+
+
+def test_planning_many_small_segments_costs_requests_per_partition_not_per_segment(
+    archive, proxy
+) -> None:
+    from kafkalog_source.layout.discovery import discover
+    from kafkalog_source.stats import ReadStats
+
+    uri, _, _ = archive
+    o = parse_options({**proxy.options, "remoteConcurrency": "8"}, paths=uri)
+    stats = ReadStats()
+    assert len(discover(o, stats)) == PARTITIONS * SEGMENTS
+    assert stats.listing_requests == 1  # one paged listing for the root
+    proxy.reset()
+    plan(batch_request(o))
+    lines = [ln.decode() for ln in proxy.request_lines]
+    assert sum("list-type" in ln for ln in lines) == 1
+    # per partition: its last segment opened, its .index and .timeindex asked for (absent
+    # here) and its end walked; and the log directory's 4 checkpoints: none per segment
+    assert len(lines) <= 1 + 4 + 6 * PARTITIONS, lines
+    touched = {ln.split()[1] for ln in lines if ".log " in ln}
+    assert len(touched) == PARTITIONS
