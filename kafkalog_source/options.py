@@ -248,6 +248,7 @@ class StoreOptions:
     read_ahead_bytes: int = 8 * MiB  # one ranged request of a sequential read
     read_ahead_requests: int = 2  # ranged requests in flight ahead of the decoder
     retries: int = 3  # attempts after the first for a failed ranged read
+    concurrency: int = 16  # requests in flight for many files at once (planning, a task's reads)
 
     def args_for(self, store: str) -> dict[str, Any]:
         """The constructor arguments given for ``store`` (``s3``, ``gs``, ``abfs``, ``hdfs``, or an
@@ -262,7 +263,8 @@ class StoreOptions:
         shown = ", ".join(f"fs.{s}.{a}={show_value(s, a, v)}" for s, a, v in self.args)
         return (
             f"StoreOptions({shown}{', ' if shown else ''}read_ahead_bytes={self.read_ahead_bytes}, "
-            f"read_ahead_requests={self.read_ahead_requests}, retries={self.retries})"
+            f"read_ahead_requests={self.read_ahead_requests}, retries={self.retries}, "
+            f"concurrency={self.concurrency})"
         )
 
 
@@ -548,6 +550,7 @@ _PARSERS: dict[str, tuple[str, Any]] = {
     "readAheadBytes": ("store.read_ahead_bytes", _size),
     "readAheadRequests": ("store.read_ahead_requests", lambda n, v: _int(n, v, 0)),
     "remoteRetries": ("store.retries", lambda n, v: _int(n, v, 0)),
+    "remoteConcurrency": ("store.concurrency", lambda n, v: _int(n, v, 1)),
     "remoteHeaderWalk": ("remote_header_walk", _bool),
     "maxOffsetsPerTrigger": ("max_offsets_per_trigger", lambda n, v: _int(n, v, 1)),
     "maxBytesPerTrigger": ("max_bytes_per_trigger", _size),

@@ -25,7 +25,7 @@ class Extent:
     probe: SegmentProbe
     start: int
     end: int
-    start_header: BatchHeader | None
+    start_header: BatchHeader | None  # None: not read yet (see packing)
     offset_lo: int = NO_LOWER
     offset_hi: int = NO_LIMIT
     timestamp_start: int | None = None
@@ -184,8 +184,8 @@ def _segment_extent(
         end = min(end, p.end_position(hi))
     if start >= end:
         return None
-    if start_header is None or start_header.position != start:
-        start_header = p.header(start)
+    if start_header is not None and start_header.position != start:
+        start_header = None  # read when the extent is cut (packing), not for every segment
     ext = Extent(p, start, end, start_header, b.lo, b.hi, order=0)
     ext.last_segment = i == len(probes) - 1 or base is None
     if ts_start is not None and i == ts_start[0] and start == ts_start[1].position:

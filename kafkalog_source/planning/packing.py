@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..transport.fanout import bounded_map
 from .extents import Extent
 from .request import PlanRequest
 from .splits import SegmentRange
@@ -31,6 +32,8 @@ def _cut(ext: Extent, max_split: int) -> list[tuple[int, int]]:
     slack = min(1 << 20, max(1, max_split // 8))
     # cut points on a fixed grid (as Spark's file splits), each moved to the next batch start
     try:
+        if prev is None and ext.end - cur > max_split // 2:
+            prev = p.header(ext.start)  # read only for an extent to cut
         while prev is not None and ext.end - cur > max_split // 2:
             cut = ext.start + ((cur - ext.start) // max_split + 1) * max_split
             if cut >= ext.end:
@@ -120,10 +123,25 @@ def max_split_bytes(options: PlanRequest, total_bytes: int) -> int:
     return max(1, min(options.max_partition_bytes, max(options.open_cost_in_bytes, per_partition)))
 
 
-def splits_for(extents: list[Extent], max_split: int, open_cost: int) -> list[list[_Piece]]:
+def splits_for(
+    extents: list[Extent], max_split: int, open_cost: int, concurrency: int = 1
+) -> list[list[_Piece]]:
+    """The extents cut into pieces and packed into splits; the segments are cut ``concurrency``
+    at a time (remote ones: each cut reads batch headers), each segment's extents in order."""
+    by_probe: dict[int, list[tuple[int, Extent]]] = {}
+    for i, ext in enumerate(extents):
+        by_probe.setdefault(id(ext.probe), []).append((i, ext))
+
+    def cut_all(exts: list[tuple[int, Extent]]) -> list[tuple[int, int, int]]:
+        return [(i, start, end) for i, ext in exts for start, end in _cut(ext, max_split)]
+
+    cuts: dict[int, list[tuple[int, int]]] = {}
+    for done in bounded_map(cut_all, list(by_probe.values()), concurrency, name="kafkalog-cut"):
+        for i, start, end in done:
+            cuts.setdefault(i, []).append((start, end))
     pieces = [
         _Piece((ext.order, start), ext, start, end)
-        for ext in extents
-        for start, end in _cut(ext, max_split)
+        for i, ext in enumerate(extents)
+        for start, end in cuts[i]
     ]
     return _pack(pieces, max_split, open_cost)

@@ -30,6 +30,10 @@ It runs for every query, so it touches as few bytes as it can:
 Planning never raises for damaged data: where a header walk meets corruption, the planner stops
 cutting there and leaves the rest of the segment to the reader (and its ``mode``).
 
+Remote segments: a request costs tens of milliseconds, so what the plan will read is fetched
+first with ``remoteConcurrency`` requests in flight (:mod:`.fetchahead`), and the partition logs
+are then planned that many at a time (each log's steps in order); the plan is the same.
+
 Modules: :mod:`.probe` (one segment: indexes, verified boundaries, header walks), :mod:`.extents`
 (steps 1-3 per partition log), :mod:`.packing` (step 4), :mod:`.transactions` (step 5); this
 module groups the segments into logs and ties the steps together.
@@ -42,10 +46,13 @@ import logging
 from ..errors import DataLossError
 from ..layout.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
 from ..layout.discovery import SegmentFile, discover, parent_directory
+from ..options import StoreOptions
+from ..transport.fanout import bounded_map, request_limit
 from ..transport.filesystems import is_remote
-from ..transport.source import remote_totals, using_store
+from ..transport.source import WarmSources, remote_totals, using_store
 from .evidence import clip, partition_evidence
 from .extents import Extent, bounds_for, offset_window, partition_extents
+from .fetchahead import planned_reads
 from .packing import max_split_bytes, ranges_of, splits_for
 from .probe import SegmentProbe
 from .pruning import Pruning
@@ -113,20 +120,25 @@ def _plan(
     extents: list[Extent] = []
     probes: list[SegmentProbe] = []
     checkpoints: dict[str, LogDirCheckpoints] = {}
-    try:
-        merged = replica_sets(groups) if options.replicas == "merge" else {}
-        in_merge = {g: pk for pk, gs in merged.items() for g in gs}
-        for gkey in sorted(groups):
-            pkey = (gkey[1], gkey[2]) if gkey[0] == 0 else None
+    remote = any(is_remote(s.path) for ss in groups.values() for s in ss)
+    limit = (options.store or StoreOptions()).concurrency if remote else 1
+    warm = WarmSources()
+    merged = replica_sets(groups) if options.replicas == "merge" else {}
+    in_merge = {g: pk for pk, gs in merged.items() for g in gs}
+
+    def plan_log(gkey: tuple) -> tuple[list[SegmentProbe], list[Extent]] | None:
+        """Steps 1-3 and 5 for one partition log (None: read with another copy)."""
+        pkey = (gkey[1], gkey[2]) if gkey[0] == 0 else None
+        all_probes: list[SegmentProbe] = []
+        try:
             if gkey in in_merge:
                 if gkey != merged[in_merge[gkey]][0]:
-                    continue  # read with the first copy
+                    return None  # read with the first copy
                 copies = [
                     (g[3], [SegmentProbe(s) for s in sorted(groups[g], key=_segment_order)])
                     for g in merged[in_merge[gkey]]
                 ]
-                for _, c in copies:
-                    probes.extend(c)
+                all_probes = [p for _, c in copies for p in c]
                 group = copies[0][1]
                 group_extents, lost = merge_extents(in_merge[gkey], copies, options)
                 if options.offset_gaps == "compacted":
@@ -137,7 +149,7 @@ def _plan(
                     SegmentProbe(s, not is_remote(s.path) or options.remote_header_walk)
                     for s in sorted(groups[gkey], key=_segment_order)
                 ]
-                probes.extend(group)
+                all_probes = group
                 group_extents = partition_extents(pkey, group, options, pruning)
                 _account(pkey, gkey[3], group, group_extents, options, pruning, checkpoints)
             if (
@@ -148,38 +160,58 @@ def _plan(
                 txn = log_transactions([p.seg for p in group])
                 for ext in group_extents:
                     ext.txn = txn
-            for ext in group_extents:
-                ext.order = len(extents)
-                extents.append(ext)
-        if not extents:
-            return []
-        data_bytes = sum(e.end - e.start for e in extents)
-        open_cost = options.open_cost_in_bytes
-        max_split = max_split_bytes(options, data_bytes + open_cost * len(extents))
-        bins = splits_for(extents, max_split, open_cost)
-        want = options.min_partitions
-        if want is not None and len(bins) < want:
-            # best effort below the open-cost floor; a batch is never split
-            # shrink proportionally, halving when that stalls (big batches cannot be cut)
-            best = bins
-            stalled = False
-            for _ in range(12):
-                if len(best) >= want or max_split <= 1:
-                    break
-                step = max_split * len(bins) // want
-                if stalled:
-                    step = max_split // 2
-                max_split = max(1, min(data_bytes // want, step, max_split * 9 // 10))
-                bins = splits_for(extents, max_split, open_cost)
-                stalled = len(bins) <= len(best)
-                if not stalled:
-                    best = bins
-            bins = best
-        if options.in_order:
-            bins = [[piece] for piece in sorted(p for b in bins for p in b)]
+        except BaseException:
+            for p in all_probes:
+                p.close()
+            raise
+        return all_probes, group_extents
+
+    def discard(done: tuple[list[SegmentProbe], list[Extent]] | None) -> None:
+        for p in done[0] if done is not None else ():
+            p.close()
+
+    try:
+        with request_limit(limit if remote else None), warm.active():
+            if remote:
+                warm.warm(planned_reads(groups, options, pruning), limit)
+            for done in bounded_map(plan_log, sorted(groups), limit, discard, "kafkalog-plan"):
+                if done is None:
+                    continue
+                probes.extend(done[0])
+                group_extents = done[1]
+                for ext in group_extents:
+                    ext.order = len(extents)
+                    extents.append(ext)
+            if not extents:
+                return []
+            data_bytes = sum(e.end - e.start for e in extents)
+            open_cost = options.open_cost_in_bytes
+            max_split = max_split_bytes(options, data_bytes + open_cost * len(extents))
+            bins = splits_for(extents, max_split, open_cost, limit)
+            want = options.min_partitions
+            if want is not None and len(bins) < want:
+                # best effort below the open-cost floor; a batch is never split
+                # shrink proportionally, halving when that stalls (big batches cannot be cut)
+                best = bins
+                stalled = False
+                for _ in range(12):
+                    if len(best) >= want or max_split <= 1:
+                        break
+                    step = max_split * len(bins) // want
+                    if stalled:
+                        step = max_split // 2
+                    max_split = max(1, min(data_bytes // want, step, max_split * 9 // 10))
+                    bins = splits_for(extents, max_split, open_cost, limit)
+                    stalled = len(bins) <= len(best)
+                    if not stalled:
+                        best = bins
+                bins = best
+            if options.in_order:
+                bins = [[piece] for piece in sorted(p for b in bins for p in b)]
     finally:
         for p in probes:
             p.close()
+        warm.close()
     splits = [Split(i, ranges_of(b)) for i, b in enumerate(bins)]
     log.info(
         "planned %d splits over %d byte ranges (%d bytes) from %d segment files",

@@ -17,6 +17,7 @@ from ..planning.splits import NO_LIMIT, SegmentRange, Split
 from ..stats import ReadStats
 from . import tuning as knobs
 from .parallel import ordered_batches
+from .prefetch import range_prefetch
 from .range_reader import RangeReader
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -29,10 +30,12 @@ def read_range(
     projection: Projection,
     stats: ReadStats | None = None,
     tuning: Tuning | None = None,
+    opener: Any = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode one segment byte range into record batches of ``projection``'s schema
-    (``tuning``: window size and fast paths, for tests and benchmarks)."""
-    return iter(RangeReader(rng, options, projection, stats, tuning or DEFAULT_TUNING))
+    (``tuning``: window size and fast paths, for tests and benchmarks; ``opener``: a function
+    that opens the range's file, for sources opened ahead)."""
+    return iter(RangeReader(rng, options, projection, stats, tuning or DEFAULT_TUNING, opener))
 
 
 def read_split(
@@ -42,9 +45,16 @@ def read_split(
     stats: ReadStats | None = None,
     tuning: Tuning | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Decode every range of a split, in order."""
-    for rng in split.ranges:
-        yield from read_range(rng, options, projection, stats, tuning)
+    """Decode every range of a split, in order; the next remote ranges are fetched while one
+    decodes (:mod:`.prefetch`, ``remoteConcurrency`` requests in flight at most)."""
+    ahead = range_prefetch(list(split.ranges), options.store)
+    opener = ahead.open if ahead is not None else None
+    try:
+        for rng in split.ranges:
+            yield from read_range(rng, options, projection, stats, tuning, opener)
+    finally:
+        if ahead is not None:
+            ahead.close()
 
 
 def available_cores() -> int:
@@ -114,11 +124,17 @@ def _ordered_batches(
     """Decode ``ranges`` (on ``threads`` threads) in order; the stats summary logged if
     anything was skipped."""
     st = stats if stats is not None else ReadStats()
+    ahead = range_prefetch(ranges, opts.store)
+    opener = ahead.open if ahead is not None else None
 
     def decode(rng: SegmentRange, range_stats: ReadStats) -> Iterator[pa.RecordBatch]:
-        return read_range(rng, opts, projection, range_stats, tuning)
+        return read_range(rng, opts, projection, range_stats, tuning, opener)
 
-    yield from ordered_batches(ranges, decode, st, threads, knobs.AHEAD_BYTES)
+    try:
+        yield from ordered_batches(ranges, decode, st, threads, knobs.AHEAD_BYTES)
+    finally:
+        if ahead is not None:
+            ahead.close()
     if st.skipped:
         log.warning("kafkalog: %s", st.summary())
 

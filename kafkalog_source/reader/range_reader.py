@@ -4,7 +4,7 @@ buffer, ``scan_window`` over it) and handed batch by batch to the format paths."
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -69,8 +69,12 @@ class RangeReader(
         projection: Projection,
         stats: ReadStats | None = None,
         tuning: Tuning = DEFAULT_TUNING,
+        opener: Callable[[SegmentRange], ByteSource] | None = None,
     ) -> None:
+        """``opener`` opens the range's file (default: :func:`~..layout.files.open_source`; a
+        read of many remote ranges passes sources opened ahead, see :mod:`.prefetch`)."""
         self.rng = rng
+        self._opener = opener
         self.opts = options
         self.tuning = tuning
         self.projection = projection
@@ -127,7 +131,10 @@ class RangeReader(
         if rng.missing:
             self._report_missing(rng.missing, logged=True)
         try:
-            src = open_source(rng.path, self.opts.store)
+            if self._opener is not None:
+                src = self._opener(rng)
+            else:
+                src = open_source(rng.path, self.opts.store)
         except FileNotFoundError:
             if self.opts.ignore_missing_files:
                 self._skip_missing_file()

@@ -354,7 +354,8 @@ class StreamSource:
         self.available = {k: p.end for k, p in logs.items()}
         self._check_prints(start, prints or {}, logs)
         start = self._checked_start(start, logs)
-        self._check_cut_ends(start, logs)
+        with using_store(self.options.store):  # its index and checkpoint reads: the read's store
+            self._check_cut_ends(start, logs)
         avail: Offsets = {}
         for key, p in logs.items():
             end = p.end

@@ -13,16 +13,24 @@ picks the implementation from the path:
   decoder, and never past the range being read; failed requests are retried with backoff.
 
 A source counts what it does (``bytes_read``, ``requests``): a remote store bills per request.
+
+Many small files are read as fast as requests are kept in flight (:mod:`.fanout`): a source can
+fetch ranges ahead of their use (:meth:`ByteSource.prefetch`, then served from memory), and a
+:class:`WarmSources` opens the files a plan will read ahead of time, on a bounded pool, then
+hands them to :func:`open_stored` while it is active.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -30,6 +38,7 @@ from ..errors import AccessDeniedError, FileChangedError, StorageError
 from ..options import STORE_OF_SCHEME, StoreOptions
 from ..redact import redact_uri, scrub
 from .failures import access_denied, describe, store_errors, transient
+from .fanout import bounded_map, current_limiter
 from .filesystems import (
     Location,
     current_store,
@@ -70,6 +79,11 @@ class ByteSource(ABC):
 
     def will_need(self, pos: int, n: int) -> None:
         """Hint that ``[pos, pos + n)`` will be read soon (a no-op where nothing can be done)."""
+        return None
+
+    def prefetch(self, pos: int, n: int) -> None:
+        """Fetch ``[pos, pos + n)`` now, to serve later reads inside it from memory (a no-op where
+        reads cost no request); raises what the read raises."""
         return None
 
     def sequential(self, start: int = 0, end: int | None = None) -> None:
@@ -248,6 +262,9 @@ class RemoteFileSource(ByteSource):
         self.location = location
         self.store = store or StoreOptions()
         self._shown = redact_uri(location.uri)
+        self._limiter = current_limiter()  # requests in flight, shared with other sources
+        self._pieces: list[tuple[int, bytes]] = []  # fetched ahead (prefetch), by position
+        self._pinned = False
         self._file = self._retrying(lambda: location.fs.open_input_file(location.path), 0, 0)
         super().__init__(location.uri, self._file.size())
         self._lock = threading.Lock()
@@ -262,7 +279,10 @@ class RemoteFileSource(ByteSource):
         attempt = 0
         while True:
             try:
-                return call()
+                if self._limiter is None:
+                    return call()
+                with self._limiter:  # one permit per request, never across a backoff
+                    return call()
             except FileNotFoundError:
                 raise
             except store_errors() as exc:
@@ -313,11 +333,28 @@ class RemoteFileSource(ByteSource):
             _totals[0] += nbytes
             _totals[1] += 1
 
+    def prefetch(self, pos: int, n: int) -> None:
+        """See :meth:`ByteSource.prefetch` (one ranged request; the bytes are kept until the
+        source is closed, or read past by a sequential read)."""
+        n = max(0, min(n, self.size - pos))
+        if n and self._piece_at(pos, n) is None:
+            self._pieces.append((pos, self._fetch(pos, n)))
+
+    def _piece_at(self, pos: int, n: int = 1) -> tuple[int, bytes] | None:
+        """The prefetched piece holding ``[pos, pos + n)``, if any."""
+        for start, data in self._pieces:
+            if start <= pos and pos + n <= start + len(data):
+                return start, data
+        return None
+
     def read(self, pos: int, n: int) -> bytes:
         """See :meth:`ByteSource.read` (one ranged request, or the read-ahead blocks)."""
         n = max(0, min(n, self.size - pos))
         if n == 0:
             return b""
+        piece = self._piece_at(pos, n)
+        if piece is not None:
+            return piece[1][pos - piece[0] : pos - piece[0] + n]
         if self._seq_end is not None:
             buf = bytearray(n)
             got = self.read_into(pos, buf)
@@ -330,13 +367,26 @@ class RemoteFileSource(ByteSource):
         want = min(len(view), max(0, self.size - pos))
         if want == 0:
             return 0
-        if self._seq_end is None:
-            data = self._fetch(pos, want)
+        piece = self._piece_at(pos, want)
+        if self._seq_end is None or piece is not None:
+            if piece is not None:
+                data = piece[1][pos - piece[0] : pos - piece[0] + want]
+            else:
+                data = self._fetch(pos, want)
             view[: len(data)] = data
             return len(data)
         got = 0
         while got < want:
             p = pos + got
+            if self._pieces:  # prefetched bytes first; those read past are dropped
+                self._pieces = [(s, d) for s, d in self._pieces if s + len(d) > p]
+                piece = self._piece_at(p)
+                if piece is not None:
+                    off = p - piece[0]
+                    take = min(want - got, len(piece[1]) - off)
+                    view[got : got + take] = piece[1][off : off + take]
+                    got += take
+                    continue
             if p >= self._seq_end:  # past the hinted range: exactly what is asked, no read-ahead
                 data = self._fetch(p, want - got)
                 view[got : got + len(data)] = data
@@ -389,25 +439,135 @@ class RemoteFileSource(ByteSource):
             return -1
 
     def close(self) -> None:
-        """Drop the read-ahead blocks and close the file."""
+        """Drop the read-ahead blocks and close the file (a pinned source stays open and keeps
+        its prefetched bytes: see :class:`WarmSources`)."""
         for _, _, fut in self._blocks:
             fut.cancel()
         self._blocks.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        self._seq_end = None
+        if self._pinned:
+            return
+        self._pieces = []
         try:
             self._file.close()
         except OSError:
             pass
 
+    def pin(self, pinned: bool = True) -> None:
+        """While pinned, :meth:`close` keeps the file open and its prefetched bytes (one source
+        handed to several readers in turn)."""
+        self._pinned = pinned
+
 
 def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
-    """The object or file at ``path`` as it is stored (no tiered-storage decoding)."""
+    """The object or file at ``path`` as it is stored (no tiered-storage decoding); inside an
+    active :class:`WarmSources` that warmed ``path``, its source (or what opening it raised)."""
+    warm = _warm.get()
+    if warm is not None:
+        found = warm.get(path)
+        if found is not None:
+            return found
     store = store or current_store()
     if is_remote(path):
         return RemoteFileSource(resolve(path, store), store)
     return LocalFileSource(local_path(path))
+
+
+Wanted = Callable[[int], list[tuple[int, int]]]  # a file's size → the (pos, n) ranges to fetch
+
+
+def _close_found(found: tuple[str, ByteSource | BaseException]) -> None:
+    """Close a source warmed and not kept."""
+    src = found[1]
+    if isinstance(src, RemoteFileSource):
+        src.pin(False)
+    if isinstance(src, ByteSource):
+        src.close()
+
+
+_warm: contextvars.ContextVar[WarmSources | None] = contextvars.ContextVar(
+    "kafkalog_warm_sources", default=None
+)
+
+
+class WarmSources:
+    """Remote files opened ahead of their use, some of their bytes fetched, on a bounded pool
+    (:meth:`warm`); while :meth:`active`, :func:`open_stored` hands out the same source for a
+    warmed path each time (closing it keeps it open: it is pinned), or raises what opening or
+    fetching it raised (``FileNotFoundError`` for a file that does not exist, a
+    :class:`StorageError` naming the file). :meth:`close` closes them all.
+
+    For a plan: the probes, index files and checkpoints of many segments are fetched with
+    requests in flight, and the planner's sequential logic then reads them from memory."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, ByteSource | BaseException] = {}
+        self._lock = threading.Lock()
+
+    def warm(self, files: list[tuple[str, Wanted]], limit: int) -> None:
+        """Open each remote ``(path, wanted)`` not warmed yet and fetch ``wanted(size)`` of it,
+        ``limit`` at a time. The first failure other than a missing file ends the warming (the
+        requests under way end, each after its own retries): it is raised where its file is
+        read, and a store that fails is not asked again for every other file."""
+        with self._lock:
+            todo = [(p, w) for p, w in dict(files).items() if is_remote(p) and p not in self._found]
+        results = bounded_map(self._open, todo, limit, _close_found, "kafkalog-warm")
+        try:
+            for path, got in results:
+                with self._lock:
+                    self._found[path] = got
+                if isinstance(got, BaseException) and not isinstance(got, FileNotFoundError):
+                    break
+        finally:
+            results.close()
+
+    def _open(self, item: tuple[str, Wanted]) -> tuple[str, ByteSource | BaseException]:
+        path, wanted = item
+        try:
+            src = open_stored(path)
+        except Exception as exc:  # noqa: BLE001 - raised again where the file is opened
+            return path, exc
+        try:
+            for pos, n in wanted(src.size):
+                src.prefetch(pos, n)
+        except Exception as exc:  # noqa: BLE001
+            src.close()
+            return path, exc
+        if isinstance(src, RemoteFileSource):
+            src.pin()
+        return path, src
+
+    def get(self, path: str) -> ByteSource | None:
+        """The warmed source of ``path`` (None when it was not warmed); raises what opening it
+        raised."""
+        with self._lock:
+            found = self._found.get(path)
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[WarmSources]:
+        """Within the block (and the threads it starts with :mod:`.fanout`), :func:`open_stored`
+        hands out the warmed sources."""
+        token = _warm.set(self)
+        try:
+            yield self
+        finally:
+            _warm.reset(token)
+
+    def close(self) -> None:
+        """Close every warmed source."""
+        with self._lock:
+            found, self._found = self._found, {}
+        for src in found.values():
+            if isinstance(src, RemoteFileSource):
+                src.pin(False)
+            if isinstance(src, ByteSource):
+                src.close()
 
 
 def file_stat(path: str, store: StoreOptions | None = None) -> tuple[int, int, str] | None:
@@ -443,6 +603,7 @@ __all__ = [
     "ByteSource",
     "LocalFileSource",
     "RemoteFileSource",
+    "WarmSources",
     "as_source",
     "file_stat",
     "local_access_denied",
