@@ -577,10 +577,9 @@ class StreamSource:
             home = parent_directory(last.path)
             probe = SegmentProbe(last, not is_remote(last.path) or self.options.remote_header_walk)
             try:
-                with using_store(self.options.store):  # a remote archive's own store options
-                    cut = last_segment_cut(
-                        key, probe, read_log_dir_checkpoints(parent_directory(home)), w.end
-                    )
+                cut = last_segment_cut(
+                    key, probe, read_log_dir_checkpoints(parent_directory(home)), w.end
+                )
             finally:
                 probe.close()
             if cut is not None and version_of(last) != w.version:
