@@ -570,7 +570,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "A batch whose checksum does not match is corrupt and goes through `mode`. `false` reads "
         "segments whose checksums are known to be wrong, such as the control batches that "
         "librdkafka's mock cluster writes with CRC 0 (see "
-        "[Transactions](../guides/transactions.md#edge-cases)).",
+        "[Transactions](../guides/transactions.md)).",
     ),
     OptionSpec(
         "includeHeaders",

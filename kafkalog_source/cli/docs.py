@@ -189,6 +189,12 @@ def schema_reference() -> str:
         "",
         *_column_rows(raw.KAFKA_COLUMNS, raw_type, raw.COLUMN_DOCS),
         "",
+        "Timestamps follow Kafka's rules. With LogAppendTime every v2 record takes its batch's "
+        "`maxTimestamp`. v1 inner messages take the wrapper's timestamp type, and its timestamp "
+        "when that type is LogAppendTime. When the delete-horizon bit is set, `baseTimestamp` "
+        "is the horizon and record timestamps are still `baseTimestamp + delta`. A millisecond "
+        "value that does not fit in microseconds becomes null.",
+        "",
         "## Metadata columns",
         "",
         "`includeMetadata=true` adds, after these:",
