@@ -140,3 +140,16 @@ def test_a_runnable_shell_example_runs(example: tuple[str, str], tmp_path: Path)
     )
     assert out.returncode == 0, f"{page}:\n{code}\n{out.stdout}\n{out.stderr}"
     assert "error" not in out.stderr.lower(), out.stderr
+
+
+def test_every_option_field_is_set_by_an_entry_of_the_table() -> None:
+    """A new ReadOptions or StoreOptions field needs an OPTION_SPECS entry (and so a reference
+    entry): the parser and the reference cannot part."""
+    import dataclasses
+
+    from kafkalog_source.options import ReadOptions, StoreOptions
+
+    set_by = {s.field for s in OPTION_SPECS} | {FS_OPTION.field}
+    fields = {f.name for f in dataclasses.fields(ReadOptions)} - {"paths", "given", "store"}
+    fields |= {f"store.{f.name}" for f in dataclasses.fields(StoreOptions)}
+    assert fields == set_by
