@@ -720,3 +720,52 @@ def test_real_last_segment_cut_at_a_random_byte(data: st.DataObject) -> None:
 
 def _last_log(part: Path) -> Path:
     return sorted(part.glob("[0-9]" * 20 + ".log"))[-1]
+
+
+def test_leader_epoch_checkpoint_names_a_cut_last_segment(tmp_path: Path) -> None:
+    """A partition's leader-epoch-checkpoint: the latest epoch began at the log's end offset
+    then, so a last segment that ends below that start was cut. With no index and no log
+    directory checkpoints, it is the only evidence; an epoch that began at the end (no batch
+    of it yet, as on a live broker) says nothing."""
+    part, segs = segmented(tmp_path, "magic2-none-0", parts=2)
+    log, base, chunk = segs[-1]
+    keep = chunk[: len(chunk) // 2]
+    log.write_bytes(log.read_bytes()[: keep[-1].position - chunk[0].position + len(keep[-1].data)])
+    log.with_suffix(".index").unlink(missing_ok=True)
+    log.with_suffix(".timeindex").unlink(missing_ok=True)
+    end = _last_offset(keep[-1]) + 1
+    whole_end = _last_offset(chunk[-1]) + 1
+    assert missing(read(str(part))[1]) == []  # nothing says more was written
+    (part / "leader-epoch-checkpoint").write_text(f"0\n2\n0 0\n3 {whole_end}\n")
+    got, stats = read(str(part))
+    assert got == offsets(segs[0][2]) + offsets(keep)
+    assert missing(stats) == [(end, whole_end - 1)]
+    reason = stats.events_of("missing offsets")[0].reason
+    assert f"leader-epoch-checkpoint (epoch 3 began at offset {whole_end})" in reason
+    with pytest.raises(DataLossError, match="leader-epoch-checkpoint"):
+        kl.read_table(str(part), failOnDataLoss=True)
+    (part / "leader-epoch-checkpoint").write_text(f"0\n2\n0 0\n3 {end}\n")
+    assert missing(read(str(part))[1]) == []
+    (part / "leader-epoch-checkpoint").write_text("not a checkpoint\n")
+    assert missing(read(str(part))[1]) == []
+
+
+def test_real_leader_epoch_checkpoints_agree_with_their_logs() -> None:
+    """In every real partition directory with a leader-epoch-checkpoint, the epochs start at or
+    below the log's end, except where the copy lost its last segment: there the log directory's
+    recovery point says so too (ArthurArutunyan's __consumer_offsets-19, whose active segment
+    was left out)."""
+    root = require_shared(BROKER_WRITTEN)
+    dirs = sorted({p.parent for p in root.rglob("leader-epoch-checkpoint")})
+    assert dirs
+    seen: list[str] = []
+    for d in dirs:
+        if not any(d.glob("*.log")):
+            continue
+        _, stats = read(str(d), mode="DROPMALFORMED")
+        reasons = [e.reason for e in stats.events_of("missing offsets")]
+        for r in reasons:
+            if "leader-epoch" in r:
+                assert "recovery-point-offset-checkpoint" in r, (d, r)
+                seen.append(d.name)
+    assert seen == ["__consumer_offsets-19"]

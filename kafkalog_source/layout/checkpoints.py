@@ -12,6 +12,10 @@ version line (``0``), a count line, then one ``topic partition offset`` line per
 * ``cleaner-offset-checkpoint``: how far the log cleaner has compacted the partition; gaps below it
   are compaction, not loss.
 
+Each partition directory also holds a ``leader-epoch-checkpoint`` (the same version and count
+lines, then ``epoch startOffset`` per line): the first offset each leader epoch wrote. An epoch's
+start offset is an offset the log held, so a start at or past the log's end means a cut copy.
+
 The files are hints written every few seconds, never a transaction with the segments: a copy can
 hold a checkpoint older or newer than its segments. Readers use them as evidence and say which
 file said what. A file that is missing, unreadable or malformed gives no evidence (logged at
@@ -32,6 +36,7 @@ REPLICATION = "replication-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
 CLEANER = "cleaner-offset-checkpoint"
 PARTITION_METADATA = "partition.metadata"
+LEADER_EPOCH = "leader-epoch-checkpoint"
 CHECKPOINT_FILES = (RECOVERY_POINT, REPLICATION, LOG_START, CLEANER)
 _MAX_CHECKPOINT_BYTES = 64 << 20  # a checkpoint of a million partitions is about 40 MiB
 
@@ -115,6 +120,39 @@ def read_log_dir_checkpoints(directory: str) -> LogDirCheckpoints:
     )
 
 
+def parse_leader_epochs(text: str) -> list[tuple[int, int]] | None:
+    """``(epoch, start offset)`` entries of a ``leader-epoch-checkpoint``'s text, or None when
+    it is not one (a version other than 0, a count that does not match, a malformed line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2 or lines[0] != "0" or not lines[1].isdigit():
+        return None
+    if len(lines) - 2 != int(lines[1]):
+        return None
+    out = []
+    for ln in lines[2:]:
+        parts = ln.split()
+        if len(parts) != 2:
+            return None
+        try:
+            out.append((int(parts[0]), int(parts[1])))
+        except ValueError:
+            return None
+    return out
+
+
+def read_leader_epochs(partition_directory: str) -> list[tuple[int, int]] | None:
+    """The ``leader-epoch-checkpoint`` entries of a partition directory; None without one (or
+    when it is malformed, which is logged)."""
+    path = join(partition_directory, LEADER_EPOCH)
+    text = _read_text(path, 1 << 20)
+    if text is None:
+        return None
+    parsed = parse_leader_epochs(text)
+    if parsed is None:
+        log.warning("%s: not a leader epoch checkpoint; ignoring it", path)
+    return parsed
+
+
 def read_topic_id(partition_directory: str) -> str | None:
     """The ``topic_id`` of a partition directory's ``partition.metadata``, or None."""
     text = _read_text(join(partition_directory, PARTITION_METADATA), 4096)
@@ -130,11 +168,14 @@ def read_topic_id(partition_directory: str) -> str | None:
 __all__ = [
     "CHECKPOINT_FILES",
     "CLEANER",
+    "LEADER_EPOCH",
     "LOG_START",
     "LogDirCheckpoints",
     "RECOVERY_POINT",
     "REPLICATION",
+    "parse_leader_epochs",
     "parse_offset_checkpoint",
+    "read_leader_epochs",
     "read_log_dir_checkpoints",
     "read_topic_id",
 ]

@@ -44,7 +44,16 @@ from dataclasses import dataclass, field
 
 from ..format.batch import PREFIX_SIZE
 from ..format.indexes import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE
-from ..layout.checkpoints import CLEANER, LOG_START, RECOVERY_POINT, REPLICATION, LogDirCheckpoints
+from ..layout.checkpoints import (
+    CLEANER,
+    LEADER_EPOCH,
+    LOG_START,
+    RECOVERY_POINT,
+    REPLICATION,
+    LogDirCheckpoints,
+    read_leader_epochs,
+)
+from ..layout.discovery import parent_directory
 from ..layout.indexes import first_entry_written, sibling_path
 from .logview import segment_walk
 from .probe import SegmentProbe
@@ -123,14 +132,16 @@ def _claims_past_end(
     key: tuple[str, int] | None, last: SegmentProbe, ckpt: LogDirCheckpoints | None
 ) -> Callable[[int], list[tuple[int, str]]] | None:
     """What says the log went on past its last segment: None when nothing can (no index
-    entries and no recovery point or high watermark for the partition), else a function of the
-    log's end giving (last offset claimed, who claims it) for each claim past it."""
-    marks = []
+    entries, no recovery point or high watermark for the partition, no leader epoch), else a
+    function of the log's end giving (last offset claimed, who claims it) for each claim past
+    it. A leader epoch's start offset is the log's end offset when that epoch began (Kafka
+    assigns it on becoming leader), so the offsets below it existed."""
+    marks = []  # (next offset the log had reached, who says so)
     if ckpt is not None and key is not None:
         for name, table in ((RECOVERY_POINT, ckpt.recovery_point), (REPLICATION, ckpt.replication)):
             v = table.get(key)
             if v is not None:
-                marks.append((name, v))
+                marks.append((v, f"{name} ({v})"))
     if last.seg.size:
         indexed = bool(len(last.index_entries()[0]) or len(last.time_index()[1]))
     else:  # an empty last segment: its indexes are read whole only when their first entry is
@@ -142,15 +153,26 @@ def _claims_past_end(
             first_entry_written(sibling_path(last.path, ".timeindex"), TIME_INDEX_DTYPE)
             and bool(len(last.time_index()[1]))
         )
+    epochs = read_leader_epochs(parent_directory(last.path)) if key is not None else None
+    if epochs:
+        # the latest epoch began at the log's end offset then: every offset below it existed
+        epoch, start = max(epochs, key=lambda e: e[1])
+        marks.append(
+            (start, f"the partition's {LEADER_EPOCH} (epoch {epoch} began at offset {start})")
+        )
     if not marks and not indexed:
         return None
 
     def claims(end: int) -> list[tuple[int, str]]:
         out = _indexed_past(last, end) if indexed else []
-        out += [(v - 1, f"{name} ({v})") for name, v in marks if v > end]
+        out += [(v - 1, who) for v, who in marks if v > end]
         return out
 
     return claims
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else items[0]
 
 
 def last_segment_cut(
@@ -160,7 +182,8 @@ def last_segment_cut(
     end: int | None = None,
 ) -> MissingOffsets | None:
     """The offsets past the end of a partition's last segment that its ``.index``,
-    ``.timeindex`` or the log directory's recovery point or high watermark say the log held;
+    ``.timeindex``, the log directory's recovery point or high watermark, or the partition's
+    leader epochs say the log held;
     None when nothing says so (or the end cannot be told cheaply). ``end`` is the offset after
     the segment's last complete batch when the caller knows it (else it is walked for, only
     when something could speak)."""
@@ -175,20 +198,20 @@ def last_segment_cut(
     topic, part = key if key is not None else (None, None)
     hi = max(o for o, _ in said)
     whom = [w for _, w in said]
-    listed = ", ".join(whom[:-1]) + " and " + whom[-1] if len(whom) > 1 else whom[0]
-    if (
-        ckpt is not None
-        and key is not None
-        and any(n in listed for n in (RECOVERY_POINT, REPLICATION))
-    ):
-        listed += f" in {ckpt.directory}"
+    # the log directory's checkpoints named together, with where they are
+    in_dir = [w for w in whom if w.startswith((RECOVERY_POINT, REPLICATION))]
+    if in_dir and ckpt is not None:
+        at = whom.index(in_dir[0])
+        whom = [w for w in whom if w not in in_dir]
+        whom.insert(at, f"{_listed(in_dir)} in {ckpt.directory}")
+    listed = _listed(whom)
     return MissingOffsets(
         topic,
         part,
         end,
         hi,
         f"{_name(last.path)}, the last segment, ends at offset {end - 1}, but {listed} "
-        f"say{'s' if len(whom) == 1 else ''} the log went on to offset {hi} (the last "
+        f"say{'s' if len(said) == 1 else ''} the log went on to offset {hi} (the last "
         "segment was cut short, or later segment files are missing from the copy)",
         last.path,
     )
