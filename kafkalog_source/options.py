@@ -747,7 +747,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "`true` fails the read (`DataLossError`) when offsets are missing.",
         "Missing offsets: offsets the partition's own evidence says it held (an empty or cut "
         "segment, `.index`/`.timeindex` entries past the end of the last segment, the log "
-        f"directory's checkpoints; see {_COMPLETE}), a segment file missing between two "
+        "directory's checkpoints, the partition's `leader-epoch-checkpoint`; see "
+        f"{_COMPLETE}), a segment file missing between two "
         "others, and a gap between consecutive batches of a segment. Gaps that `offsetGaps` "
         "calls compaction never fail. With `false` missing offsets are read around and "
         "reported: a warning, `ReadStats.missing_offsets`, the CLI's summary line and Spark's "
