@@ -10,7 +10,7 @@ The Arrow API needs no Spark::
     frame = kl.read_pandas("/archive/kafka-logs/orders-0")  # needs pip install 'kafkalog[pandas]'
 
 With PySpark installed, ``spark.read.format("kafkalog").load(path)`` reads the same data with the
-same options (see the README's option table).
+same options (see docs/reference/options.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,16 @@ class KafkaLogError(Exception):
 
 
 class OptionError(KafkaLogError, ValueError):
-    """An unknown option, or an option with a malformed value."""
+    """An unknown option, or an option with a malformed value.
+
+    ``doc`` names where the reference documents the option (``docs/reference/options.md#...``,
+    see :func:`kafkalog_source.options.doc_ref`); the message ends with "(see DOC)"."""
+
+    def __init__(self, message: str = "", doc: str | None = None) -> None:
+        self.doc = doc
+        if doc and f"(see {doc})" not in message:
+            message = f"{message} (see {doc})"
+        super().__init__(message)
 
 
 class PathError(KafkaLogError, FileNotFoundError):

@@ -506,55 +506,480 @@ def _timestamp_bound(name: str, v: Any, minimum: int | None = None) -> int:
     return _int(name, math.ceil(_timestamp_ms(name, v)), minimum)
 
 
-# Spark option name (case-insensitive) -> (field name, parser)
-_PARSERS: dict[str, tuple[str, Any]] = {
-    "verifyChecksums": ("verify_checksums", _bool),
-    "includeHeaders": ("include_headers", _bool),
-    "includeMetadata": ("include_metadata", _bool),
-    "includeControlRecords": ("include_control_records", _bool),
-    "maxBatchBytes": ("max_batch_bytes", _max_batch_bytes),
-    "recordsPerBatch": ("records_per_batch", lambda n, v: _int(n, v, 1)),
-    "mode": ("mode", lambda n, v: _choice(n, v, MODES, True)),
-    "compiledCodecs": ("compiled_codecs", _bool),
-    "decode": ("decode", lambda n, v: _choice(n, v, DECODES, False)),
-    "isolationLevel": ("isolation_level", lambda n, v: _choice(n, v, ISOLATION_LEVELS, False)),
-    "kafka.isolation.level": (
+OPTIONS_DOC = "docs/reference/options.md"
+# where an option applies: a batch read (spark.read), a stream (spark.readStream), the Arrow API
+# (read_table, iter_batches, open_reader); the CLI's subcommands are listed by the generator
+# (kafkalog_source/cli/docs.py) from each subcommand's own list of the options it takes
+BATCH, STREAM, ARROW = "batch", "stream", "arrow"
+EVERYWHERE = (BATCH, STREAM, ARROW)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One reader option: how it is parsed and what it means. :data:`OPTION_SPECS` is the one
+    table that :func:`parse_options` parses with and that ``docs/reference/options.md`` is
+    generated from (``python -m kafkalog_source.cli.docs``)."""
+
+    name: str  # the canonical (camelCase) name; names are case-insensitive
+    field: str  # the ReadOptions field it sets ("store.x": StoreOptions.x)
+    parser: Any  # parser(name, value) -> the typed value; raises OptionError
+    type: str  # what a value looks like, for the reference
+    summary: str  # one line
+    doc: str = ""  # a paragraph (Markdown)
+    applies: tuple[str, ...] = EVERYWHERE
+    aliases: tuple[str, ...] = ()  # other names of the same option
+    default_note: str = ""  # where the default differs (streams, the Arrow API)
+
+    @property
+    def anchor(self) -> str:
+        """The option's anchor in the reference (its heading's, as a code host slugs it)."""
+        return doc_anchor(self.name)
+
+
+def doc_anchor(heading: str) -> str:
+    """The anchor a code host (GitHub's rule) gives a Markdown heading: lower case, everything
+    but letters, digits, spaces, ``-`` and ``_`` dropped, spaces as ``-``."""
+    return re.sub(r"[^a-z0-9 _-]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def doc_ref(name: str | None = None) -> str:
+    """Where the reference documents option ``name`` (any spelling or alias; ``fs.*`` store
+    options share one entry); the reference page itself for None or an unknown name."""
+    if name is None:
+        return OPTIONS_DOC
+    if name.lower().startswith("fs."):
+        return f"{OPTIONS_DOC}#{FS_OPTION.anchor}"
+    spec = SPEC_OF.get(name.lower())
+    return f"{OPTIONS_DOC}#{spec.anchor}" if spec else OPTIONS_DOC
+
+
+def _choices(values: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(f"`{v}`" for v in values)
+
+
+_TIME = "epoch milliseconds, or an ISO-8601 date or time (UTC when no zone is given)"
+_SIZE = "bytes: an integer, or with a `k`, `m` or `g` suffix"
+_COMPLETE = "[Complete or loud](../guides/bad-data.md#complete-or-loud-what-a-read-says-is-missing)"
+
+OPTION_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "verifyChecksums",
+        "verify_checksums",
+        _bool,
+        "boolean",
+        "Check every v2 batch's CRC-32C and every v0/v1 message's CRC-32 (inner messages "
+        "included).",
+        "A batch whose checksum does not match is corrupt and goes through `mode`. `false` reads "
+        "segments whose checksums are known to be wrong, such as the control batches that "
+        "librdkafka's mock cluster writes with CRC 0 (see "
+        "[Transactions](../guides/transactions.md)).",
+    ),
+    OptionSpec(
+        "includeHeaders",
+        "include_headers",
+        _bool,
+        "boolean",
+        "Include the `headers` column.",
+        "`false` drops the column, and the decoder never copies header data. Keep it in a "
+        "`PERMISSIVE` read: the `kafkalog.error` header is what marks a row made of a "
+        "malformed batch.",
+    ),
+    OptionSpec(
+        "includeMetadata",
+        "include_metadata",
+        _bool,
+        "boolean",
+        "Add the producer, batch and file columns.",
+        "`producerId`, `producerEpoch`, `sequence`, `isTransactional`, "
+        "`partitionLeaderEpoch`, `magic`, `codec`, `segmentPath`, `batchPosition`, "
+        "`segmentBaseOffset`: see the [schema](schema.md#metadata-columns).",
+    ),
+    OptionSpec(
+        "includeControlRecords",
+        "include_control_records",
+        _bool,
+        "boolean",
+        "Return control records, with the `control` column.",
+        "Control records (transaction markers, KRaft control records) come back as rows with "
+        "null key and value and a `control` struct (`type`, `version`, `coordinatorEpoch`); "
+        "`control` is null for data rows. Under `read_committed` the markers of aborted "
+        "transactions are still returned; only data is filtered. With `decode`, transaction "
+        "markers are rows (`AbortMarker`, `CommitMarker`) only with this option.",
+    ),
+    OptionSpec(
+        "isolationLevel",
         "isolation_level",
         lambda n, v: _choice(n, v, ISOLATION_LEVELS, False),
+        _choices(ISOLATION_LEVELS),
+        "`read_committed` drops aborted and undecided transactions.",
+        "`read_uncommitted` returns every data record, including aborted and still-open "
+        "transactions. `read_committed` returns what a Kafka `read_committed` consumer would "
+        "see, with *undecided* transactions (no marker in the data) excluded as well; see "
+        "[Transactions](../guides/transactions.md). Spark's Kafka-source name "
+        "`kafka.isolation.level` is the same option.",
+        aliases=("kafka.isolation.level",),
     ),
-    "startingOffsets": ("starting_offsets", lambda n, v: _offsets(n, v, "earliest")),
-    "endingOffsets": ("ending_offsets", lambda n, v: _offsets(n, v, "latest")),
-    "startingTimestamp": ("starting_timestamp", lambda n, v: _timestamp_bound(n, v, 0)),
-    "endingTimestamp": ("ending_timestamp", lambda n, v: _timestamp_bound(n, v, 0)),
-    "startingOffsetsByTimestamp": (
+    OptionSpec(
+        "mode",
+        "mode",
+        lambda n, v: _choice(n, v, MODES, True),
+        _choices(MODES),
+        "What a corrupt batch does: fail the read, be skipped, or become one row.",
+        "`FAILFAST` raises with the file, byte, base offset and reason; `DROPMALFORMED` skips "
+        "the batch, logs and counts it; `PERMISSIVE` returns it as one row marked by a "
+        "`kafkalog.error` header. With `decode`, a record that does not decode goes through "
+        "`mode` too. See [Bad data, modes and what is skipped](../guides/bad-data.md).",
+    ),
+    OptionSpec(
+        "decode",
+        "decode",
+        lambda n, v: _choice(n, v, DECODES, False),
+        _choices(DECODES),
+        "Read Kafka's internal topics as typed tables.",
+        "`raw` is the [schema](schema.md) of every topic. `consumer_offsets`, "
+        "`transaction_state`, `cluster_metadata`, `remote_log_metadata` and "
+        "`share_group_state` decode that internal topic's records into typed columns; `auto` "
+        "chooses by topic name (other topics raw), with one schema for all. Batch reads only: "
+        "`readStream` refuses it. See [Kafka's internal topics](../guides/internal-topics.md) "
+        "and [their schemas](schema.md#decode-interpretations).",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "compiledCodecs",
+        "compiled_codecs",
+        _bool,
+        "boolean",
+        "`false` decompresses every lz4 and snappy payload with liblz4 and cramjam.",
+        "By default kafkalog's compiled decoders decompress lz4 and snappy batches. `false` "
+        "uses the libraries instead (slower): an off switch while a decoder bug is "
+        "investigated. `KAFKALOG_LIBRARY_CODECS=1` in the environment of the processes that "
+        "decode (the executors: `spark.executorEnv.KAFKALOG_LIBRARY_CODECS=1`) does the same "
+        "for every read.",
+    ),
+    OptionSpec(
+        "maxBatchBytes",
+        "max_batch_bytes",
+        _max_batch_bytes,
+        _SIZE + ", at most `1g`",
+        "The largest batch (or v0/v1 message), as stored and once decompressed, that is accepted.",
+        "A cap that makes decompression bombs fail cleanly. A larger batch is a malformed "
+        "batch, which `mode` handles (it is never read, so a `PERMISSIVE` row for it has an "
+        "empty `value`). At most `1g`: Arrow's `binary` columns (the type Spark takes) hold "
+        "under 2 GiB per record batch.",
+    ),
+    OptionSpec(
+        "recordsPerBatch",
+        "records_per_batch",
+        lambda n, v: _int(n, v, 1),
+        "integer ≥ 1",
+        "Rows per Arrow record batch handed on.",
+        "A record batch is cut at the first Kafka batch boundary at or after this many rows, "
+        "or at 16 MiB of key, value and header data (a Kafka batch, or a legacy compressed "
+        "wrapper, is never split across two).",
+    ),
+    OptionSpec(
+        "startingOffsets",
+        "starting_offsets",
+        lambda n, v: _offsets(n, v, "earliest"),
+        '`earliest`, `latest` (streams), or JSON `{"topic":{"0":23}}`',
+        "Where to start, per partition; inclusive.",
+        '`earliest`, or JSON `{"topic":{"0":23,"1":-2}}` (-2 = earliest). Streams also take '
+        "`latest` (and -1); a batch read refuses them. A stream uses it on its first run only; "
+        "later runs resume from the checkpoint. Only one starting rule may be set "
+        "(`startingOffsets`, `startingTimestamp` or `startingOffsetsByTimestamp`). Offset "
+        "bounds use the file names and the `.index`.",
+    ),
+    OptionSpec(
+        "endingOffsets",
+        "ending_offsets",
+        lambda n, v: _offsets(n, v, "latest"),
+        '`latest`, or JSON `{"topic":{"0":50}}`',
+        "Where to stop, per partition; exclusive.",
+        '`latest`, or JSON `{"topic":{"0":50,"1":-1}}` (-1 = latest). Only one ending rule '
+        "may be set. Batch reads only: a stream refuses it (its end is what each trigger "
+        "finds, as in Spark's Kafka source; use `Trigger.AvailableNow` to stop at what is "
+        "there).",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "startingTimestamp",
+        "starting_timestamp",
+        lambda n, v: _timestamp_bound(n, v, 0),
+        _TIME,
+        "Start every partition at the earliest offset whose timestamp is ≥ this time.",
+        "Kafka's `offsetsForTimes`: everything after that offset is returned. Epoch "
+        "milliseconds, or an ISO-8601 date or time as `modifiedBefore` takes it "
+        "(`2023-11-15`, `2023-11-15T22:00:00Z`, `2023-11-15T23:00:00+01:00`); a time without "
+        "a zone is UTC, and finer than a millisecond is rounded up to the next one. Timestamp "
+        "bounds use the `.timeindex` and batch `maxTimestamp` to skip whole segments and "
+        "batches without decompressing them.",
+    ),
+    OptionSpec(
+        "endingTimestamp",
+        "ending_timestamp",
+        lambda n, v: _timestamp_bound(n, v, 0),
+        _TIME,
+        "Stop every partition before the earliest offset whose timestamp is ≥ this time.",
+        "A time, as `startingTimestamp` takes it. Batch reads only: a stream refuses it.",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "startingOffsetsByTimestamp",
         "starting_offsets_by_timestamp",
         lambda n, v: _partition_json(n, v, False, value=_timestamp_bound),
+        'JSON `{"topic":{"0":1700000000000,"1":"2023-11-15T22:00:00Z"}}`',
+        "`startingTimestamp` per partition.",
+        "Each value is a time as `startingTimestamp` takes it.",
     ),
-    "endingOffsetsByTimestamp": (
+    OptionSpec(
+        "endingOffsetsByTimestamp",
         "ending_offsets_by_timestamp",
         lambda n, v: _partition_json(n, v, False, value=_timestamp_bound),
+        'JSON `{"topic":{"0":1700000000000,"1":"2023-11-15T22:00:00Z"}}`',
+        "`endingTimestamp` per partition.",
+        "Each value is a time as `startingTimestamp` takes it. Batch reads only: a stream "
+        "refuses it.",
+        applies=(BATCH, ARROW),
     ),
-    "failOnDataLoss": ("fail_on_data_loss", _bool),
-    "offsetGaps": ("offset_gaps", lambda n, v: _choice(n, v, OFFSET_GAPS, False)),
-    "replicas": ("replicas", lambda n, v: _choice(n, v, REPLICAS, False)),
-    "minPartitions": ("min_partitions", lambda n, v: _int(n, v, 1)),
-    "maxPartitionBytes": ("max_partition_bytes", _size),
-    "openCostInBytes": ("open_cost_in_bytes", lambda n, v: _size(n, v) if str(v) != "0" else 0),
-    "recursiveFileLookup": ("recursive_file_lookup", _bool),
-    "pathGlobFilter": ("path_glob_filter", lambda n, v: str(v)),
-    "modifiedBefore": ("modified_before", _timestamp_ms),
-    "modifiedAfter": ("modified_after", _timestamp_ms),
-    "ignoreMissingFiles": ("ignore_missing_files", _bool),
-    "ignoreCorruptFiles": ("ignore_corrupt_files", _bool),
-    "allowEmpty": ("allow_empty", _bool),
-    "readAheadBytes": ("store.read_ahead_bytes", _size),
-    "readAheadRequests": ("store.read_ahead_requests", lambda n, v: _int(n, v, 0)),
-    "remoteRetries": ("store.retries", lambda n, v: _int(n, v, 0)),
-    "remoteConcurrency": ("store.concurrency", lambda n, v: _int(n, v, 1)),
-    "remoteHeaderWalk": ("remote_header_walk", _bool),
-    "maxOffsetsPerTrigger": ("max_offsets_per_trigger", lambda n, v: _int(n, v, 1)),
-    "maxBytesPerTrigger": ("max_bytes_per_trigger", _size),
-    "maxFilesPerTrigger": ("max_files_per_trigger", lambda n, v: _int(n, v, 1)),
+    OptionSpec(
+        "failOnDataLoss",
+        "fail_on_data_loss",
+        _bool,
+        "boolean",
+        "`true` fails the read (`DataLossError`) when offsets are missing.",
+        "Missing offsets: offsets the partition's own evidence says it held (an empty or cut "
+        "segment, `.index`/`.timeindex` entries past the end of the last segment, the log "
+        "directory's checkpoints, the partition's `leader-epoch-checkpoint`; see "
+        f"{_COMPLETE}), a segment file missing between two "
+        "others, and a gap between consecutive batches of a segment. Gaps that `offsetGaps` "
+        "calls compaction never fail. With `false` missing offsets are read around and "
+        "reported: a warning, `ReadStats.missing_offsets`, the CLI's summary line and Spark's "
+        "task summary. Gaps between batches inside a segment are checked only with `true`. "
+        "For streams the default is `true` (see "
+        "[Scheduled ETL](../guides/streaming.md)).",
+        default_note="streams: `true`",
+    ),
+    OptionSpec(
+        "offsetGaps",
+        "offset_gaps",
+        lambda n, v: _choice(n, v, OFFSET_GAPS, False),
+        _choices(OFFSET_GAPS),
+        "How a gap between batches or segments is judged: compaction or loss.",
+        "`auto` calls gaps below the partition's entry in the log directory's "
+        "`cleaner-offset-checkpoint` compaction and every other gap loss; `compacted` calls "
+        "every such gap compaction (an archive of a compacted topic copied without its "
+        "checkpoint files); `loss` calls every gap loss. A cut last segment and offsets below "
+        "a recovery point or high watermark are loss under every rule.",
+    ),
+    OptionSpec(
+        "replicas",
+        "replicas",
+        lambda n, v: _choice(n, v, REPLICAS, False),
+        _choices(REPLICAS),
+        "What to do with the same topic-partition found in several directories.",
+        "Copies from several brokers: `error` refuses the read naming the directories (and "
+        "says when their `partition.metadata` topic ids differ: different topics of one "
+        "name); `separate` reads every copy as it is (each record once per copy); `merge` "
+        "reads each offset once from the copies that hold it (see [Recovering a partition "
+        "from several brokers' disks](../guides/bad-data.md#recovering-a-partition-from-"
+        "several-brokers-disks)).",
+    ),
+    OptionSpec(
+        "minPartitions",
+        "min_partitions",
+        lambda n, v: _int(n, v, 1),
+        "integer ≥ 1",
+        "Ask for at least this many Spark partitions (splits large segments further).",
+        "Streams: per micro-batch, default 2 (each at least `openCostInBytes`), so that a "
+        "small micro-batch still uses two cores. The Arrow API cuts its pieces further too.",
+        default_note="streams: 2",
+    ),
+    OptionSpec(
+        "maxPartitionBytes",
+        "max_partition_bytes",
+        _size,
+        _SIZE,
+        "Target bytes per Spark partition; large segments are split on batch boundaries.",
+        "The Arrow API, `query --engine duckdb` and `convert --engine arrow` cut pieces of "
+        "`16m` unless it is given (and on one thread do not cut segments at all unless it is "
+        "given).",
+        default_note="Arrow API: pieces of `16m`",
+    ),
+    OptionSpec(
+        "openCostInBytes",
+        "open_cost_in_bytes",
+        lambda n, v: _size(n, v) if str(v) != "0" else 0,
+        _SIZE,
+        "What each segment weighs when small segments are packed together.",
+        "As Spark's file sources: small segments are packed into one split up to "
+        "`maxPartitionBytes`, each counting at least this much.",
+    ),
+    OptionSpec(
+        "recursiveFileLookup",
+        "recursive_file_lookup",
+        _bool,
+        "boolean",
+        "Find segments in all subdirectories.",
+        "By default a path is a segment file, a partition directory or a log directory "
+        "holding partition directories.",
+    ),
+    OptionSpec(
+        "pathGlobFilter",
+        "path_glob_filter",
+        lambda n, v: str(v),
+        "a glob",
+        "Only files whose name matches this glob.",
+    ),
+    OptionSpec(
+        "modifiedBefore",
+        "modified_before",
+        _timestamp_ms,
+        _TIME,
+        "Only files modified before this time.",
+        "On object stores, the object's modification time.",
+    ),
+    OptionSpec(
+        "modifiedAfter",
+        "modified_after",
+        _timestamp_ms,
+        _TIME,
+        "Only files modified after this time.",
+        "Must be earlier than `modifiedBefore` when both are given.",
+    ),
+    OptionSpec(
+        "ignoreMissingFiles",
+        "ignore_missing_files",
+        _bool,
+        "boolean",
+        "A listed path that does not exist, or a file that disappears, is skipped and counted.",
+    ),
+    OptionSpec(
+        "ignoreCorruptFiles",
+        "ignore_corrupt_files",
+        _bool,
+        "boolean",
+        "Stop reading a corrupt file, keep its rows up to the damage, count it, and go on.",
+        "A large segment read in several splits (Spark) or pieces (the Arrow API, `query`, "
+        "`convert --engine arrow`) is stopped only in the one that meets the damage: the "
+        "others still return their rows, as with Spark's file sources. With `FAILFAST` it "
+        "ends the read of the file at a corrupt batch (counted in `corrupt_files`); with "
+        "`DROPMALFORMED` and `PERMISSIVE`, which skip the batch and read on, it changes "
+        "nothing there.",
+    ),
+    OptionSpec(
+        "allowEmpty",
+        "allow_empty",
+        _bool,
+        "boolean",
+        "`true` reads a path with no segment file as an empty result.",
+        "By default a read that finds no `.log` file at all (an empty directory, one with only "
+        "index files, filters that leave nothing, or only missing paths skipped by "
+        "`ignoreMissingFiles`) fails with a `PathError` naming the path, as Spark's file "
+        "sources fail on a path with nothing to read, so a mistyped path does not look like "
+        "an empty topic. An empty `.log` file is an empty topic and reads as 0 rows either "
+        "way. A stream always waits for segments to appear.",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "readAheadBytes",
+        "store.read_ahead_bytes",
+        _size,
+        _SIZE,
+        "Remote paths: bytes per ranged request of a sequential read.",
+        "Memory per split stays at `(readAheadRequests + 1) × readAheadBytes` on top of the "
+        "decoder's own. See [Remote storage](../guides/remote-storage.md).",
+    ),
+    OptionSpec(
+        "readAheadRequests",
+        "store.read_ahead_requests",
+        lambda n, v: _int(n, v, 0),
+        "integer ≥ 0",
+        "Remote paths: ranged requests in flight ahead of the decoder (`0`: none).",
+        "Fetching overlaps decoding, never past the split's end.",
+    ),
+    OptionSpec(
+        "remoteRetries",
+        "store.retries",
+        lambda n, v: _int(n, v, 0),
+        "integer ≥ 0",
+        "Remote paths: retries of a request that failed in a way a retry can fix.",
+        "A timeout, a dropped or refused connection, throttling or an HTTP 5xx is retried "
+        "with exponential backoff, after the store client's own retries, before the read "
+        "fails with a `StorageError`; other failures (access denied, a bad request) are not "
+        "retried.",
+    ),
+    OptionSpec(
+        "remoteConcurrency",
+        "store.concurrency",
+        lambda n, v: _int(n, v, 1),
+        "integer ≥ 1",
+        "Remote paths: requests in flight at most for many files at once.",
+        "Planning's reads of many segments (on the driver), and each read of several ranges (a "
+        "Spark task's split, an Arrow API read), which opens the next ranges and fetches their "
+        "first `readAheadBytes` while one decodes. Every request of the plan or the read counts, "
+        "read-ahead included. `1`: one request at a time. See [Remote "
+        "storage](../guides/remote-storage.md).",
+    ),
+    OptionSpec(
+        "remoteHeaderWalk",
+        "remote_header_walk",
+        _bool,
+        "boolean",
+        "Remote paths: walk the batch headers of a segment that has no usable `.index`.",
+        "To split it and find offset bounds; this reads the segment on the driver. By default "
+        "such a segment is one split, and offset bounds inside it are applied by the reader.",
+    ),
+    OptionSpec(
+        "maxOffsetsPerTrigger",
+        "max_offsets_per_trigger",
+        lambda n, v: _int(n, v, 1),
+        "integer ≥ 1",
+        "Streams: at most this many offsets per micro-batch.",
+        "Shared between partitions in proportion to their backlog, as Spark's Kafka source "
+        "does. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
+        "`maxFilesPerTrigger` may be set. Batch reads ignore it.",
+        applies=(STREAM,),
+    ),
+    OptionSpec(
+        "maxBytesPerTrigger",
+        "max_bytes_per_trigger",
+        _size,
+        _SIZE,
+        "Streams: at most this many segment bytes per micro-batch.",
+        "Estimated within a segment. Only one of the three limits may be set. Batch reads "
+        "ignore it.",
+        applies=(STREAM,),
+    ),
+    OptionSpec(
+        "maxFilesPerTrigger",
+        "max_files_per_trigger",
+        lambda n, v: _int(n, v, 1),
+        "integer ≥ 1",
+        "Streams: at most this many segment files touched per micro-batch.",
+        "Only one of the three limits may be set. Batch reads ignore it.",
+        applies=(STREAM,),
+    ),
+)
+
+# the fs.<store>.<argument> options: one entry in the reference, parsed by parse_fs_option
+FS_OPTION = OptionSpec(
+    "fs.<store>.<argument>",
+    "store.args",
+    parse_fs_option,
+    "as the store's filesystem constructor takes the argument",
+    "A filesystem constructor argument for remote paths.",
+    "Store `s3`, `gs`, `abfs`, `hdfs`, or an fsspec protocol: the argument is passed to that "
+    "store's filesystem constructor, typed as the constructor wants it, and overrides the "
+    "store's credential chain (`fs.s3.endpoint_override`, `fs.s3.region`, "
+    '`fs.abfs.sas_token`, ...). A name the constructor does not take fails with a "did you '
+    'mean" hint. Values are masked in messages unless known to be harmless. See '
+    "[Remote storage](../guides/remote-storage.md) for each store's arguments.",
+)
+
+SPEC_OF: dict[str, OptionSpec] = {n.lower(): s for s in OPTION_SPECS for n in (s.name, *s.aliases)}
+# Spark option name (case-insensitive) -> (field name, parser)
+_PARSERS: dict[str, tuple[str, Any]] = {
+    n: (s.field, s.parser) for s in OPTION_SPECS for n in (s.name, *s.aliases)
 }
 _BY_LOWER = {k.lower(): k for k in _PARSERS}
 
@@ -587,19 +1012,22 @@ def parse_options(
             continue
         if lower.startswith("fs."):
             if value is not None:
-                fs_args.append(parse_fs_option(raw_name, value))
+                fs_args.append(_documented(parse_fs_option, raw_name, value))
                 seen[f"fs:{lower}"] = raw_name
             continue
         canonical = _BY_LOWER.get(lower)
         if canonical is None:
-            raise OptionError(_unknown_message(raw_name))
+            raise OptionError(_unknown_message(raw_name), doc=doc_ref())
         field_name, parser = _PARSERS[canonical]
         if value is None:
             continue
         if field_name in seen and seen[field_name] != canonical:
-            raise OptionError(f"options {seen[field_name]!r} and {canonical!r} are the same option")
+            raise OptionError(
+                f"options {seen[field_name]!r} and {canonical!r} are the same option",
+                doc=doc_ref(canonical),
+            )
         seen[field_name] = canonical
-        values[field_name] = parser(canonical, value)
+        values[field_name] = _documented(parser, canonical, value)
     if paths is not None:
         single = isinstance(paths, (str, bytes, os.PathLike))
         collected_paths.extend(os.fsdecode(p) for p in ([paths] if single else list(paths)))
@@ -611,6 +1039,16 @@ def parse_options(
     opts = ReadOptions(paths=tuple(collected_paths), given=tuple(seen.values()), **values)
     _check_combinations(opts)
     return opts
+
+
+def _documented(parser: Any, name: str, value: Any) -> Any:
+    """``parser(name, value)``, its OptionError pointing to the option's reference entry."""
+    try:
+        return parser(name, value)
+    except OptionError as e:
+        if e.doc is not None:
+            raise
+        raise OptionError(str(e), doc=doc_ref(name)) from None
 
 
 def _parse_paths(value: Any) -> list[str]:
@@ -661,9 +1099,14 @@ def _check_combinations(o: ReadOptions) -> None:
     # Spark's Kafka source applies one starting rule: the timestamp ones take precedence. We are
     # stricter and reject ambiguous combinations rather than silently ignoring one of them.
     if len(starts) > 1:
-        raise OptionError(f"options {' and '.join(starts)} both set a start; use only one")
+        raise OptionError(
+            f"options {' and '.join(starts)} both set a start; use only one",
+            doc=doc_ref(starts[0]),
+        )
     if len(ends) > 1:
-        raise OptionError(f"options {' and '.join(ends)} both set an end; use only one")
+        raise OptionError(
+            f"options {' and '.join(ends)} both set an end; use only one", doc=doc_ref(ends[0])
+        )
     limits = [
         n
         for n, v in (
@@ -674,7 +1117,13 @@ def _check_combinations(o: ReadOptions) -> None:
         if v is not None
     ]
     if len(limits) > 1:  # Spark gives a Python stream one read limit
-        raise OptionError(f"options {' and '.join(limits)} both limit a micro-batch; use one")
+        raise OptionError(
+            f"options {' and '.join(limits)} both limit a micro-batch; use one",
+            doc=doc_ref(limits[0]),
+        )
     if o.modified_before is not None and o.modified_after is not None:
         if o.modified_after >= o.modified_before:
-            raise OptionError("option 'modifiedAfter' must be earlier than 'modifiedBefore'")
+            raise OptionError(
+                "option 'modifiedAfter' must be earlier than 'modifiedBefore'",
+                doc=doc_ref("modifiedAfter"),
+            )

@@ -1,5 +1,5 @@
-"""``open_reader``: the Arrow C stream that DuckDB, Polars and pandas read, and the README's
-examples of it (run as written, from the README's "Arrow stream" section).
+"""``open_reader``: the Arrow C stream that DuckDB, Polars and pandas read, and the documented
+examples of it (run as written, from the "Arrow stream" section of docs/guides/local-archives.md).
 
 Expectations come from ``sample_segments/MANIFEST.json`` (the generator's inputs, written with
 kafka-python), not from our own reader.
@@ -200,28 +200,29 @@ def test_duckdb_and_polars_read_the_stream() -> None:
     assert dict(got) == {k: v[0] for k, v in expected.items()}
 
 
-def _readme_blocks(section: str) -> list[str]:
-    """The ```python blocks of a README section (up to the next heading of any level)."""
-    text = (ROOT / "README.md").read_text()
+def _guide_blocks(section: str) -> list[str]:
+    """The ```python blocks of a section of the local-archives guide (up to the next heading of
+    any level)."""
+    text = (ROOT / "docs" / "guides" / "local-archives.md").read_text()
     start = text.index(section)
     nxt = re.search(r"^#{1,6} ", text[start + len(section) :], re.M)
     body = text[start : start + len(section) + (nxt.start() if nxt else len(text))]
-    return re.findall(r"```python\n(.*?)```", body, re.S)
+    return re.findall(r"```python[^\n]*\n(.*?)```", body, re.S)
 
 
-def test_readme_arrow_stream_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's DuckDB and Polars examples, run as written from the repository root."""
+def test_documented_arrow_stream_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guide's DuckDB and Polars examples, run as written from the repository root."""
     pytest.importorskip("duckdb")
     pytest.importorskip("polars")
     _manifest()
     monkeypatch.chdir(ROOT)
-    blocks = _readme_blocks("### Arrow stream (DuckDB, Polars, ...)")
+    blocks = _guide_blocks("## Arrow stream (DuckDB, Polars, ...)")
     assert len(blocks) == 2
     duck: dict = {}
-    exec(compile(blocks[0], "README duckdb example", "exec"), duck)
+    exec(compile(blocks[0], "guide duckdb example", "exec"), duck)
     assert {(t, p): (n, last) for t, p, n, last in duck["counts"]} == _expected_counts()
     assert [(t, p) for t, p, _, _ in duck["counts"]] == sorted(_expected_counts())
     polars: dict = {}
-    exec(compile(blocks[1], "README polars example", "exec"), polars)
+    exec(compile(blocks[1], "guide polars example", "exec"), polars)
     sizes = sorted(len(bytes.fromhex(r["value"])) for r in _expected_rows("orders-0"))
     assert polars["largest"]["size"].to_list() == sizes[-3:]

@@ -1,4 +1,4 @@
-"""The package's layers import only the layers below them (the README's Architecture order)."""
+"""The package's layers import only the layers below them (docs/architecture.md's order)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kafkalog_source"
-# bottom first, as the README's Architecture section lists them
+# bottom first, as docs/architecture.md lists them
 LAYERS = [
     "format",
     "kernel",

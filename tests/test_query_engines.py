@@ -1,6 +1,8 @@
 """``kafkalog query``'s engines: DuckDB (the default, in-process over ``open_reader``) and Spark.
 
-The README's queries (the demo and the ad-hoc SQL section), run as written, give the same table
+The documented queries (the README's demo and quick start, the command-line guide's ad-hoc SQL
+section: every ``kafkalog query`` in a bash block of README.md or docs/), run as written, give the
+same table
 from both engines (Spark through the shared in-process session, DuckDB through the engine's
 function); the demo's output printed in the README is checked against the DuckDB CLI, whose
 runs are cheap (no JVM). Expected values elsewhere come from ``sample_segments/MANIFEST.json``.
@@ -37,11 +39,11 @@ def _samples() -> Path:
 
 
 def _readme_queries() -> list[tuple[str, str, dict[str, str]]]:
-    """Every ``kafkalog query PATH SQL [options]`` command in the README's bash blocks, with
-    ``/archive/kafka-logs`` read as ``sample_segments``: (path, sql, options)."""
-    text = README.read_text()
+    """Every ``kafkalog query PATH SQL [options]`` command in the bash blocks of README.md and
+    docs/, with ``/archive/kafka-logs`` read as ``sample_segments``: (path, sql, options)."""
+    text = "\n".join(p.read_text() for p in [README, *sorted((ROOT / "docs").rglob("*.md"))])
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+    for block in re.findall(r"```bash[^\n]*\n(.*?)```", text, re.S):
         for line in _join_quoted_lines(block.replace("\\\n", " ")).splitlines():
             for command in line.split("&&"):
                 words = shlex.split(command)

@@ -40,6 +40,23 @@ TAIL: tuple[pa.Field, ...] = (
     pa.field("value", pa.binary()),
 )
 
+# what the frame's columns mean (docs/reference/schema.md is generated from these)
+FRAME_DOCS: dict[str, str] = {
+    "topic": "as in the raw schema",
+    "partition": "as in the raw schema",
+    "offset": "as in the raw schema",
+    "timestamp": "as in the raw schema",
+    "record_type": "the record's name as Kafka's specs give it (`OffsetCommit`, `GroupMetadata`, "
+    "`TopicRecord`, `LeaderChange`, ...); null for rows of a topic `auto` reads raw",
+    "record_version": "the value's version; null for a tombstone",
+    "tombstone": "a deleted offset or group: a row that says so",
+    "decoded": 'the whole record, `{"key": ..., "value": ...}`, as JSON with the field '
+    "names of Kafka's specs (bytes as base64)",
+    "error": "PERMISSIVE only: why the record did not decode",
+    "key": "the record's key bytes",
+    "value": "the record's value bytes",
+}
+
 _S, _I, _L, _T = pa.string(), pa.int32(), pa.int64(), TIMESTAMP
 TYPED_TYPES: dict[str, pa.DataType] = {
     "group": _S,

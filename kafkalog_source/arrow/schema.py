@@ -81,6 +81,35 @@ _DDL = {
 }
 
 
+# What each user column means: docs/reference/schema.md is generated from these tables
+# (python -m kafkalog_source.cli.docs), and a test fails when a column has no entry.
+COLUMN_DOCS: dict[str, str] = {
+    "key": "record key; null stays null",
+    "value": "record value; null for a tombstone",
+    "topic": "from the partition directory name; null outside one",
+    "partition": "from the partition directory name; null outside one",
+    "offset": "the record's offset",
+    "timestamp": "CreateTime or LogAppendTime; null for v0 messages",
+    "timestampType": "0 CreateTime, 1 LogAppendTime, -1 none (v0)",
+    "headers": "null when a record has no headers, as in Spark's Kafka source; dropped with "
+    "`includeHeaders=false`",
+    "producerId": "-1 when none (and for v0/v1)",
+    "producerEpoch": "-1 when none",
+    "sequence": "`baseSequence + offsetDelta` with Kafka's wrap past 2³¹-1, or -1",
+    "isTransactional": "the batch's transactional bit",
+    "partitionLeaderEpoch": "-1 when none",
+    "magic": "0, 1 or 2 (for inner v0/v1 messages, the wrapper's)",
+    "codec": "none, gzip, snappy, lz4, zstd",
+    "segmentPath": "the `.log` file",
+    "batchPosition": "byte position of the record's batch (or top-level message) in the file",
+    "segmentBaseOffset": "from the file name",
+    "control": "for control records (transaction markers, KRaft control records): `type` "
+    "(`COMMIT`, `ABORT`, `LEADER_CHANGE`, ..., `UNKNOWN(n)` for an unknown id, `INVALID` for a "
+    "key shorter than 4 bytes), `version` (the key version) and `coordinatorEpoch`; null for "
+    "data rows",
+}
+
+
 # Columns whose value is the same for every record of a segment: a projection of these alone
 # needs how many records a batch holds, never their fields (counts come from batch headers).
 PER_SEGMENT_COLUMNS = frozenset({"topic", "partition", "segmentPath", "segmentBaseOffset"})

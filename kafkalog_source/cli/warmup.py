@@ -13,6 +13,9 @@ from typing import Any
 
 from .common import add_common_arguments, command_options
 
+# the reader options warmup takes (which kernels to compile)
+WARMUP_OPTIONS = ("compiledCodecs",)
+
 
 def register(subparsers: Any) -> None:
     """Add the ``warmup`` subcommand."""
@@ -35,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compile (or load) every kernel and print the report; 1 if nothing could be cached."""
-    options = command_options(args.option, "warmup", accepted=("compiledCodecs",))
+    options = command_options(args.option, "warmup", accepted=WARMUP_OPTIONS)
     from ..reader.warmup import cache_root, warmup
 
     report = warmup(**options)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import OptionError
-from ..options import EARLIEST, LATEST, PartitionMap, ReadOptions, StoreOptions
+from ..options import EARLIEST, LATEST, PartitionMap, ReadOptions, StoreOptions, doc_ref
 from .splits import NO_LIMIT
 
 PartitionKey = tuple[str, int]
@@ -94,13 +94,17 @@ def check_batch(o: ReadOptions) -> None:
     """Refuse what only a stream may use: a start at the latest offset (a batch read of an
     archive from its end is empty), as Spark's Kafka source does for batch queries."""
     if o.starting_offsets == "latest":
-        raise OptionError("option 'startingOffsets': 'latest' is not allowed for batch reads")
+        raise OptionError(
+            "option 'startingOffsets': 'latest' is not allowed for batch reads",
+            doc=doc_ref("startingOffsets"),
+        )
     if isinstance(o.starting_offsets, dict):
         for (topic, part), v in sorted(o.starting_offsets.items()):
             if v == LATEST:
                 raise OptionError(
                     f"option 'startingOffsets': {topic}-{part}: latest (-1) is not allowed for "
-                    "batch reads"
+                    "batch reads",
+                    doc=doc_ref("startingOffsets"),
                 )
 
 
@@ -112,7 +116,8 @@ def check_stream_options(o: ReadOptions) -> None:
             f"option{'s' if len(given) > 1 else ''} {', '.join(map(repr, given))} "
             f"{'are' if len(given) > 1 else 'is'} for batch reads only: a stream reads what each "
             "trigger finds (as Spark's Kafka source); use Trigger.AvailableNow to stop at what is "
-            "there, or a batch read for a fixed end"
+            "there, or a batch read for a fixed end",
+            doc=doc_ref(given[0]),
         )
 
 

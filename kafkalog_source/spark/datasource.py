@@ -82,7 +82,7 @@ from ..arrow.schema import (
     projection_for,
 )
 from ..errors import OptionError, PathError
-from ..options import ReadOptions, parse_options
+from ..options import ReadOptions, doc_ref, parse_options
 from ..planning.planner import plan
 from ..planning.pruning import Pruning
 from ..planning.request import batch_request
@@ -154,7 +154,10 @@ class KafkaLogDataSource(DataSource):
         from .stream import KafkaLogStreamReader
 
         if self.read_options.decode != "raw":
-            raise OptionError("option 'decode' is for batch reads (spark.read), not streams")
+            raise OptionError(
+                "option 'decode' is for batch reads (spark.read), not streams",
+                doc=doc_ref("decode"),
+            )
 
         projection, arrow_schema = check_schema(schema, output_projection(self.read_options))
         rename = None if arrow_schema.equals(projection.schema) else arrow_schema

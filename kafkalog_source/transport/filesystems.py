@@ -46,7 +46,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import OptionError
-from ..options import RETRY_ARG, STORE_OF_SCHEME, StoreOptions, check_path, scheme_of
+from ..options import RETRY_ARG, STORE_OF_SCHEME, StoreOptions, check_path, doc_ref, scheme_of
 from ..redact import redact_uri, scrub, show_value
 from .aws import aws_settings
 
@@ -129,7 +129,8 @@ def _constructor_error(store: str, exc: Exception, store_options: StoreOptions) 
     names = ", ".join(f"fs.{store}.{a}" for a in store_options.args_for(store)) or "none"
     return OptionError(
         f"cannot build the {store} filesystem from the options given ({names}): "
-        f"{type(exc).__name__}: {scrub(str(exc), store_options.secrets())}"
+        f"{type(exc).__name__}: {scrub(str(exc), store_options.secrets())}",
+        doc=doc_ref(f"fs.{store}."),
     )
 
 
@@ -371,7 +372,8 @@ def fsspec_arguments(cls: type, store: str, kwargs: dict[str, Any]) -> dict[str,
             )
             raise OptionError(
                 f"option 'fs.{store}.{name}': the {store} filesystem ({cls.__name__}) takes "
-                f"{what}, got {show_value(store, name, value)}"
+                f"{what}, got {show_value(store, name, value)}",
+                doc=doc_ref(f"fs.{store}.{name}"),
             ) from None
     return out
 
