@@ -782,7 +782,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "name); `separate` reads every copy as it is (each record once per copy); `merge` "
         "reads each offset once from the copies that hold it (see [Recovering a partition "
         "from several brokers' disks](../guides/bad-data.md#recovering-a-partition-from-"
-        "several-brokers-disks)).",
+        "several-brokers-disks)). With `merge`, offsets no copy holds are reported as missing "
+        "unless `offsetGaps=compacted`: the cleaner's checkpoint is not applied to merged "
+        "copies, which brokers compact independently.",
     ),
     OptionSpec(
         "minPartitions",

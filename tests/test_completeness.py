@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 import struct
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -501,6 +503,11 @@ def test_stream_reports_a_cut_last_segment(tmp_path: Path, caplog) -> None:
     log.write_bytes(log.read_bytes()[: cut.position - chunk[0].position + cut_len(cut)])
     first_lost, last_named = _last_offset(chunk[len(chunk) // 2 - 1]) + 1, _last_offset(chunk[-1])
     key = ("magic2-zstd", 0)
+    # written a moment ago, it may still be being copied: not a cut yet
+    fresh = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    assert fresh.latest(fresh.initial(), Limit()) == {key: first_lost}
+    old = time.time() - 60  # a minute later: at rest
+    os.utime(log, (old, old))
     src = StreamSource(parse_options(paths=str(tmp_path / "logs")))
     start = src.initial()
     with pytest.raises(DataLossError, match=f"{first_lost}..{last_named}.*cut short"):

@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLES
 from stream_archive import Archive, ProducerId
 
 import kafkalog_source as kl
@@ -163,3 +164,127 @@ def test_read_committed_markers_come_from_the_shared_walk(tmp_path: Path) -> Non
     assert lt.last_stable_offset == 6
     w = logview.segment_walk(str(seg), 0)
     assert w is not None and w.from_start and w.events == ((6, 7, logview.DATA),)
+
+
+# ---------------------------------------------------------------- found by review (session 8)
+def _index(seg: Path, a: Archive) -> None:
+    seg.with_suffix(".index").write_bytes(
+        b"".join(struct.pack(">ii", o, q) for o, q in a.log(0).active.index)
+    )
+
+
+@pytest.mark.parametrize("lost", ["forget", "evicted"])
+def test_a_stream_survives_the_cache_losing_its_walk(
+    tmp_path: Path, lost: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pure appends while the shared cache loses the file (forget, or evicted by other files):
+    no false rewrite, the stream goes on from its own walk."""
+    a, seg = _archive(tmp_path / "logs")
+    _index(seg, a)
+    if lost == "evicted":
+        monkeypatch.setattr(logview, "_CACHE_FILES", 1)
+        a.append(1, batches=5, per_batch=4)  # another partition's segment evicts this one
+        a.sync()
+    logview.forget()
+    src = StreamSource(parse_options(paths=str(tmp_path / "logs")))
+    end = src.latest(src.initial(), Limit())
+    assert end[KEY] == 120
+    a.append(0, batches=30, per_batch=4)
+    a.sync()
+    _index(seg, a)
+    if lost == "forget":
+        logview.forget()
+    assert src.latest(end, Limit())[KEY] == 240
+    assert src.lost == 0
+
+
+def test_a_legacy_walk_from_the_middle_matches_a_full_walk(tmp_path: Path) -> None:
+    """A v0/v1 entry's header holds its last offset only: a walk from an .index entry does not
+    claim the segment's base as its first offset, and is not taken for a rewrite."""
+    src = SAMPLES / "magic1-gzip-0" / "00000000000000000000.log"
+    seg = tmp_path / "magic1-gzip-0" / src.name
+    seg.parent.mkdir()
+    shutil.copy(src, seg)
+    logview.forget()
+    full = logview.segment_walk(str(seg), 0)
+    assert full is not None and len(full.prints) > 2
+    mid = full.prints[-1][2]
+    logview.forget()
+    part = logview.segment_walk(str(seg), 0, start_at=lambda: mid)
+    assert part is not None and part.prints[0][0] == part.prints[0][1]  # no guessed first
+    logview.forget()
+    again = logview.segment_walk(str(seg), 0)
+    assert again is not None and logview.changed_since(part, again) is None
+
+
+def test_a_deep_truncation_is_reported_from_the_segment_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the batches the stream knew are older than what the new walk keeps, a changed
+    header means anything from the segment's start may differ: not just the last batch."""
+    monkeypatch.setattr(logview, "PRINTS", 8)
+    a, seg = _archive(tmp_path / "logs")
+    logview.forget()
+    known = logview.segment_walk(str(seg), 0)
+    assert known is not None
+    a.truncate(0, 20)
+    a.append(0, batches=40, per_batch=4)  # grows past the old end again
+    a.sync()
+    now = logview.segment_walk(str(seg), 0)
+    rw = logview.changed_since(known, now)
+    assert rw is not None and (rw.changed, rw.exact) == (0, False)
+
+
+def test_read_committed_cache_keys_are_the_walked_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction appended between a segment's walk and the cache's key: the next call sees
+    it (the result is cached under the versions it was made from)."""
+    from kafkalog_source.planning import transactions
+
+    a = Archive(tmp_path / "logs")
+    a.append(0, batches=5, per_batch=2)
+    a.sync()
+    seg = str(tmp_path / "logs" / "orders-0" / f"{0:020d}.log")
+    real = transactions.summarize_segment
+    fired: list[int] = []
+
+    def racing(path, base=None):  # noqa: ANN001, ANN202
+        s = real(path, base)
+        if not fired:  # the broker appends an open transaction right after the walk
+            fired.append(1)
+            a.append(0, batches=1, per_batch=2, producer=ProducerId(7))
+            a.sync()
+        return s
+
+    monkeypatch.setattr(transactions, "summarize_segment", racing)
+    transactions.log_transactions([seg])
+    monkeypatch.setattr(transactions, "summarize_segment", real)
+    assert transactions.log_transactions([seg]).last_stable_offset == 10
+
+
+def test_a_selected_part_of_a_partition_is_not_called_cut(tmp_path: Path) -> None:
+    """Reading or verifying one segment file (or a glob of some) of a partition: the evidence
+    about the log's end is for the directory's last segment, not the last one selected."""
+    from conftest import run_cli
+
+    a = Archive(tmp_path / "logs")
+    a.append(0, batches=10, per_batch=4)
+    a.roll(0)
+    a.append(0, batches=10, per_batch=4)
+    a.sync()
+    _checkpoint(tmp_path / "logs" / "recovery-point-offset-checkpoint", [("orders", 0, 80)])
+    first = tmp_path / "logs" / "orders-0" / f"{0:020d}.log"
+    stats = kl.ReadStats()
+    assert kl.read_table(str(first), stats=stats, failOnDataLoss=True).num_rows == 40
+    assert stats.missing_offsets == 0
+    glob = kl.read_table(
+        str(tmp_path / "logs"), pathGlobFilter=first.name, failOnDataLoss=True
+    ).num_rows
+    assert glob == 40
+    assert run_cli("verify", str(first), "--quiet").returncode == 0
+    # the directory's real last segment cut: still reported
+    last = tmp_path / "logs" / "orders-0" / f"{40:020d}.log"
+    last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
+    with pytest.raises(kl.DataLossError, match="recovery-point"):
+        kl.read_table(str(tmp_path / "logs"), failOnDataLoss=True)

@@ -170,7 +170,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         for directory, segs in groups.items():
             later = segment_bases(directory, selection.store)
-            missing, compacted_below = partition_report(directory, segs, selection.offset_gaps)
+            missing, compacted_below = partition_report(
+                directory, segs, selection.offset_gaps, later
+            )
             for m in missing:
                 totals.error(directory, f"offsets {m.first}..{m.last} are missing: {m.reason}")
                 out.write(totals.errors[-1] + "\n")
@@ -237,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def partition_report(
-    directory: str, segs: list[Any], rule: str
+    directory: str, segs: list[Any], rule: str, bases: list[int] | None = None
 ) -> tuple[list[MissingOffsets], int]:
     """What the partition's own evidence says is missing (the check every read makes:
     :func:`~..planning.evidence.partition_evidence`), and the offset below which gaps are
@@ -246,7 +248,7 @@ def partition_report(
     ckpt = read_log_dir_checkpoints(parent_directory(directory)) if key is not None else None
     probes = [SegmentProbe(s) for s in sorted(segs, key=lambda s: s.base_offset or 0)]
     try:
-        ev = partition_evidence(key, probes, ckpt, rule)
+        ev = partition_evidence(key, probes, ckpt, rule, bases)
     finally:
         for p in probes:
             p.close()

@@ -171,7 +171,8 @@ def read_varint(buf: bytes | memoryview, p: int, end: int) -> tuple[int, int]:
 def parse_header(buf: bytes | memoryview, at: int, position: int) -> BatchHeader:
     """Parse the header at ``buf[at:]``; ``position`` is its absolute byte position in the file.
 
-    ``buf`` must hold at least 61 bytes from ``at`` for v2, or 17 (v0) / 26 (v1) for legacy.
+    ``buf`` must hold at least 61 bytes from ``at`` for v2, or 18 for legacy (26 for a v1
+    message's timestamp, which is -1 when fewer are there).
     """
     offset, size, _, magic = PREFIX.unpack_from(buf, at)
     if magic >= 2:

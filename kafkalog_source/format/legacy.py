@@ -20,10 +20,10 @@ def key_length_at(magic: int) -> int:
 
 def message_header(buf: bytes | memoryview, at: int) -> tuple[int, int, int, int, int, int]:
     """``(offset, size, crc, magic, attributes, timestamp)`` of the message at ``buf[at]``
-    (timestamp -1 for v0)."""
+    (timestamp -1 for v0, and for a v1 message cut before it); 18 bytes needed."""
     offset, size, crc, magic, attrs = LEGACY_HEADER.unpack_from(buf, at)
     ts = -1
-    if magic == 1:
+    if magic == 1 and len(buf) - at >= V1_TIMESTAMP_AT + 8:
         ts = int.from_bytes(
             buf[at + V1_TIMESTAMP_AT : at + V1_TIMESTAMP_AT + 8], "big", signed=True
         )

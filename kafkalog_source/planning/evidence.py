@@ -100,9 +100,12 @@ def segment_end(p: SegmentProbe) -> int | None:
     start = p.index_start(NO_LIMIT - 1)
     if start is None and not p.may_walk and p.size > REMOTE_END_WALK_BYTES:
         return None
-    w = segment_walk(
-        p.seg, start_at=lambda: start.position if start is not None else 0, source=p.source
-    )
+    try:
+        w = segment_walk(
+            p.seg, start_at=lambda: start.position if start is not None else 0, source=p.source
+        )
+    except FileNotFoundError:  # deleted since the listing: the reader reports it
+        return None
     if w is None or w.error is not None:
         return None
     return w.end
@@ -222,13 +225,33 @@ def partition_evidence(
     probes: list[SegmentProbe],
     ckpt: LogDirCheckpoints | None,
     rule: str,
+    bases: list[int] | None = None,
 ) -> PartitionEvidence:
-    """Check one partition log (its segment probes in offset order) against its own evidence."""
+    """Check one partition log (the probes of its segments that a read selected, in offset
+    order) against its own evidence. ``bases`` are the base offsets of every segment file in
+    the partition's directory, when the selection may be a part of it (one file given,
+    ``pathGlobFilter``, ``modifiedBefore``/``modifiedAfter``): then the last selected segment is
+    checked against what follows it only when it is the directory's last, the first against
+    the log start only when it is the directory's first, and an empty one against the next file
+    in the directory. None: the selection is the whole directory."""
     ev = PartitionEvidence(compacted_below=compacted_below(key, ckpt, rule))
     topic, part = key if key is not None else (None, None)
+    everything = sorted(bases) if bases else None
+
+    def next_file(i: int) -> tuple[int | None, str | None]:
+        """The base offset of the file after probe ``i`` in the directory, and its name."""
+        base = probes[i].seg.base_offset
+        if everything is None or base is None:
+            if i + 1 < len(probes):
+                return probes[i + 1].seg.base_offset, _name(probes[i + 1].path)
+            return None, None
+        later = [b for b in everything if b > base]
+        return (later[0], f"{later[0]:020d}.log") if later else (None, None)
+
     # empty segments that are not the last
-    for p, nxt in zip(probes, probes[1:], strict=False):
-        base, next_base = p.seg.base_offset, nxt.seg.base_offset
+    for i, p in enumerate(probes):
+        base = p.seg.base_offset
+        next_base, next_name = next_file(i)
         if p.seg.size or base is None or next_base is None or next_base <= base:
             continue
         if next_base - 1 < ev.compacted_below:
@@ -241,17 +264,23 @@ def partition_evidence(
                 base,
                 next_base - 1,
                 f"{_name(p.path)} is empty (0 bytes) but is not the last segment: the next, "
-                f"{_name(nxt.path)}, starts at offset {next_base} (a failed or unfinished copy; "
+                f"{next_name}, starts at offset {next_base} (a failed or unfinished copy; "
                 "the broker never rolls an empty segment)",
                 p.path,
             ),
         )
     if not probes or (key is None and probes[-1].seg.base_offset is None):
         return ev
-    cut = last_segment_cut(key, probes[-1], ckpt)
-    if cut is not None:
-        ev.missing.append(cut)
-    if ckpt is not None and key is not None:
+    last_base, first_base = probes[-1].seg.base_offset, probes[0].seg.base_offset
+    if everything is None or last_base is None or last_base >= everything[-1]:
+        cut = last_segment_cut(key, probes[-1], ckpt)
+        if cut is not None:
+            ev.missing.append(cut)
+    if (
+        ckpt is not None
+        and key is not None
+        and (everything is None or first_base is None or first_base <= everything[0])
+    ):
         start = ckpt.log_start.get(key)
         first = probes[0].seg.base_offset
         if start is not None and first is not None and first > start:

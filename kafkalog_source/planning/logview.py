@@ -55,7 +55,7 @@ _BLOCK = 64 * 1024
 _CONTROL_PEEK = 32
 # what the cache may hold: files, and prints plus events over all files
 _CACHE_FILES = 8192
-_CACHE_ITEMS = 2_000_000
+_CACHE_ITEMS = 500_000  # about 100 MB (a print is about 215 bytes, an event about 136)
 
 Version = tuple[int, int, str]  # size, mtime_ns, identity
 
@@ -195,7 +195,9 @@ def _walk(
     counts = [prev.batches, prev.empty_markers, prev.unreadable_markers] if prev else [0, 0, 0]
     first = prev.first_offset if prev else None
     end = prev.end if prev else (base_offset if base_offset is not None else 0)
-    prev_last = end - 1
+    # the last offset before the walk's first batch: known when the walk goes on from ``prev``
+    # or starts at byte 0 (a v0/v1 batch's header holds only its last offset)
+    prev_last: int | None = end - 1 if prev is not None or start == 0 else None
     last_head = prev.last_head if prev else None
     next_pos = start
     walk: HeaderWalk[BatchHeader] = HeaderWalk(src, start, size, _BLOCK)
@@ -203,7 +205,10 @@ def _walk(
     for h in walk:
         counts[0] += 1
         last = h
-        lo = h.base_offset if h.magic >= 2 else prev_last + 1
+        if h.magic >= 2:
+            lo = h.base_offset
+        else:  # a legacy entry's offset is its last; its first is known from the one before
+            lo = prev_last + 1 if prev_last is not None else h.base_offset
         if first is None:
             first = lo
             if prev is None:
@@ -268,11 +273,14 @@ def segment_walk(
     from_start: bool = False,
     start_at: Callable[[], int] | None = None,
     source: ByteSource | None = None,
+    known: SegmentWalk | None = None,
 ) -> SegmentWalk | None:
     """The walk of ``seg``'s batch headers as the file is now (cached; see the module docs);
     None when the file is gone. ``from_start`` asks for every batch from byte 0 (the transaction
     events); otherwise a first walk starts at ``start_at()`` when given (a verified boundary).
-    ``source`` is an open byte source of the file to use (not closed here)."""
+    ``source`` is an open byte source of the file to use (not closed here). ``known`` is an
+    older walk of the same file the caller kept (a stream's): when the cache has lost its own,
+    the walk goes on from it instead of starting afresh."""
     path = seg if isinstance(seg, str) else seg.path
     if isinstance(seg, SegmentFile):
         base_offset = seg.base_offset
@@ -283,6 +291,8 @@ def segment_walk(
         prev = _cache.get(path)
         if prev is not None:
             _cache.move_to_end(path)
+    if prev is None and known is not None and known.path == path:
+        prev = known
     if prev is not None and prev.base_offset != base_offset:
         prev = None
     if prev is not None and prev.version == version and (prev.from_start or not from_start):
@@ -319,7 +329,7 @@ def _store(state: SegmentWalk) -> None:
             _cache_items -= old.items
         _cache[state.path] = state
         _cache_items += state.items
-        while len(_cache) > 1 and (len(_cache) > _CACHE_FILES or _cache_items > _CACHE_ITEMS):
+        while _cache and (len(_cache) > _CACHE_FILES or _cache_items > _CACHE_ITEMS):
             _, gone = _cache.popitem(last=False)
             _cache_items -= gone.items
 
@@ -332,17 +342,21 @@ def changed_since(known: SegmentWalk, now: SegmentWalk) -> Rewrite | None:
         return None
     if now.epoch == known.epoch:
         return None  # the same walk, resumed after appends only
-    window = now.prints[0][2] if now.prints and not now.prints_from_start else 0
-    have = set(now.prints)
+    # batches before ``window`` are not among ``now``'s prints: its walk began later (a cache
+    # that lost the file walks from the last .index entry), or kept only the latest
+    window = now.prints[0][2] if now.prints and not now.prints_from_start else now.start
+    # (last offset, position, size, CRC): a legacy batch's first offset depends on where the
+    # walk began, so it is not compared
+    have = {p[1:] for p in now.prints}
     base = known.base_offset if known.base_offset is not None else known.prints[0][0]
     for i, p in enumerate(known.prints):
-        if p in have:
+        if p[1:] in have:
             continue
-        if p[2] < window:  # before the prints ``now`` kept: compare the header itself
+        if p[2] < window:  # not in ``now``'s prints: the last known header is read itself
             if _same_header(now.path, known, p):
                 continue
-            return Rewrite(now.path, p[0], known.end, False)
-        if i == 0 and not known.prints_from_start:
+            return Rewrite(now.path, base, known.end, False)  # changed somewhere before it
+        if i == 0 and (known.start > 0 or not known.prints_from_start):
             return Rewrite(now.path, base, known.end, False)  # earlier batches may differ too
         return Rewrite(now.path, p[0], known.end, True)
     return None

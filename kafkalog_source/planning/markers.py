@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..format.control import ABORT, COMMIT, control_type
+from ..layout.discovery import SegmentFile
 from ..layout.indexes import read_txn_index, sibling_path
 from ..transport.source import file_stat
 from . import logview
@@ -43,6 +44,9 @@ class SegmentSummary:
     batches: int = 0
     empty_markers: int = 0
     unreadable_markers: int = 0
+    # the versions of the segment and its .txnindex this summary was made from (cache keys)
+    version: tuple | None = None
+    txn_version: tuple | None = None
 
 
 def _read_txn_index(path: str) -> tuple[tuple[int, int, int, int], ...] | None:
@@ -69,38 +73,37 @@ _txn: OrderedDict[str, tuple[tuple | None, tuple | None]] = OrderedDict()  # pat
 _CACHE_TXN = 8192
 
 
-def _txn_index(path: str) -> tuple[tuple[int, int, int, int], ...] | None:
-    """The ``.txnindex`` entries of ``path``'s segment, cached per version of that file."""
+def _txn_index(path: str) -> tuple[tuple | None, tuple[tuple[int, int, int, int], ...] | None]:
+    """The version of ``path``'s ``.txnindex`` (taken before it is read) and its entries,
+    cached per version of that file."""
     idx = sibling_path(path, ".txnindex")
     key = file_stat(idx)
     with _lock:
         hit = _txn.get(path)
         if hit is not None and hit[0] == key and key is not None:
-            return hit[1]
+            return key, hit[1]
     entries = _read_txn_index(path)
     with _lock:
         _txn[path] = (key, entries)
         while len(_txn) > _CACHE_TXN:
             _txn.popitem(last=False)
-    return entries
+    return key, entries
 
 
-def summary_key(path: str) -> tuple | None:
-    """The versions of a segment and its ``.txnindex`` (None when the segment is gone)."""
-    log_key = file_stat(path)
-    if log_key is None:
-        return None
-    return (log_key, file_stat(sibling_path(path, ".txnindex")))
-
-
-def summarize_segment(path: str, base_offset: int | None = None) -> SegmentSummary | None:
+def summarize_segment(
+    seg: SegmentFile | str, base_offset: int | None = None
+) -> SegmentSummary | None:
     """The transaction summary of one segment file; None when it cannot be read.
 
     The header walk is :mod:`.logview`'s, shared with the planner and streams: cached per file
     version, resumed after appends, walked again from byte 0 after any other change.
     """
+    path = seg if isinstance(seg, str) else seg.path
+    if not isinstance(seg, str):
+        base_offset = seg.base_offset
+    txn_version, txn_entries = _txn_index(path)  # its version taken before it is read
     try:
-        w = logview.segment_walk(path, base_offset, from_start=True)
+        w = logview.segment_walk(seg, base_offset, from_start=True)
     except OSError as e:
         log.warning("cannot read %s for transaction markers (%s); skipping it", path, e)
         return None
@@ -120,11 +123,13 @@ def summarize_segment(path: str, base_offset: int | None = None) -> SegmentSumma
         w.first_offset,
         w.end if w.batches else None,
         w.events,
-        _txn_index(path),
+        txn_entries,
         error,
         w.batches,
         w.empty_markers,
         w.unreadable_markers,
+        w.version,
+        txn_version,
     )
 
 
@@ -147,6 +152,5 @@ __all__ = [
     "clear_cache",
     "control_type",
     "summarize_segment",
-    "summary_key",
     "walk_count",
 ]

@@ -45,7 +45,7 @@ import logging
 
 from ..errors import DataLossError
 from ..layout.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
-from ..layout.discovery import SegmentFile, discover, parent_directory
+from ..layout.discovery import SegmentFile, discover, parent_directory, segment_bases
 from ..options import StoreOptions
 from ..transport.fanout import bounded_map, request_limit
 from ..transport.filesystems import is_remote
@@ -243,15 +243,16 @@ def _account(
         if log_dir not in checkpoints:
             checkpoints[log_dir] = read_log_dir_checkpoints(log_dir)
         ckpt = checkpoints[log_dir]
-    ev = partition_evidence(pkey, group, ckpt, options.offset_gaps)
-    bases = {id(p): (group[i + 1].seg.base_offset if i + 1 < len(group) else None)
-             for i, p in enumerate(group)}  # fmt: skip
+    # a selection that may be part of the directory is measured against the directory's files
+    every = segment_bases(directory, options.store) if _narrowed(options) else None
+    ev = partition_evidence(pkey, group, ckpt, options.offset_gaps, every)
+    bases = _next_bases(group, every)
     for ext in extents:
         ext.next_base_offset = bases.get(id(ext.probe))
         ext.compacted_below = ev.compacted_below
         ext.fail_on_missing = options.fail_on_data_loss
     missing = ev.missing
-    past = _start_past_data(pkey, group, extents, options, pruning, ev.compacted_below)
+    past = _start_past_data(pkey, group, extents, options, pruning, ev.compacted_below, bases)
     if past is not None:
         missing = sorted([*missing, past], key=lambda m: m.first)
     _report(pkey, missing, group, extents, options, pruning)
@@ -264,6 +265,7 @@ def _start_past_data(
     options: PlanRequest,
     pruning: Pruning,
     compacted_below: int,
+    next_bases: dict[int, int | None],
 ) -> MissingOffsets | None:
     """The offsets from the read's start to the next segment file, when the start lies in a
     segment that is not the last and whose batches all end below it (a segment file missing or
@@ -274,8 +276,8 @@ def _start_past_data(
         return None
     lo, hi = offset_window(b, pruning)
     read = {id(e.probe) for e in extents}
-    for p, nxt in zip(group, group[1:], strict=False):
-        base, next_base = p.seg.base_offset, nxt.seg.base_offset
+    for p in group:
+        base, next_base = p.seg.base_offset, next_bases.get(id(p))
         if base is None or next_base is None or not base < lo < next_base or lo >= hi:
             continue
         if not p.seg.size or id(p) in read or next_base - 1 < compacted_below:
@@ -298,6 +300,30 @@ def _start_past_data(
             p.path,
         )
     return None
+
+
+def _narrowed(request: PlanRequest) -> bool:
+    """Whether the read may select part of a partition directory's segments: a file (or a
+    glob of files) given as a path, or a file filter."""
+    o = request.options
+    if o.path_glob_filter or o.modified_before is not None or o.modified_after is not None:
+        return True
+    return any(p.rstrip("/").rsplit("/", 1)[-1].endswith(".log") for p in o.paths)
+
+
+def _next_bases(group: list[SegmentProbe], every: list[int] | None) -> dict[int, int | None]:
+    """For each probe (by id), the base offset of the next segment file of its directory: the
+    next selected one, or with ``every`` (all the directory's base offsets) the next file."""
+    out: dict[int, int | None] = {}
+    ordered = sorted(every) if every else None
+    for i, p in enumerate(group):
+        base = p.seg.base_offset
+        if ordered is not None and base is not None:
+            later = [b for b in ordered if b > base]
+            out[id(p)] = later[0] if later else None
+        else:
+            out[id(p)] = group[i + 1].seg.base_offset if i + 1 < len(group) else None
+    return out
 
 
 def _report(

@@ -59,7 +59,6 @@ from .markers import (
     SegmentSummary,
     control_type,
     summarize_segment,
-    summary_key,
     walk_count,
 )
 from .splits import NO_LIMIT
@@ -205,22 +204,26 @@ def _key(path: str) -> str:
     return path if is_remote(path) else os.path.realpath(path)
 
 
-def _log_files(segments: Iterable[SegmentFile | str]) -> list[tuple[str, int | None]]:
+def _log_files(
+    segments: Iterable[SegmentFile | str],
+) -> list[tuple[str, int | None, SegmentFile | str]]:
     """The files of the partition log the segments belong to: every ``<20 digits>.log`` in their
-    directory, plus the given files themselves, in base-offset order."""
-    files: dict[str, tuple[str, int | None]] = {}
+    directory, plus the given files themselves, in base-offset order, as ``(path, base offset,
+    the listing's SegmentFile or the path)``: a listed file's version is the listing's, as the
+    planner and streams take it (:func:`~.logview.version_of`)."""
+    files: dict[str, tuple[str, int | None, SegmentFile | str]] = {}
     dirs: set[str] = set()
     for s in segments:
         path, base = (s, None) if isinstance(s, str) else (s.path, s.base_offset)
         if base is None:
             m = SEGMENT_NAME.match(os.path.basename(path))
             base = int(m.group(1)) if m else None
-        files.setdefault(_key(path), (path, base))
+        files.setdefault(_key(path), (path, base, s))
         dirs.add(parent_directory(path))
     for d in dirs:
         for base in segment_bases(d):
             p = f"{d}/{base:020d}.log" if is_remote(d) else os.path.join(d, f"{base:020d}.log")
-            files.setdefault(_key(p), (p, base))
+            files.setdefault(_key(p), (p, base, p))
     return sorted(
         files.values(),
         key=lambda pb: (0, pb[1], pb[0]) if pb[1] is not None else (1, 0, pb[0]),
@@ -236,11 +239,13 @@ def log_transactions(segments: Iterable[SegmentFile | str]) -> LogTransactions:
     """
     files = _log_files(segments)
     summaries = []
-    for path, base in files:
-        s = summarize_segment(path, base)
+    for _, base, seg in files:
+        s = summarize_segment(seg, base)
         if s is not None:
             summaries.append(s)
-    key = tuple(summary_key(s.path) for s in summaries)
+    # the versions the summaries were made from (a file that grows after its walk gets a new
+    # key at the next call, never the old result under its new version)
+    key = tuple((s.path, s.version, s.txn_version) for s in summaries)
     with _lock:
         hit = _logs.get(key)
         if hit is not None:

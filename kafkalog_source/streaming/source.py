@@ -64,6 +64,7 @@ one is watched).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,9 @@ from ..transport.filesystems import is_remote, using_store
 
 log = logging.getLogger("kafkalog")
 
+# a last segment must be this old (its mtime, ms) before index or checkpoint entries past its end
+# are called a cut: a copy in progress may write them before the log (rsync sorts .index first)
+CUT_GRACE_MS = 10_000
 # splits per micro-batch when minPartitions is not set (each at least openCostInBytes)
 STREAM_MIN_PARTITIONS = 2
 
@@ -268,7 +272,10 @@ class StreamSource:
                 seg,
                 from_start=self.options.isolation_level == "read_committed",
                 start_at=index_start,
+                known=self._known.get(seg.path),  # a cache that lost the file goes on from it
             )
+        except FileNotFoundError:
+            now = None  # deleted since the listing
         finally:
             probe.close()
         if now is None:  # gone since the listing
@@ -561,16 +568,20 @@ class StreamSource:
         return None
 
     def _check_cut_ends(self, start: Offsets, logs: dict[PartitionKey, PartitionLog]) -> None:
-        """A last segment that did not change since the previous trigger, while its ``.index``,
-        ``.timeindex`` or the log directory's recovery point or high watermark say the log went
-        on past its last complete batch, was cut short (a live broker writes the log before the
-        index, and the file would have grown): those offsets are a loss, reported once per
-        version of the file (raised with failOnDataLoss)."""
+        """A last segment that did not change since the previous trigger, nor for
+        :data:`CUT_GRACE_MS` (its modification time), while its ``.index``, ``.timeindex``, the
+        log directory's recovery point or high watermark or the partition's leader epochs say the
+        log went on past its last complete batch, was cut short (a live broker writes the log
+        before the index, and a copy in progress writes the log too): those offsets are a loss,
+        reported once per version of the file (raised with failOnDataLoss)."""
+        now_ms = time.time() * 1000
         for key, p in sorted(logs.items()):
             last = p.segments[-1]
             w = self._known.get(last.path)
             if last.path not in self._idle or w is None or w.error is not None:
                 continue
+            if now_ms - last.mtime < CUT_GRACE_MS:
+                continue  # written a moment ago: a copy or a broker may still be writing it
             hit = self._cuts.get(last.path)
             if hit is not None and hit[0] == w.version:
                 continue  # checked (and reported) for this version of the file
