@@ -52,10 +52,11 @@ records to retention; a partition that disappears lost all that was not read. Wi
 ``failOnDataLoss`` (true by default for streams, as in Spark's Kafka source) the query fails
 naming the partition and offsets; with false the loss is logged, counted in :attr:`lost`, and the
 stream goes on from the earliest offset. A last segment that did not change between two triggers
-while its ``.index``, ``.timeindex`` or the log directory's recovery point or high watermark name
-offsets past its end was cut short (a live broker writes the log before the index, so its file
-would have grown): those offsets are a loss too, reported once per version of the file, instead
-of being waited for. A segment before the last one rewritten by compaction
+nor for :data:`CUT_GRACE_MS` (its mtime) while its ``.index``, ``.timeindex``, the log
+directory's recovery point or high watermark or the partition's leader epochs name offsets past
+its end was cut short (a live broker writes the log before the index, and a copy in progress
+writes the log too): those offsets are a loss too, reported once per version of the file,
+instead of being waited for. A segment before the last one rewritten by compaction
 keeps its offsets, so it is not read again (its bytes are not compared, but for the last batch
 delivered when a query starts: the cleaner never rewrites the active segment, and only the last
 one is watched).
