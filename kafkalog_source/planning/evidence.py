@@ -97,13 +97,15 @@ def segment_end(p: SegmentProbe) -> int | None:
     base = p.seg.base_offset
     if p.size < PREFIX_SIZE:
         return base
-    start = p.index_start(NO_LIMIT - 1)
-    if start is None and not p.may_walk and p.size > REMOTE_END_WALK_BYTES:
-        return None
+    if not p.may_walk and p.size > REMOTE_END_WALK_BYTES and p.index_start(NO_LIMIT - 1) is None:
+        return None  # a large remote segment is walked only from a verified .index entry
+
+    def start_at() -> int:  # asked on the cache's miss only, as is the file itself
+        h = p.index_start(NO_LIMIT - 1)
+        return h.position if h is not None else 0
+
     try:
-        w = segment_walk(
-            p.seg, start_at=lambda: start.position if start is not None else 0, source=p.source
-        )
+        w = segment_walk(p.seg, start_at=start_at, source=lambda: p.source)
     except FileNotFoundError:  # deleted since the listing: the reader reports it
         return None
     if w is None or w.error is not None:

@@ -272,13 +272,14 @@ def segment_walk(
     *,
     from_start: bool = False,
     start_at: Callable[[], int] | None = None,
-    source: ByteSource | None = None,
+    source: Callable[[], ByteSource] | None = None,
     known: SegmentWalk | None = None,
 ) -> SegmentWalk | None:
     """The walk of ``seg``'s batch headers as the file is now (cached; see the module docs);
     None when the file is gone. ``from_start`` asks for every batch from byte 0 (the transaction
     events); otherwise a first walk starts at ``start_at()`` when given (a verified boundary).
-    ``source`` is an open byte source of the file to use (not closed here). ``known`` is an
+    ``source`` gives an open byte source of the file to use, called only when the file must be
+    read (not closed here). ``known`` is an
     older walk of the same file the caller kept (a stream's): when the cache has lost its own,
     the walk goes on from it instead of starting afresh."""
     path = seg if isinstance(seg, str) else seg.path
@@ -298,7 +299,7 @@ def segment_walk(
     if prev is not None and prev.version == version and (prev.from_start or not from_start):
         return prev
     own = source is None
-    src = open_source(path) if source is None else source
+    src = open_source(path) if source is None else source()
     try:
         if (
             prev is not None
