@@ -18,8 +18,7 @@ from ..errors import OptionError
 from ..options import ReadOptions
 from ..planning.planner import plan
 from ..planning.request import batch_request
-from ..stats import ReadStats
-from .partitions import SplitPartition, log_summary
+from .partitions import SplitPartition, read_partition
 
 
 def decoded_columns(schema: StructType, options: ReadOptions) -> tuple[DecodedSchema, pa.Schema]:
@@ -64,15 +63,12 @@ class KafkaLogDecodedReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split's records (an empty plan yields nothing)."""
-        if not isinstance(partition, SplitPartition):
-            return
-        from ..reader import read_split
         from ..reader.internal import RAW_PROJECTION, decode_batches
 
-        stats = ReadStats()
-        raw = read_split(partition.split, self.raw_options, RAW_PROJECTION, stats)
-        for batch in decode_batches(raw, self.read_options, self.columns, stats):
-            if self.rename is not None:
-                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.rename)
-            yield batch
-        log_summary(partition.split, stats)
+        return read_partition(
+            partition,
+            self.raw_options,
+            RAW_PROJECTION,
+            self.rename,
+            lambda raw, stats: decode_batches(raw, self.read_options, self.columns, stats),
+        )

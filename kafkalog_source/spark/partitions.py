@@ -4,7 +4,7 @@ an input partition, decoded into Arrow record batches, and summed up in one log 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -30,16 +30,21 @@ def read_partition(
     options: ReadOptions,
     projection: Projection,
     rename: pa.Schema | None,
+    then: Callable[[Iterator[pa.RecordBatch], ReadStats], Iterator[pa.RecordBatch]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode one split (an empty plan arrives as ``InputPartition(None)`` and yields nothing),
-    under Spark's Arrow schema ``rename`` when it differs from the decoder's, then log the
-    task's summary."""
+    passed through ``then`` when given (``decode=``: the records' interpretation), under
+    Spark's Arrow schema ``rename`` when it differs from the decoder's, then log the task's
+    summary."""
     if not isinstance(partition, SplitPartition):
         return
     from ..reader import read_split  # numba and the kernels: executors only, not planning
 
     stats = ReadStats()
-    for batch in read_split(partition.split, options, projection, stats):
+    batches = read_split(partition.split, options, projection, stats)
+    if then is not None:
+        batches = then(batches, stats)
+    for batch in batches:
         if rename is not None:
             batch = pa.RecordBatch.from_arrays(batch.columns, schema=rename)
         yield batch
