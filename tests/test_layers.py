@@ -17,6 +17,7 @@ LAYERS = [
     "arrow",
     "planning",
     "reader",
+    "payloads",
     "streaming",
     "spark",
     "cli",
