@@ -82,6 +82,15 @@ class UndecodableRecordError(CorruptDataError):
     version the pinned Kafka release does not define, or bytes that do not parse as it."""
 
 
+class UndecodablePayloadError(CorruptDataError):
+    """A key or value that ``valueFormat``/``keyFormat`` cannot decode: no Schema Registry
+    wire-format prefix, a schema id absent from the schemas, or bytes that do not parse under
+    their schema. ``schema_id`` and ``offset`` say which."""
+
+    schema_id: int | None = None
+    offset: int | None = None
+
+
 class ChecksumError(CorruptDataError):
     """A stored CRC (CRC-32C for v2 batches, CRC-32 for v0/v1 messages) does not match."""
 

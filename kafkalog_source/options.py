@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .errors import OptionError
-from .redact import query_names, redact_uri, scrub, secret_strings, show_value, uri_password
+from .redact import MASK, query_names, redact_uri, scrub, secret_strings, show_value, uri_password
 
 MiB = 1024 * 1024
 # Arrow ``binary`` columns, the type Spark takes from a Python data source, have 32-bit offsets:
@@ -46,6 +46,12 @@ DECODES = (
     "share_group_state",
     "auto",
 )
+
+# valueFormat / keyFormat: payloads decoded (payloads/)
+PAYLOAD_FORMATS = ("raw", "avro", "protobuf", "json", "registry")
+PAYLOAD_AS = ("struct", "json")
+# subject name strategies, as Confluent's serializers name them (short forms accepted)
+SUBJECT_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
 
 # (topic, partition) -> offset or timestamp; topic None means "any topic" (global bound)
 PartitionMap = dict[tuple[str, int], int]
@@ -313,6 +319,17 @@ class ReadOptions:
     isolation_level: str = "read_uncommitted"
     compiled_codecs: bool = True  # false: every lz4/snappy payload through liblz4/cramjam
     decode: str = "raw"  # raw, or an internal topic's interpretation (DECODES)
+    # payloads (payloads/): keys and values in the Schema Registry wire format, or plain JSON
+    value_format: str = "raw"
+    key_format: str = "raw"
+    schema_registry: str | None = None  # None: the _schemas partition beside the data, if any
+    registry_conf: tuple[tuple[str, Any], ...] = ()  # schemaRegistry.<conf> (masked in repr)
+    subject_name_strategy: str = "TopicNameStrategy"
+    value_subject: str | None = None
+    key_subject: str | None = None
+    value_schema_version: int | None = None  # None: the subject's latest version
+    key_schema_version: int | None = None
+    payload_as: str = "struct"
     # ranges (Spark Kafka source names)
     starting_offsets: str | PartitionMap = "earliest"
     ending_offsets: str | PartitionMap = "latest"
@@ -356,6 +373,10 @@ class ReadOptions:
             value = getattr(self, f.name)
             if f.name == "paths":
                 value = tuple(redact_uri(p) for p in value)
+            elif f.name == "schema_registry" and value is not None:
+                value = redact_uri(value)
+            elif f.name == "registry_conf":
+                value = tuple((k, registry_conf_shown(k, v)) for k, v in value)
             shown.append(f"{f.name}={value!r}")
         return f"ReadOptions({', '.join(shown)})"
 
@@ -421,6 +442,47 @@ def _choice(name: str, v: Any, choices: tuple[str, ...], upper: bool) -> str:
     if s not in choices:
         raise OptionError(f"option {name!r}: expected one of {', '.join(choices)}, got {v!r}")
     return s
+
+
+def _strategy(name: str, v: Any) -> str:
+    text = str(v).strip()
+    short = {
+        "topic": "TopicNameStrategy",
+        "record": "RecordNameStrategy",
+        "topic_record": "TopicRecordNameStrategy",
+        "topicrecord": "TopicRecordNameStrategy",
+    }
+    for full in SUBJECT_STRATEGIES:
+        if text.lower() in (full.lower(), full.lower().removesuffix("namestrategy")):
+            return full
+    if text.lower() in short:
+        return short[text.lower()]
+    raise OptionError(
+        f"option {name!r} must be one of {', '.join(SUBJECT_STRATEGIES)} (or topic, record, "
+        f"topic_record), got {text!r}"
+    )
+
+
+def _schema_version(name: str, v: Any) -> int | None:
+    if isinstance(v, str) and v.strip().lower() == "latest":
+        return None
+    return _int(name, v, 1)
+
+
+def _text(name: str, v: Any) -> str:
+    text = str(v).strip()
+    if not text:
+        raise OptionError(f"option {name!r} must not be empty")
+    return text
+
+
+def registry_conf_shown(key: str, value: Any) -> str:
+    """A ``schemaRegistry.<conf>`` value as messages may show it: only harmless settings
+    (timeouts, retries, cache sizes) are shown; credentials and everything else are masked."""
+    harmless = ("timeout.ms", "max.retries", "retries.wait.ms", "retries.max.wait.ms")
+    if key.lower() in harmless or key.lower().startswith("cache."):
+        return str(value)
+    return MASK
 
 
 def _partition_json(
@@ -642,6 +704,104 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "chooses by topic name (other topics raw), with one schema for all. Batch reads only: "
         "`readStream` refuses it. See [Kafka's internal topics](../guides/internal-topics.md) "
         "and [their schemas](schema.md#decode-interpretations).",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "valueFormat",
+        "value_format",
+        lambda n, v: _choice(n, v, PAYLOAD_FORMATS, False),
+        _choices(PAYLOAD_FORMATS),
+        "Decode record values: Avro, Protobuf or JSON Schema in the Schema Registry wire "
+        "format, or plain JSON.",
+        "`raw` (the default) leaves `value` as bytes. The others add `value_schema_id`, "
+        "`value_decoded` (a struct typed from the subject's reader schema, or a JSON string with "
+        "`payloadAs=json`) and `value_error`. `avro`, `protobuf` and `json` expect that format "
+        "(`json` also takes plain JSON text without the wire-format prefix); `registry` takes "
+        "whatever format the reader schema has. Schemas come from `schemaRegistry`. Batch reads "
+        "only. See [Payload decoding](../guides/payload-decoding.md).",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "keyFormat",
+        "key_format",
+        lambda n, v: _choice(n, v, PAYLOAD_FORMATS, False),
+        _choices(PAYLOAD_FORMATS),
+        "Decode record keys, as `valueFormat` does values.",
+        "Adds `key_schema_id`, `key_decoded` and `key_error`; the subject is `<topic>-key` "
+        "under the default strategy.",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "schemaRegistry",
+        "schema_registry",
+        _text,
+        "a path or URI, or an `http(s)://` URL",
+        "Where the schemas of `valueFormat`/`keyFormat` come from.",
+        "A `_schemas` partition directory or a log directory holding one (local or remote, "
+        "replayed as the registry replays its topic: versions, soft and hard deletes, "
+        "references), a directory of schema files, or a live registry's URL (through "
+        "confluent-kafka's client; its settings as `schemaRegistry.<setting>` options, e.g. "
+        "`schemaRegistry.basic.auth.user.info`, masked in messages). By default, the `_schemas` "
+        "partition of the log directory being read, if there is one.",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "subjectNameStrategy",
+        "subject_name_strategy",
+        _strategy,
+        ", ".join(f"`{x}`" for x in SUBJECT_STRATEGIES),
+        "How a topic's subject is named, as the serializers' `subject.name.strategy`.",
+        "`TopicNameStrategy` (`<topic>-value`, `<topic>-key`), `RecordNameStrategy` (the "
+        "record's full name) or `TopicRecordNameStrategy` (`<topic>-<full name>`). The record "
+        "strategies need the record's name: give the subject with `valueSubject`/`keySubject`, "
+        "or let the only subject of that form in the registry be taken.",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "valueSubject",
+        "value_subject",
+        _text,
+        "string",
+        "The subject whose schema types `value_decoded` (instead of the strategy's).",
+        "",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "keySubject",
+        "key_subject",
+        _text,
+        "string",
+        "The subject whose schema types `key_decoded` (instead of the strategy's).",
+        "",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "valueSchemaVersion",
+        "value_schema_version",
+        _schema_version,
+        "`latest` or an integer ≥ 1",
+        "The version of the value subject that types `value_decoded` (the reader schema).",
+        "Values written with other versions are resolved into it (Avro's schema resolution; "
+        "Protobuf and JSON by field). Default `latest`: the newest version not deleted.",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "keySchemaVersion",
+        "key_schema_version",
+        _schema_version,
+        "`latest` or an integer ≥ 1",
+        "The version of the key subject that types `key_decoded`.",
+        "",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "payloadAs",
+        "payload_as",
+        lambda n, v: _choice(n, v, PAYLOAD_AS, False),
+        _choices(PAYLOAD_AS),
+        "`json` makes `value_decoded`/`key_decoded` JSON strings instead of structs.",
+        "For topics whose schemas are not compatible (or several topics with different "
+        "subjects): each value is decoded with its own writer schema into a JSON document.",
         applies=(BATCH, ARROW),
     ),
     OptionSpec(
@@ -1001,6 +1161,7 @@ def parse_options(
             merged[str(k)] = v
     collected_paths: list[str] = []
     fs_args: list[tuple[str, str, Any]] = []
+    conf: list[tuple[str, Any]] = []
     values: dict[str, Any] = {}
     seen: dict[str, str] = {}
     for raw_name, value in merged.items():
@@ -1011,6 +1172,11 @@ def parse_options(
             continue
         if lower == "paths":
             collected_paths.extend(_parse_paths(value))
+            continue
+        if lower.startswith("schemaregistry."):
+            if value is not None:
+                conf.append((raw_name.split(".", 1)[1], value))
+                seen[f"sr:{lower}"] = raw_name
             continue
         if lower.startswith("fs."):
             if value is not None:
@@ -1038,6 +1204,8 @@ def parse_options(
     store = {k[6:]: values.pop(k) for k in list(values) if k.startswith("store.")}
     if fs_args or store:
         values["store"] = StoreOptions(args=tuple(sorted(fs_args, key=lambda a: a[:2])), **store)
+    if conf:
+        values["registry_conf"] = tuple(sorted(conf, key=lambda c: c[0]))
     opts = ReadOptions(paths=tuple(collected_paths), given=tuple(seen.values()), **values)
     _check_combinations(opts)
     return opts

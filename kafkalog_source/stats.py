@@ -103,6 +103,9 @@ class ReadStats:
     # decode=: records of internal topics that did not decode (DROPMALFORMED: dropped;
     # PERMISSIVE: kept with their bytes and the error); events of kind "undecodable record"
     undecodable_records: int = 0
+    # valueFormat/keyFormat: keys or values that did not decode (no wire-format prefix, an id
+    # absent from the schemas, bytes that do not parse); events of kind "undecodable payload"
+    undecodable_payloads: int = 0
     # work: bytes examined looking for where batches with damaged length fields really end
     resync_bytes: int = 0
     events: list[ReadEvent] = field(default_factory=list)
@@ -174,6 +177,7 @@ class ReadStats:
             or self.missing_files
             or self.missing_ranges
             or self.undecodable_records
+            or self.undecodable_payloads
             or (self.bytes_total and self.unaccounted_bytes)
         )
 
@@ -203,6 +207,11 @@ class ReadStats:
             )
         if self.undecodable_records:
             parts.append(f"{self.undecodable_records} records that did not decode (decode=)")
+        if self.undecodable_payloads:
+            parts.append(
+                f"{self.undecodable_payloads} keys or values that did not decode "
+                "(valueFormat/keyFormat)"
+            )
         wanted = {
             "filtered by bounds": self.filtered_bytes,
             "aborted": self.aborted_bytes,

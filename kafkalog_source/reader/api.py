@@ -174,6 +174,62 @@ def _decoded(
     return schema.schema, decode_batches(batches, opts, schema, st)
 
 
+def planned(
+    opts: ReadOptions,
+    columns: list[str] | tuple[str, ...] | None = None,
+    stats: ReadStats | None = None,
+    threads: int | None = None,
+    tuning: Tuning | None = None,
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Plan a read of parsed options now (bad options and paths with nothing to read raise
+    here) and return its schema and its batches, decoded as they are pulled. The one path of
+    :func:`iter_batches`, :func:`open_reader` and :func:`read_table` (raw, ``decode=`` and
+    payload reads)."""
+    if opts.decode != "raw":
+        return _decoded(opts, columns, stats, _threads(threads))
+    from .payloads import wants_payloads
+
+    if wants_payloads(opts):
+        return _with_payloads(opts, columns, stats, _threads(threads), tuning)
+    projection = _projection(opts, columns)
+    ranges, n = _plan(opts, _threads(threads))
+    return projection.schema, _ordered_batches(ranges, opts, projection, stats, n, tuning)
+
+
+def _with_payloads(
+    opts: ReadOptions,
+    columns: list[str] | tuple[str, ...] | None,
+    stats: ReadStats | None,
+    threads: int | None,
+    tuning: Tuning | None,
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """``valueFormat``/``keyFormat``: the raw read (with what the payload step needs) and the
+    step; ``columns`` may name the raw columns and the decoded ones."""
+    from .payloads import payload_plan, with_payloads
+
+    plan = payload_plan(opts, lambda o, cols: planned(o, cols, threads=1)[1])
+    raw = output_projection(opts)
+    added = {f.name: f for f in plan.fields}
+    every = list(raw.names) + list(added)
+    if isinstance(columns, str):
+        raise OptionError(f"columns must be a list of column names, got the string {columns!r}")
+    names = list(every if columns is None else columns)
+    unknown = [c for c in names if c not in every]
+    if unknown:
+        raise OptionError(
+            f"unknown column(s) {', '.join(map(repr, unknown))}; with these options the "
+            f"columns are: {', '.join(every)}"
+        )
+    wanted = [n for n in names if n not in added]
+    wanted += [n for n in plan.raw_columns if n not in wanted]
+    projection = Projection(tuple(wanted))
+    ranges, n = _plan(opts, threads)
+    st = stats if stats is not None else ReadStats()
+    batches = _ordered_batches(ranges, opts, projection, st, n, tuning)
+    schema = pa.schema([added[c] if c in added else projection.schema.field(c) for c in names])
+    return schema, with_payloads(batches, plan, st, names)
+
+
 def iter_batches(
     path: Any,
     stats: ReadStats | None = None,
@@ -190,12 +246,7 @@ def iter_batches(
     columns, as for :func:`open_reader`.
     """
     opts = parse_options(options, paths=path)
-    if opts.decode != "raw":
-        yield from _decoded(opts, columns, stats, _threads(threads))[1]
-        return
-    projection = _projection(opts, columns)
-    ranges, n = _plan(opts, _threads(threads))
-    yield from _ordered_batches(ranges, opts, projection, stats, n, tuning)
+    yield from planned(opts, columns, stats, threads, tuning)[1]
 
 
 def open_reader(
@@ -217,13 +268,7 @@ def open_reader(
     share), each a little ahead of the consumer. ``tuning`` (window size and fast paths) is for tests and benchmarks.
     """
     opts = parse_options(options, paths=path)
-    if opts.decode != "raw":
-        return pa.RecordBatchReader.from_batches(*_decoded(opts, columns, stats, _threads(threads)))
-    projection = _projection(opts, columns)
-    ranges, n = _plan(opts, _threads(threads))  # plan now: errors surface before the first batch
-    return pa.RecordBatchReader.from_batches(
-        projection.schema, _ordered_batches(ranges, opts, projection, stats, n, tuning)
-    )
+    return pa.RecordBatchReader.from_batches(*planned(opts, columns, stats, threads, tuning))
 
 
 def read_table(
@@ -238,13 +283,8 @@ def read_table(
     ``columns`` chooses output columns, as for :func:`open_reader`; the others are never
     decoded."""
     opts = parse_options(options, paths=path)  # once: errors here, before any planning
-    if opts.decode != "raw":
-        schema, decoded = _decoded(opts, columns, stats, _threads(threads))
-        return pa.Table.from_batches(list(decoded), schema=schema)
-    projection = _projection(opts, columns)
-    ranges, n = _plan(opts, _threads(threads))
-    batches = list(_ordered_batches(ranges, opts, projection, stats, n, tuning))
-    return pa.Table.from_batches(batches, schema=projection.schema)
+    schema, batches = planned(opts, columns, stats, threads, tuning)
+    return pa.Table.from_batches(list(batches), schema=schema)
 
 
 PANDAS_HINT = "pip install 'kafkalog[pandas]'"
