@@ -611,6 +611,8 @@ def doc_ref(name: str | None = None) -> str:
         return OPTIONS_DOC
     if name.lower().startswith("fs."):
         return f"{OPTIONS_DOC}#{FS_OPTION.anchor}"
+    if name.lower().startswith("schemaregistry."):
+        name = "schemaRegistry"
     spec = SPEC_OF.get(name.lower())
     return f"{OPTIONS_DOC}#{spec.anchor}" if spec else OPTIONS_DOC
 

@@ -119,6 +119,21 @@ def check_stream_options(o: ReadOptions) -> None:
             "there, or a batch read for a fixed end",
             doc=doc_ref(given[0]),
         )
+    decoding = [
+        name
+        for name, value in (
+            ("decode", o.decode),
+            ("valueFormat", o.value_format),
+            ("keyFormat", o.key_format),
+        )
+        if value != "raw"
+    ]
+    if decoding:
+        raise OptionError(
+            f"option {decoding[0]!r} is for batch reads only: a stream returns the raw columns "
+            "(decode them downstream, or read the archive in batches)",
+            doc=doc_ref(decoding[0]),
+        )
 
 
 def batch_request(o: ReadOptions) -> PlanRequest:

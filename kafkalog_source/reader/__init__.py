@@ -18,7 +18,15 @@ assembly), :mod:`.parallel` (ranges decoded on threads, handed on in order), :mo
 from __future__ import annotations
 
 from ..arrow.schema import output_projection
-from .api import iter_batches, open_reader, read_pandas, read_range, read_split, read_table
+from .api import (
+    iter_batches,
+    open_reader,
+    planned,
+    read_pandas,
+    read_range,
+    read_split,
+    read_table,
+)
 from .control import CONTROL_TYPES
 from .range_reader import RangeReader
 from .tuning import (
@@ -50,6 +58,7 @@ __all__ = [
     "Tuning",
     "RangeReader",
     "iter_batches",
+    "planned",
     "open_reader",
     "output_projection",
     "read_pandas",

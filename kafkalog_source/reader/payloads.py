@@ -105,6 +105,7 @@ def _replay(opts: ReadOptions, partitions: list[str], read: Read) -> Any:
         verify_checksums=opts.verify_checksums,
         store=opts.store,
     )
+
     def records() -> Iterator[tuple[int, bytes | None, bytes | None]]:
         for batch in read(raw, ["offset", "key", "value"]):
             yield from zip(

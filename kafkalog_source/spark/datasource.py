@@ -128,8 +128,13 @@ class KafkaLogDataSource(DataSource):
         """The format name: ``spark.read.format("kafkalog")``."""
         return NAME
 
-    def schema(self) -> str:
-        """The DDL of the columns these options produce."""
+    def schema(self) -> str | StructType:
+        """The DDL of the columns these options produce (a StructType with decoded payloads:
+        their types come from the reader schemas, loaded now)."""
+        if _payloads(self.read_options):
+            from .payloads import plan_payloads, spark_schema
+
+            return spark_schema(plan_payloads(self.read_options)[1])
         if self.read_options.decode != "raw":
             from ..arrow.internal import decoded_schema
 
@@ -138,6 +143,10 @@ class KafkaLogDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader for ``schema`` (ours, or a user-supplied subset of it)."""
+        if _payloads(self.read_options):
+            from .payloads import KafkaLogPayloadReader
+
+            return KafkaLogPayloadReader(self.read_options, schema)
         if self.read_options.decode != "raw":
             from .decoded import KafkaLogDecodedReader, decoded_columns
 
@@ -158,10 +167,21 @@ class KafkaLogDataSource(DataSource):
                 "option 'decode' is for batch reads (spark.read), not streams",
                 doc=doc_ref("decode"),
             )
+        if _payloads(self.read_options):
+            raise OptionError(
+                "options 'valueFormat'/'keyFormat' are for batch reads (spark.read), not "
+                "streams: decode the value column downstream, or read the archive in batches",
+                doc=doc_ref("valueFormat"),
+            )
 
         projection, arrow_schema = check_schema(schema, output_projection(self.read_options))
         rename = None if arrow_schema.equals(projection.schema) else arrow_schema
         return KafkaLogStreamReader(self.read_options, projection, rename)
+
+
+def _payloads(options: ReadOptions) -> bool:
+    """Whether keys or values are decoded (valueFormat/keyFormat)."""
+    return options.value_format != "raw" or options.key_format != "raw"
 
 
 def _in_pushdown_worker() -> bool:

@@ -1,0 +1,86 @@
+"""``valueFormat``/``keyFormat`` in Spark: decoded keys and values as typed columns (batch reads).
+
+The driver loads the schemas and fixes each decoded column's type when Spark asks for the
+schema (:func:`..reader.payloads.payload_plan`); the plan (decoders, reader schemas and the
+registry they hold) is pickled into the reader, and each task decodes its split's keys or values
+after the raw read (:class:`..payloads.step.PayloadStep`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..arrow.schema import Projection, output_projection
+from ..errors import OptionError
+from ..options import ReadOptions
+from ..payloads.step import PayloadPlan
+from ..planning.planner import plan
+from ..planning.request import batch_request
+from .partitions import SplitPartition, read_partition
+
+
+def plan_payloads(options: ReadOptions) -> tuple[PayloadPlan, pa.Schema]:
+    """The payload plan and the whole Arrow schema (the raw columns, then the decoded ones)."""
+    from ..reader import planned
+    from ..reader.payloads import payload_plan
+
+    payloads = payload_plan(options, lambda o, cols: planned(o, cols, threads=1)[1])
+    raw = output_projection(options).schema
+    return payloads, pa.schema(list(raw) + payloads.fields)
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """Spark's schema for ours."""
+    return from_arrow_schema(schema)
+
+
+class KafkaLogPayloadReader(DataSourceReader):
+    """Plans the raw read on the driver; each task reads one split and decodes its payloads."""
+
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        payloads, every = plan_payloads(options)
+        allowed = {n.lower(): n for n in every.names}
+        names, problems = [], []
+        for field in schema.fields:
+            ours = allowed.get(field.name.lower())
+            if ours is None:
+                problems.append(f"unknown column {field.name!r}")
+            else:
+                names.append(ours)
+        if problems or not names:
+            raise OptionError(
+                "user-supplied schema does not match the kafkalog source with valueFormat/"
+                f"keyFormat: {'; '.join(problems) or 'no columns'}. Allowed columns: "
+                f"{', '.join(every.names)}"
+            )
+        added = {f.name for f in payloads.fields}
+        wanted = [n for n in names if n not in added]
+        wanted += [n for n in payloads.raw_columns if n not in wanted]
+        self.read_options = options
+        self.payloads = payloads
+        self.names = names
+        self.projection = Projection(tuple(wanted))
+        self.spark_arrow = to_arrow_schema(schema, timezone="UTC")
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """Plan the read (indexes and batch headers only) and wrap each split."""
+        return [SplitPartition(s) for s in plan(batch_request(self.read_options))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Decode one split's records and their payloads."""
+        from ..reader.payloads import with_payloads
+
+        def then(raw: Iterator[pa.RecordBatch], stats) -> Iterator[pa.RecordBatch]:
+            for batch in with_payloads(raw, self.payloads, stats, self.names):
+                yield (
+                    batch.cast(self.spark_arrow)
+                    if not batch.schema.equals(self.spark_arrow)
+                    else batch
+                )
+
+        return read_partition(partition, self.read_options, self.projection, None, then)
