@@ -19,7 +19,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..arrow.schema import output_projection
 from ..options import ReadOptions
 from .common import CommandError
 from .sqlview import VIEW, unknown_view_hint
@@ -51,13 +50,10 @@ def run_query(path: Any, sql: str, options: dict[str, str], opts: ReadOptions, m
               progress: bool) -> pa.Table:  # fmt: skip
     """Run ``sql`` over the view; return at most ``max_rows + 1`` rows as an Arrow table."""
     duckdb = import_duckdb()
-    from ..reader import open_reader
+    from ..reader import full_schema, open_reader
 
-    full = output_projection(opts).schema
-    if opts.decode != "raw":  # -o decode=...: the interpretation's typed columns
-        from ..arrow.internal import decoded_schema
-
-        full = decoded_schema(opts.decode).schema
+    # -o decode=...: the interpretation's typed columns; -o valueFormat=...: the decoded ones
+    full = full_schema(opts)
     sql = quote_offset_column(duckdb, sql)
     con = duckdb.connect()
     try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..arrow.schema import output_projection
 from .api import (
+    full_schema,
     iter_batches,
     open_reader,
     planned,
@@ -57,6 +58,7 @@ __all__ = [
     "WINDOW_BYTES",
     "Tuning",
     "RangeReader",
+    "full_schema",
     "iter_batches",
     "planned",
     "open_reader",

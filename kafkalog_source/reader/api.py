@@ -196,6 +196,23 @@ def planned(
     return projection.schema, _ordered_batches(ranges, opts, projection, stats, n, tuning)
 
 
+def full_schema(opts: ReadOptions) -> pa.Schema:
+    """Every column a read of ``opts`` can produce (``columns`` chooses among them): the raw
+    schema, ``decode=``'s interpretation, or the raw schema with the decoded payload columns
+    (whose types come from the reader schemas: the schemas are loaded now)."""
+    if opts.decode != "raw":
+        from ..arrow.internal import decoded_schema
+
+        return decoded_schema(opts.decode).schema
+    from .payloads import payload_plan, wants_payloads
+
+    raw = output_projection(opts).schema
+    if not wants_payloads(opts):
+        return raw
+    plan = payload_plan(opts, lambda o, cols: planned(o, cols, threads=1)[1])
+    return pa.schema(list(raw) + plan.fields)
+
+
 def _with_payloads(
     opts: ReadOptions,
     columns: list[str] | tuple[str, ...] | None,
