@@ -1293,6 +1293,12 @@ def _check_combinations(o: ReadOptions) -> None:
             f"options {' and '.join(limits)} both limit a micro-batch; use one",
             doc=doc_ref(limits[0]),
         )
+    if o.decode != "raw" and (o.value_format != "raw" or o.key_format != "raw"):
+        raise OptionError(
+            "options 'decode' and 'valueFormat'/'keyFormat' do not combine: decode reads "
+            "Kafka's internal topics, whose records are not Schema Registry payloads",
+            doc=doc_ref("valueFormat"),
+        )
     if o.modified_before is not None and o.modified_after is not None:
         if o.modified_after >= o.modified_before:
             raise OptionError(

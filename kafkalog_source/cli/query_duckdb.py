@@ -147,15 +147,22 @@ def _collect_scans(node: Any, out: list[set[str]], every: set[str]) -> None:
     if "ARROW_SCAN" in str(node.get("name", "")).upper():
         info = node.get("extra_info")
         proj = info.get("Projections") if isinstance(info, dict) else None
-        if isinstance(proj, str):
-            out.append({proj} - {_ANY})
-        elif isinstance(proj, list):
-            out.append(set(proj) - {_ANY})
+        if isinstance(proj, (str, list)):
+            names = [proj] if isinstance(proj, str) else proj
+            # a struct's field is projected as "column.field": the column is what is read
+            out.append({_top_column(n, every) for n in names} - {_ANY})
         else:
             out.append(set(every))
     for value in node.values():
         if isinstance(value, (list, dict)):
             _collect_scans(value, out, every)
+
+
+def _top_column(name: str, every: set[str]) -> str:
+    """The view's column a projection names (``value_decoded.price`` reads ``value_decoded``)."""
+    if name in every or "." not in name:
+        return name
+    return name.split(".", 1)[0]
 
 
 def _full_width(

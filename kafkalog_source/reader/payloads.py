@@ -48,12 +48,6 @@ def payload_plan(
     """Load the schemas and choose each decoded column's reader schema (OptionError when a
     subject is missing, topics disagree, or no schemas are found for a format that needs
     them). ``read`` reads the ``_schemas`` partition and, for plain JSON, a sample."""
-    if opts.decode != "raw":
-        raise OptionError(
-            "options 'decode' and 'valueFormat'/'keyFormat' do not combine: decode reads "
-            "Kafka's internal topics, whose records are not Schema Registry payloads",
-            doc=doc_ref("valueFormat"),
-        )
     if segments is None:
         segments = discover(opts)
     topics = sorted({s.topic for s in segments if s.topic is not None})
@@ -73,14 +67,14 @@ def load_schemas(
 ) -> tuple[Any, str | None]:
     """The schemas (a Registry, or a live registry's lookups) and where they came from (for
     messages, redacted), or ``(None, None)`` when there are none."""
-    from ..payloads import sources
-
     spec = opts.schema_registry
     if spec is None:
         partitions = _schemas_partitions(opts, segments)
         if not partitions:
             return None, None
         return _replay(opts, partitions, read), ", ".join(redact_uri(p) for p in partitions)
+    from ..payloads import sources
+
     shown = redact_uri(spec)
     if spec.lower().startswith(("http://", "https://")):
         return sources.live_registry(spec, dict(opts.registry_conf)), shown
@@ -141,7 +135,7 @@ def _schemas_partitions(
     out = []
     for c in dict.fromkeys(candidates):
         probe = opts.replace(
-            paths=(c,), ignore_missing_files=True, allow_empty=True, path_glob_filter=None
+            paths=(c,), ignore_missing_files=False, allow_empty=True, path_glob_filter=None
         )
         try:
             if discover(probe):

@@ -1,0 +1,185 @@
+"""valueFormat/keyFormat end to end: the Arrow API, Spark, the CLI and DuckDB, modes and stats.
+
+The per-format decoders have their own tests (test_payload_avro.py, test_payload_protobuf.py,
+test_payload_json.py); here the values are written into real segments and read as a user does.
+Plain JSON values are written by the test (JSON text needs no serializer); the registry-framed
+samples under ``sample_segments/payloads/`` were written by confluent-kafka's serializers (see
+test_payload_samples.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from conftest import kp_v2_batch, run_cli
+
+import kafkalog_source as kl
+from kafkalog_source.errors import OptionError, UndecodablePayloadError
+
+TS = 1_700_000_000_000
+
+
+def _plain_json_partition(root: Path, topic: str = "events") -> Path:
+    """``topic``-0 with ten JSON objects, one value that does not parse and one tombstone."""
+    d = root / f"{topic}-0"
+    d.mkdir(parents=True)
+    recs = [
+        (
+            TS + i,
+            f"k{i}".encode(),
+            json.dumps(
+                {"id": i, "name": f"n{i}", "tags": ["a"] * (i % 3), "price": i * 1.5}
+            ).encode(),
+            [],
+        )
+        for i in range(10)
+    ]
+    recs.append((TS + 10, b"k10", b'{"id": "oops"', []))
+    recs.append((TS + 11, b"k11", None, []))
+    (d / "00000000000000000000.log").write_bytes(kp_v2_batch(recs))
+    return d
+
+
+EXPECTED = [
+    {"id": i, "name": f"n{i}", "tags": ["a"] * (i % 3), "price": i * 1.5} for i in range(10)
+]
+
+
+def test_plain_json_values_become_a_typed_struct(tmp_path: Path) -> None:
+    """No registry: the struct's type is inferred from the values; every value that parses is
+    its JSON object; the tombstone is null without an error; PERMISSIVE keeps the bad value's
+    row with its bytes and the reason, and counts it."""
+    d = _plain_json_partition(tmp_path)
+    st = kl.ReadStats()
+    t = kl.read_table(d, stats=st, valueFormat="json", mode="PERMISSIVE")
+    assert t.schema.names[-3:] == ["value_schema_id", "value_decoded", "value_error"]
+    assert t.schema.field("value_decoded").type == pa.struct(
+        [
+            ("id", pa.int64()),
+            ("name", pa.string()),
+            ("tags", pa.list_(pa.string())),
+            ("price", pa.float64()),
+        ]
+    )
+    rows = t.to_pylist()
+    assert [r["value_decoded"] for r in rows[:10]] == EXPECTED
+    assert all(r["value_schema_id"] is None and r["value_error"] is None for r in rows[:10])
+    assert rows[10]["value_decoded"] is None and rows[10]["value"] == b'{"id": "oops"'
+    assert "does not parse as JSON" in rows[10]["value_error"]
+    assert rows[11]["value"] is None and rows[11]["value_decoded"] is None
+    assert rows[11]["value_error"] is None
+    assert st.undecodable_payloads == 1
+    [event] = st.events_of("undecodable payload")
+    assert event.path.endswith("00000000000000000000.log") and "offset 10" in event.reason
+
+
+def test_modes_for_a_value_that_does_not_decode(tmp_path: Path) -> None:
+    """FAILFAST names the file, the batch's byte, the offset and the schema id; DROPMALFORMED
+    drops the row and counts it."""
+    d = _plain_json_partition(tmp_path)
+    with pytest.raises(UndecodablePayloadError) as e:
+        kl.read_table(d, valueFormat="json")
+    assert e.value.offset == 10 and e.value.schema_id is None and e.value.position == 0
+    assert str(e.value).startswith(str(d / "00000000000000000000.log") + ": byte 0: ")
+    assert "the value at offset 10" in str(e.value) and "(schema id none)" in str(e.value)
+    st = kl.ReadStats()
+    t = kl.read_table(d, stats=st, valueFormat="json", mode="DROPMALFORMED")
+    assert t.column("offset").to_pylist() == [*range(10), 11]
+    assert st.undecodable_payloads == 1 and "did not decode" in st.summary()
+
+
+def test_columns_choose_among_raw_and_decoded(tmp_path: Path) -> None:
+    """``columns`` may name only decoded columns; the raw ones the step needs are read anyway
+    and not returned. payloadAs=json gives each value's JSON text."""
+    d = _plain_json_partition(tmp_path)
+    t = kl.read_table(d, valueFormat="json", mode="DROPMALFORMED", columns=["value_decoded"])
+    assert t.schema.names == ["value_decoded"]
+    assert t.column(0).to_pylist()[:10] == EXPECTED
+    t = kl.read_table(
+        d, valueFormat="json", payloadAs="json", mode="DROPMALFORMED", columns=["value_decoded"]
+    )
+    assert t.schema.field(0).type == pa.string()
+    assert [json.loads(v) for v in t.column(0).to_pylist()[:10]] == EXPECTED
+    with pytest.raises(OptionError, match="unknown column.*value_decoded"):
+        kl.read_table(d, valueFormat="json", columns=["key_decoded"])
+    reader = kl.open_reader(d, valueFormat="json", mode="PERMISSIVE", columns=["value_error"])
+    assert reader.read_all().column(0).null_count == 11
+
+
+def test_payload_options_are_refused_where_they_do_not_apply(tmp_path: Path) -> None:
+    """decode= with valueFormat, and streams, refuse by name; avro without any schemas says
+    where it looked and what to give."""
+    from kafkalog_source.streaming.source import StreamSource
+
+    d = _plain_json_partition(tmp_path)
+    with pytest.raises(OptionError, match="'decode' and 'valueFormat'"):
+        kl.read_table(d, valueFormat="json", decode="auto")
+    with pytest.raises(OptionError, match="needs the schemas.*schemaRegistry"):
+        kl.read_table(d, valueFormat="avro")
+    with pytest.raises(OptionError, match="'valueFormat' is for batch reads only"):
+        StreamSource(kl.parse_options({"path": str(d), "valueFormat": "json"})).latest()
+
+
+def test_registry_secrets_never_show(tmp_path: Path) -> None:
+    """A registry URL's password and schemaRegistry.* credentials are masked in ReadOptions'
+    repr."""
+    opts = kl.parse_options(
+        {
+            "path": str(tmp_path),
+            "valueFormat": "avro",
+            "schemaRegistry": "https://user:hunter2@registry.example:8081",
+            "schemaRegistry.basic.auth.user.info": "user:s3cret",
+            "schemaRegistry.timeout.ms": "5000",
+        }
+    )
+    shown = repr(opts)
+    assert "hunter2" not in shown and "s3cret" not in shown
+    assert "('timeout.ms', '5000')" in shown
+
+
+@pytest.mark.spark
+def test_spark_reads_plain_json_as_a_struct(spark, tmp_path: Path) -> None:
+    """Spark's schema has the decoded struct; its fields are SQL columns; a user schema may
+    pick the decoded columns alone."""
+    d = _plain_json_partition(tmp_path)
+    df = (
+        spark.read.format("kafkalog")
+        .option("valueFormat", "json")
+        .option("mode", "DROPMALFORMED")
+        .load(str(d))
+    )
+    assert df.schema["value_decoded"].dataType.simpleString() == (
+        "struct<id:bigint,name:string,tags:array<string>,price:double>"
+    )
+    got = df.orderBy("offset").select("value_decoded.name", "value_decoded.price").collect()
+    assert [(r["name"], r["price"]) for r in got][:10] == [
+        (e["name"], e["price"]) for e in EXPECTED
+    ]
+    assert got[10]["name"] is None  # the tombstone
+    narrow = (
+        spark.read.format("kafkalog")
+        .schema("value_decoded struct<id:bigint,name:string,tags:array<string>,price:double>")
+        .option("valueFormat", "json")
+        .option("mode", "DROPMALFORMED")
+        .load(str(d))
+    )
+    assert narrow.where("value_decoded.id >= 5").count() == 5
+
+
+def test_cli_query_sees_decoded_fields(tmp_path: Path) -> None:
+    """kafkalog query (DuckDB): -o valueFormat=json makes the struct's fields SQL columns."""
+    d = _plain_json_partition(tmp_path)
+    out = run_cli(
+        "query",
+        str(d),
+        "-o",
+        "valueFormat=json",
+        "-o",
+        "mode=DROPMALFORMED",
+        "select sum(value_decoded.price) s, max(value_decoded.name) m from kafkalog",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "67.5" in out.stdout and "n9" in out.stdout
