@@ -472,6 +472,7 @@ def test_schema_file_directory(tmp_path: Path) -> None:
         (sdir / f"{version}.json").write_text(json.dumps(ans))
     reg = load_registry(str(d))
     assert reg.by_id(1) == RegisteredSchema(1, "AVRO", AVRO_V1)
+    assert not any(reg.by_id(i).deleted for i in (1, 3, 4, 8, 9))
     assert reg.by_id(3).schema_type == "PROTOBUF"
     assert reg.by_id(8).schema_type == "JSON" and '"object"' in reg.by_id(8).text
     assert reg.by_id(9).text == AVRO_V2

@@ -368,6 +368,8 @@ class Registry:
         self._guids: dict[str, dict[int, dict[str, int]]] = {}
         # context -> id -> the schema last registered with it (kept after deletes)
         self._archive: dict[str, dict[int, RegisteredSchema]] = {}
+        # (context, id) known live without a subject version (schema files named by id)
+        self._live_ids: set[tuple[str, int]] = set()
         self._configs: dict[str | None, dict[str, Any]] = {}
         self._modes: dict[str | None, str | None] = {}
         self._contexts: set[str] = set()
@@ -393,6 +395,7 @@ class Registry:
             ctx = context_of(subject) if subject is not None else schema.context
             schema = replace(schema, context=ctx, deleted=False)
             reg._archive.setdefault(ctx, {})[schema.id] = schema
+            reg._live_ids.add((ctx, schema.id))
             if subject is not None and version is not None:
                 reg._store[(subject, version)] = _Version(schema, False, None)
                 reg._guids.setdefault(ctx, {}).setdefault(schema.id, {})[subject] = version
@@ -440,7 +443,7 @@ class Registry:
 
     def _resolve_id(self, ctx: str, schema_id: int) -> RegisteredSchema | None:
         holders = self._guids.get(ctx, {}).get(schema_id, {})
-        live = False
+        live = (ctx, schema_id) in self._live_ids
         found = None
         for subj, ver in holders.items():
             v = self._store.get((subj, ver))
