@@ -32,12 +32,24 @@ from kafkalog_source.format.registry import (
     replay,
 )
 from kafkalog_source.options import parse_options
-from kafkalog_source.payloads.sources import (
-    LiveRegistry,
-    default_registry,
-    find_schemas_partition,
-    load_registry,
-)
+from kafkalog_source.payloads import sources
+from kafkalog_source.payloads.sources import LiveRegistry, find_schemas_partition
+
+
+def _read_topic(partitions: list[str], options: dict[str, Any]) -> Any:
+    """How the reader layer reads a _schemas topic for the sources (payloads sit below it)."""
+    from kafkalog_source import read_table
+
+    return read_table(partitions, columns=["key", "value", "offset"], **options)
+
+
+def load_registry(spec: str, store: Any = None, **kw: Any) -> Any:
+    return sources.load_registry(spec, store, read=_read_topic, **kw)
+
+
+def default_registry(paths: list[str], store: Any = None, **kw: Any) -> Any:
+    return sources.default_registry(paths, _read_topic, store, **kw)
+
 
 # -- records as the registry writes them ------------------------------------------------------
 

@@ -6,8 +6,8 @@ the methods of :class:`~kafkalog_source.format.registry.Registry` (``by_id``, ``
 
 - **A ``_schemas`` partition directory** (``.../_schemas-0``), **a log directory** holding one, or
   the same on a store (``s3://``, ``abfs://``, ``gs://``, ``hdfs://``, fsspec URLs, reached with
-  the read's ``fs.*`` options): read with :func:`~kafkalog_source.reader.api.read_table` and
-  replayed as the registry replays its store (:func:`~kafkalog_source.format.registry.replay`).
+  the read's ``fs.*`` options): read by the caller's ``read`` (the reader layer, above this
+  one, passes its own read: :data:`ReadTopic`) and replayed as the registry replays its store (:func:`~kafkalog_source.format.registry.replay`).
   :func:`find_schemas_partition` finds the default one: the ``_schemas`` partition of the log
   directory being read.
 - **A directory of schema files** (local or on a store), laid out so that ``curl`` against a
@@ -48,7 +48,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -73,16 +73,23 @@ SCHEMAS_TOPIC = "_schemas"  # the registry's kafkastore.topic default
 _EXTENSION_TYPES = {".avsc": "AVRO", ".proto": "PROTOBUF", ".json": "JSON"}
 
 
+# how a _schemas topic is read: (partition directories, reader options as keyword arguments)
+# -> an Arrow table with the columns key, value and offset (the reader layer's read_table)
+ReadTopic = Callable[[list[str], dict[str, Any]], Any]
+
+
 def load_registry(
     spec: str,
     store: StoreOptions | None = None,
     *,
+    read: ReadTopic | None = None,
     lenient: bool = False,
     config: Mapping[str, Any] | None = None,
 ) -> Registry | LiveRegistry:
     """The schemas ``spec`` names (see the module docstring): a ``_schemas`` partition or log
     directory (path or URI), a schema-file directory, a ``GET /schemas`` JSON file, or an
     ``http(s)://`` registry URL. ``store`` holds the read's ``fs.*`` options for URIs;
+    ``read`` reads a ``_schemas`` topic (:data:`ReadTopic`; needed for that kind of source);
     ``lenient`` skips ``_schemas`` records the registry could not read (as the registry does)
     instead of raising; ``config`` is extra ``SchemaRegistryClient`` configuration for a live
     registry (credentials, TLS files, timeouts).
@@ -103,23 +110,28 @@ def load_registry(
     fs = _Files(store)
     kind, where = _classify(spec, fs)
     if kind == "partitions":
-        return read_schemas_topic(where, store, lenient=lenient)
+        if read is None:
+            raise OptionError(f"{redact_uri(spec)} is a _schemas topic: reading it needs a reader")
+        return read_schemas_topic(where, read, store, lenient=lenient)
     if kind == "index":
         return _registry_from_entries(_index_entries(fs.read(spec), spec))
     return load_schema_files(spec, store)
 
 
 def read_schemas_topic(
-    partitions: Sequence[str], store: StoreOptions | None = None, *, lenient: bool = False
+    partitions: Sequence[str],
+    read: ReadTopic,
+    store: StoreOptions | None = None,
+    *,
+    lenient: bool = False,
 ) -> Registry:
     """Replay the ``_schemas`` partition directories ``partitions`` (normally one; copies of the
-    same partition in several log directories are merged) into a :class:`Registry`."""
-    from ..reader.api import read_table
-
+    same partition in several log directories are merged), read by ``read``, into a
+    :class:`Registry`."""
     options: dict[str, Any] = _store_options(store)
     if len(partitions) > 1:
         options["replicas"] = "merge"
-    table = read_table(list(partitions), columns=["key", "value", "offset"], **options)
+    table = read(list(partitions), options)
     if table.num_rows == 0:
         return replay((), lenient=lenient)
     table = table.sort_by("offset")
@@ -169,12 +181,16 @@ def find_schemas_partition(
 
 
 def default_registry(
-    paths: Iterable[str], store: StoreOptions | None = None, *, lenient: bool = False
+    paths: Iterable[str],
+    read: ReadTopic,
+    store: StoreOptions | None = None,
+    *,
+    lenient: bool = False,
 ) -> Registry | None:
     """The registry of the ``_schemas`` partition of the log directories being read, or None
     when there is none."""
     found = find_schemas_partition(paths, store)
-    return read_schemas_topic(found, store, lenient=lenient) if found else None
+    return read_schemas_topic(found, read, store, lenient=lenient) if found else None
 
 
 # --- paths on disk or on a store -------------------------------------------------------------

@@ -16,15 +16,14 @@ values of the read (:data:`JSON_SAMPLE` of them).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
 
-from ..errors import OptionError, PathError
-from ..layout.discovery import SegmentFile, discover, parse_partition_dir
-from ..options import ReadOptions, doc_ref
+from ..errors import OptionError
+from ..layout.discovery import SegmentFile, discover
+from ..options import ReadOptions, doc_ref, parse_options
 from ..payloads.codec import PayloadDecoder
 from ..payloads.step import ColumnPlan, PayloadPlan, PayloadStep, not_payload_topic
 from ..redact import redact_uri
@@ -66,83 +65,44 @@ def load_schemas(
     opts: ReadOptions, segments: list[SegmentFile], read: Read
 ) -> tuple[Any, str | None]:
     """The schemas (a Registry, or a live registry's lookups) and where they came from (for
-    messages, redacted), or ``(None, None)`` when there are none."""
+    messages, redacted), or ``(None, None)`` when there are none. A ``_schemas`` record the
+    registry could not read raises under FAILFAST and is skipped otherwise (as the registry
+    skips it)."""
+    from ..payloads.sources import find_schemas_partition, load_registry, read_schemas_topic
+
+    lenient = opts.mode != "FAILFAST"
     spec = opts.schema_registry
     if spec is None:
-        partitions = _schemas_partitions(opts, segments)
-        if not partitions:
+        found = sorted(
+            {s.path.rsplit("/", 1)[0] for s in segments if s.topic == SCHEMAS_TOPIC}
+        ) or find_schemas_partition(opts.paths, opts.store)
+        if not found:
             return None, None
-        return _replay(opts, partitions, read), ", ".join(redact_uri(p) for p in partitions)
-    from ..payloads import sources
-
-    shown = redact_uri(spec)
-    if spec.lower().startswith(("http://", "https://")):
-        return sources.live_registry(spec, dict(opts.registry_conf)), shown
-    if sources.is_schema_directory(spec):
-        return sources.registry_from_directory(spec), shown
-    partitions = _schemas_partitions(opts.replace(paths=(spec,)), None, explicit=True)
-    if not partitions:
-        raise PathError(
-            f"schemaRegistry {shown}: neither a _schemas partition, a log directory holding "
-            "one, a directory of schema files, nor an http(s):// registry URL"
-        )
-    return _replay(opts, partitions, read), shown
-
-
-def _replay(opts: ReadOptions, partitions: list[str], read: Read) -> Any:
-    """Read ``_schemas`` partitions (in offset order) and replay them as the registry does."""
-    from ..payloads.sources import registry_from_records
-
-    raw = ReadOptions(
-        paths=tuple(partitions),
-        mode=opts.mode,
-        verify_checksums=opts.verify_checksums,
-        store=opts.store,
+        shown = ", ".join(redact_uri(p) for p in found)
+        return read_schemas_topic(found, _topic_reader(read), opts.store, lenient=lenient), shown
+    live = spec.lower().startswith(("http://", "https://"))
+    registry = load_registry(
+        spec,
+        opts.store,
+        read=_topic_reader(read),
+        lenient=lenient,
+        config=dict(opts.registry_conf) if live else None,
     )
-
-    def records() -> Iterator[tuple[int, bytes | None, bytes | None]]:
-        for batch in read(raw, ["offset", "key", "value"]):
-            yield from zip(
-                batch.column(0).to_pylist(),
-                batch.column(1).to_pylist(),
-                batch.column(2).to_pylist(),
-                strict=True,
-            )
-
-    return registry_from_records(records())
+    return registry, redact_uri(spec)
 
 
-def _schemas_partitions(
-    opts: ReadOptions, segments: list[SegmentFile] | None, explicit: bool = False
-) -> list[str]:
-    """The ``_schemas`` partition directories: among the segments read, or beside the paths
-    read (in their log directory), or (``explicit``) the path itself or its children."""
-    found = sorted({os.path.dirname(s.path) for s in segments or () if s.topic == SCHEMAS_TOPIC})
-    if found:
-        return found
-    candidates: list[str] = []
-    for p in opts.paths:
-        p = p.rstrip("/")
-        name = p.rsplit("/", 1)[-1]
-        parsed = parse_partition_dir(name)
-        if explicit and parsed is not None and parsed[0] == SCHEMAS_TOPIC:
-            return [p]
-        if p.endswith(".log"):
-            p = p.rsplit("/", 1)[0]
-            parsed = parse_partition_dir(p.rsplit("/", 1)[-1])
-        log_dir = p.rsplit("/", 1)[0] if parsed is not None and not explicit else p
-        candidates.append(f"{log_dir}/{SCHEMAS_TOPIC}-0")
-    out = []
-    for c in dict.fromkeys(candidates):
-        probe = opts.replace(
-            paths=(c,), ignore_missing_files=False, allow_empty=True, path_glob_filter=None
-        )
-        try:
-            if discover(probe):
-                out.append(c)
-        except (PathError, OptionError, OSError):
-            continue
-    return out
+TOPIC_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("offset", pa.int64())])
+
+
+def _topic_reader(read: Read) -> Any:
+    """:data:`..payloads.sources.ReadTopic` over this layer's read."""
+
+    def read_topic(partitions: list[str], options: dict[str, Any]) -> pa.Table:
+        opts = parse_options(options, paths=partitions)
+        batches = list(read(opts, list(TOPIC_SCHEMA.names)))
+        return pa.Table.from_batches(batches, schema=TOPIC_SCHEMA)
+
+    return read_topic
 
 
 def _subject(opts: ReadOptions, column: str, topic: str | None, registry: Any) -> str:
