@@ -1442,6 +1442,51 @@ def dump_manifest(obj: Any, indent: int = 0) -> str:
     return pad + json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
+PAYLOADS_README = [
+    "## Payloads: `payloads/`",
+    "",
+    "`payloads/` is a second log directory (its name is not a partition directory's, so reading",
+    "`sample_segments/` does not descend into it) with values written by real serializers and",
+    "the Schema Registry's storage topic next to them. `generate_payloads.py` writes it with",
+    "confluent-kafka's `AvroSerializer`, `ProtobufSerializer` and `JSONSerializer` against its",
+    "`mock://` registry (TopicNameStrategy), and this script's `PartitionLog` for the segments:",
+    "",
+    "| directory | contents |",
+    "|---|---|",
+    "| `_schemas-0/` | the registry's storage topic, records as Schema Registry 7.x writes them "
+    "(Jackson JSON keys/values): NOOP, CONFIG (global BACKWARD), SCHEMA for every subject "
+    "version the serializers registered (ids, versions and references as the mock registry "
+    "assigned them), a soft-deleted version, a hard-deleted one (tombstone), DELETE_SUBJECT |",
+    "| `orders-avro-0/` | Avro values, subject `orders-avro-value`, one segment per schema "
+    "version (v2 adds a field with a default, v3 removes one); every Avro type and the "
+    "decimal/date/timestamp-millis/uuid logical types; Avro keys (`orders-avro-key`); "
+    "tombstones |",
+    "| `orders-proto-0/` | Protobuf values (`payloads_src/shop/orders/orders.proto`, "
+    "importing `shop/common/money.proto` as a registered reference and the well-known "
+    "Timestamp): message indexes [0], [1] and [0, 0] |",
+    "| `orders-json-0/` | JSON Schema values, subject `orders-json-value` |",
+    "| `events-plainjson-0/` | plain JSON text values, no registry |",
+    "| `orders-avro-bad-0/` | damaged values between good ones: no prefix, unknown magic "
+    "byte, unknown schema id, truncated Avro body, a Protobuf schema's id |",
+    "",
+    "`payloads/MANIFEST.json` lists per partition and offset the serializer's input as JSON",
+    "(its `notes` say how bytes, decimals, dates, timestamps and Protobuf are written), the",
+    "schema id, subject and version, for Avro also the value resolved into the latest version;",
+    "the registry's subjects, versions, ids and schema texts; and the batch/row/index facts of",
+    "every `.log` as in `MANIFEST.json` above. The generator decodes every record back with",
+    "confluent-kafka's deserializers and checks the files with kafka-python;",
+    "`tests/test_payload_samples.py` does the same from kafkalog's raw reader. Regenerate",
+    "(deterministic, byte-identical on re-run; needs confluent-kafka with its schema-registry",
+    "extras, fastavro, protobuf and grpcio-tools, whose protoc compiles `payloads_src/` at",
+    "generation time):",
+    "",
+    "```",
+    ".venv/bin/python sample_segments/generate_payloads.py",
+    "```",
+    "",
+]
+
+
 def write_readme(root: Path, logs: Sequence[PartitionLog]) -> None:
     """Write README.md: one line per partition directory plus how to regenerate."""
     lines = [
@@ -1486,6 +1531,7 @@ def write_readme(root: Path, logs: Sequence[PartitionLog]) -> None:
         "python-snappy and `xxhash` (kafka-python uses it for the magic-0 LZ4 framing). It",
         "listens on nothing itself; librdkafka's mock broker binds to 127.0.0.1.",
         "",
+        *PAYLOADS_README,
     ]
     (root / "README.md").write_text("\n".join(lines), encoding="utf-8")
 

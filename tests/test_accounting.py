@@ -33,7 +33,8 @@ from kafkalog_source.reader import RangeReader, output_projection
 from kafkalog_source.stats import MAX_LOGGED_PER_FILE, SKIP_REASONS, ReadStats
 
 SAMPLES = ROOT / "sample_segments"
-SAMPLE_DIRS = sorted(p for p in SAMPLES.iterdir() if p.is_dir())
+# the partition directories (payloads/ is a log directory of its own, payloads_src/ .proto files)
+SAMPLE_DIRS = sorted(p for p in SAMPLES.iterdir() if p.is_dir() and any(p.glob("*.log")))
 CARVED = BROKER_WRITTEN / "kafkajs" / "carved"
 V2_REQUEST = CARVED / "v2_request.test-topic-9f825c3f60bb0b4db583-0.records.bin"
 MODES = ("FAILFAST", "DROPMALFORMED", "PERMISSIVE")
