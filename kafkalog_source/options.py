@@ -330,6 +330,8 @@ class ReadOptions:
     value_schema_version: int | None = None  # None: the subject's latest version
     key_schema_version: int | None = None
     payload_as: str = "struct"
+    value_message: str | None = None  # Protobuf: the message typing value_decoded
+    key_message: str | None = None
     # ranges (Spark Kafka source names)
     starting_offsets: str | PartitionMap = "earliest"
     ending_offsets: str | PartitionMap = "latest"
@@ -793,6 +795,26 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         _schema_version,
         "`latest` or an integer ≥ 1",
         "The version of the key subject that types `key_decoded`.",
+        "",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "valueMessage",
+        "value_message",
+        _text,
+        "string",
+        "Protobuf: the message that types `value_decoded` (default: the schema's first).",
+        "A full name (`shop.orders.Order`) or one relative to the file's package "
+        "(`Order.LineItem`). Values of another message type of the same file do not fit the "
+        "struct and go through `mode`; `payloadAs=json` decodes every message type.",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "keyMessage",
+        "key_message",
+        _text,
+        "string",
+        "Protobuf: the message that types `key_decoded`.",
         "",
         applies=(BATCH, ARROW),
     ),

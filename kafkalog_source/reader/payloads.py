@@ -148,6 +148,7 @@ def _column(
     """Choose ``column``'s reader schema and build its decoder."""
     as_json = opts.payload_as == "json"
     version = opts.value_schema_version if column == "value" else opts.key_schema_version
+    message = opts.value_message if column == "value" else opts.key_message
     option = "valueFormat" if column == "value" else "keyFormat"
     if registry is None:
         if fmt == "json":
@@ -196,7 +197,7 @@ def _column(
             doc=doc_ref("payloadAs"),
         )
     if not readers:  # payloadAs=json with no subject at all: each value's own schema
-        return ColumnPlan(column, fmt, _decoder(fmt, registry, None, as_json, opts))
+        return ColumnPlan(column, fmt, _decoder(fmt, registry, None, as_json))
     sid, (subject, number, schema) = next(iter(readers.items()))
     kind = {"AVRO": "avro", "PROTOBUF": "protobuf", "JSON": "json"}.get(schema.schema_type)
     if fmt != "registry" and kind != fmt:
@@ -209,7 +210,7 @@ def _column(
     return ColumnPlan(
         column,
         kind or fmt,
-        _decoder(kind or fmt, registry, reader, as_json, opts),
+        _decoder(kind or fmt, registry, reader, as_json, message),
         subject,
         number,
         sid,
@@ -217,7 +218,7 @@ def _column(
 
 
 def _decoder(
-    fmt: str, registry: Any, reader: Any, as_json: bool, opts: ReadOptions
+    fmt: str, registry: Any, reader: Any, as_json: bool, message: str | None = None
 ) -> PayloadDecoder:
     """The format's decoder."""
     if fmt == "avro":
@@ -227,7 +228,7 @@ def _decoder(
     if fmt == "protobuf":
         from ..payloads.protobuf import ProtobufDecoder
 
-        return ProtobufDecoder(registry, reader, as_json=as_json)
+        return ProtobufDecoder(registry, reader, as_json=as_json, message_name=message)
     if fmt == "json":
         from ..payloads.jsonschema import JsonDecoder
 
