@@ -25,6 +25,7 @@ from ..arrow.schema import Projection
 from ..errors import OptionError, UndecodableRecordError
 from ..format.messages.decode import to_json
 from ..format.messages.topics import TOPIC_INTERPRETATION, RecordDecodeError, decode_record
+from ..format.names import kraft_snapshot_id
 from ..options import ReadOptions
 from ..stats import ReadEvent, ReadStats
 
@@ -79,6 +80,14 @@ class InternalDecoder:
         self.stats = stats
         self.mode = options.mode
         self.keep_markers = options.include_control_records
+        self._snapshots: dict[str, tuple[int, int] | None] = {}
+
+    def snapshot(self, path: str) -> tuple[int, int] | None:
+        """The KRaft snapshot id ``(end offset, epoch)`` of the file ``path``, None for a
+        segment (discovery reads a ``.checkpoint`` file only as a snapshot)."""
+        if path not in self._snapshots:
+            self._snapshots[path] = kraft_snapshot_id(path, deleted=True)
+        return self._snapshots[path]
 
     def interpretation(self, topic: str) -> str | None:
         """How records of ``topic`` are decoded (None: raw)."""
@@ -115,6 +124,9 @@ class InternalDecoder:
             "key": key,
             "value": value,
         }
+        snapshot = self.snapshot(cols["segmentPath"][i])
+        if snapshot is not None:
+            out["snapshot_end_offset"], out["snapshot_end_epoch"] = snapshot
         interp = self.interpretation(topic)
         if interp is not None:
             try:
