@@ -667,3 +667,204 @@ def test_spark_reads_snapshots(spark, tmp_path: Path) -> None:
     ]
     one = spark.read.format("kafkalog").option("decode", "cluster_metadata")
     assert one.load(str(d / SNAPSHOT_NAME)).count() == 5
+
+
+# ---------------------------------------------------------------------------------------------
+# kafkalog dump: the decoder flags and KRaft control records as DumpLogSegments.java prints them
+
+
+def _dump(capfd, *args: str) -> list[str]:
+    from kafkalog_source.cli.main import main
+
+    code = main(["dump", *args])
+    out = capfd.readouterr()
+    assert code == 0, out.err
+    return [line for line in out.out.splitlines() if line.startswith("|")]
+
+
+def _coordinator(rtype: str, kv: int, key: dict, v: int | None, value: dict | None) -> tuple:
+    k = struct.pack(">h", kv) + encode(by_name(rtype + "Key"), kv, key)
+    if value is None:
+        return k, None
+    return k, struct.pack(">h", v) + encode(by_name(rtype + "Value"), v, value)
+
+
+def test_dump_transaction_log_decoder(tmp_path: Path, capfd) -> None:
+    """Synthetic (no real __transaction_state in the fixtures): key and payload as the Java
+    tool's TransactionLogMessageParser prints them: the record type id as a string, the
+    value's version as a string, tagged fields only when not at their default; a tombstone's
+    payload is <DELETE>."""
+    d = tmp_path / "__transaction_state-0"
+    d.mkdir()
+    base = {
+        "producerId": 7,
+        "producerEpoch": 1,
+        "transactionTimeoutMs": 60000,
+        "transactionStatus": 1,
+        "transactionPartitions": [{"topic": "t", "partitionIds": [0, 1]}],
+        "transactionLastUpdateTimestampMs": 2,
+        "transactionStartTimestampMs": 1,
+    }
+    k1, v1 = _coordinator("TransactionLog", 0, {"transactionalId": "tx-é"}, 1, base)
+    k2, v2 = _coordinator(
+        "TransactionLog", 0, {"transactionalId": "tx"}, 1, {**base, "nextProducerId": 9}
+    )
+    k3, _ = _coordinator("TransactionLog", 0, {"transactionalId": "tx"}, None, None)
+    recs = [(1, k1, v1, []), (2, k2, v2, []), (3, k3, None, [])]
+    (d / "00000000000000000000.log").write_bytes(kp_v2_batch(recs))
+    lines = _dump(capfd, "--transaction-log-decoder", str(d / "00000000000000000000.log"))
+    data = (
+        '"producerId":7,"producerEpoch":1,"transactionTimeoutMs":60000,"transactionStatus":1,'
+        '"transactionPartitions":[{"topic":"t","partitionIds":[0,1]}],'
+        '"transactionLastUpdateTimestampMs":2,"transactionStartTimestampMs":1'
+    )
+    assert lines[0].endswith(
+        'headerKeys: [] key: {"type":"0","data":{"transactionalId":"tx-é"}} '
+        f'payload: {{"version":"1","data":{{{data}}}}}'
+    )
+    assert '"producerId":7,"nextProducerId":9,"producerEpoch":1' in lines[1]
+    assert lines[2].endswith('key: {"type":"0","data":{"transactionalId":"tx"}} payload: <DELETE>')
+
+
+def test_dump_share_group_state_decoder(tmp_path: Path, capfd) -> None:
+    """Synthetic (no real __share_group_state in the fixtures): ShareSnapshot (type 0) and
+    ShareUpdate (type 1) as the Java tool's ShareGroupStateMessageParser; an unknown type."""
+    d = tmp_path / "__share_group_state-0"
+    d.mkdir()
+    key = {"groupId": "g", "topicId": TOPIC_ID, "partition": 3}
+    batches = [{"firstOffset": 0, "lastOffset": 4, "deliveryState": 2, "deliveryCount": 1}]
+    snap = {"snapshotEpoch": 1, "stateEpoch": 2, "leaderEpoch": 3, "startOffset": 0}
+    k1, v1 = _coordinator("ShareSnapshot", 0, key, 0, {**snap, "stateBatches": batches})
+    upd = {"snapshotEpoch": 1, "leaderEpoch": 3, "startOffset": 5, "stateBatches": []}
+    k2, v2 = _coordinator("ShareUpdate", 1, key, 0, upd)
+    recs = [(1, k1, v1, []), (2, k2, v2, []), (3, struct.pack(">h", 9) + b"x", b"\0\0", [])]
+    (d / "00000000000000000000.log").write_bytes(kp_v2_batch(recs))
+    lines = _dump(capfd, "--share-group-state-decoder", str(d / "00000000000000000000.log"))
+    kjson = f'{{"groupId":"g","topicId":"{TOPIC_ID}","partition":3}}'
+    assert lines[0].endswith(
+        f'key: {{"type":"0","data":{kjson}}} payload: {{"version":"0","data":{{'
+        '"snapshotEpoch":1,"stateEpoch":2,"leaderEpoch":3,"startOffset":0,"stateBatches":'
+        '[{"firstOffset":0,"lastOffset":4,"deliveryState":2,"deliveryCount":1}]}}'
+    )
+    assert lines[1].endswith(
+        f'key: {{"type":"1","data":{kjson}}} payload: {{"version":"0","data":{{'
+        '"snapshotEpoch":1,"leaderEpoch":3,"startOffset":5,"stateBatches":[]}}'
+    )
+    assert lines[2].endswith("key: Unknown record type 9 at offset 2, skipping.")
+
+
+def test_dump_remote_log_metadata_decoder(tmp_path: Path, capfd) -> None:
+    """Synthetic (no real __remote_log_metadata in the fixtures): each record as the Java
+    object's toString (RemoteLogSegmentMetadata{...} & co.); Kafka's own checks of the values
+    (an empty segmentLeaderEpochs) are errors as there."""
+    d = tmp_path / "__remote_log_metadata-0"
+    d.mkdir()
+    tip = {"name": "orders", "id": TOPIC_ID, "partition": 2}
+    seg_id = "AQIDBAUGBwgJCgsMDQ4PEA"
+    seg = {
+        "remoteLogSegmentId": {"topicIdPartition": tip, "id": seg_id},
+        "startOffset": 0,
+        "endOffset": 99,
+        "brokerId": 1,
+        "maxTimestampMs": 5,
+        "eventTimestampMs": 6,
+        "segmentLeaderEpochs": [{"leaderEpoch": 1, "offset": 50}, {"leaderEpoch": 0, "offset": 0}],
+        "segmentSizeInBytes": 1000,
+        "customMetadata": b"abc",
+        "remoteLogSegmentState": 0,
+    }
+    upd = {
+        "remoteLogSegmentId": seg["remoteLogSegmentId"],
+        "brokerId": 1,
+        "eventTimestampMs": 7,
+        "customMetadata": None,
+        "remoteLogSegmentState": 1,
+    }
+    dele = {
+        "topicIdPartition": tip,
+        "brokerId": 1,
+        "eventTimestampMs": 8,
+        "remotePartitionDeleteState": 0,
+    }
+    values = [
+        _metadata_value("RemoteLogSegmentMetadataRecord", 0, seg),
+        _metadata_value("RemoteLogSegmentMetadataUpdateRecord", 0, upd),
+        _metadata_value("RemotePartitionDeleteMetadataRecord", 0, dele),
+        _metadata_value("RemoteLogSegmentMetadataRecord", 0, {**seg, "segmentLeaderEpochs": []}),
+    ]
+    recs = [(i, None, v, []) for i, v in enumerate(values)]
+    (d / "00000000000000000000.log").write_bytes(kp_v2_batch(recs))
+    lines = _dump(capfd, "--remote-log-metadata-decoder", str(d / "00000000000000000000.log"))
+    sid = f"RemoteLogSegmentId{{topicIdPartition={TOPIC_ID}:orders-2, id={seg_id}}}"
+    assert lines[0].endswith(
+        f"headerKeys: [] payload: RemoteLogSegmentMetadata{{remoteLogSegmentId={sid}, "
+        "startOffset=0, endOffset=99, brokerId=1, maxTimestampMs=5, eventTimestampMs=6, "
+        "segmentLeaderEpochs={0=0, 1=50}, segmentSizeInBytes=1000, "
+        "customMetadata=Optional[CustomMetadata{3 bytes}], state=COPY_SEGMENT_STARTED}"
+    )
+    assert lines[1].endswith(
+        f"payload: RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={sid}, "
+        "customMetadata=Optional.empty, state=COPY_SEGMENT_FINISHED, eventTimestampMs=7, "
+        "brokerId=1}"
+    )
+    assert lines[2].endswith(
+        f"payload: RemotePartitionDeleteMetadata{{topicPartition={TOPIC_ID}:orders-2, "
+        "state=DELETE_PARTITION_MARKED, eventTimestampMs=8, brokerId=1}"
+    )
+    assert lines[3].endswith(
+        "payload: Error at offset 3, skipping. segmentLeaderEpochs can not be null or empty"
+    )
+
+
+def test_dump_kraft_control_records_and_metadata_errors(tmp_path: Path, capfd) -> None:
+    """Synthetic: a KRaft snapshot dumped: `Snapshot end offset: 978, epoch: 3`, the header,
+    KRaft version and footer control records as the Java tool prints them (` SnapshotHeader
+    {...}`), metadata records as `payload: {"type":"TOPIC_RECORD",...}`; the Scala format
+    keeps its own form of a leader change; a metadata record that does not decode prints
+    `Error at <offset>, skipping.` (no "offset", as Kafka)."""
+    d = _metadata_dir(tmp_path)
+    from kafkalog_source.cli.main import main
+
+    assert main(["dump", "--cluster-metadata-decoder", str(d / SNAPSHOT_NAME)]) == 0
+    out = capfd.readouterr().out.splitlines()
+    assert "Snapshot end offset: 978, epoch: 3" in out
+    lines = [x for x in out if x.startswith("|")]
+    assert lines[0].endswith(
+        'headerKeys: [] SnapshotHeader {"version":0,"lastContainedLogTimestamp":1699999999995}'
+    )
+    assert lines[1].endswith('headerKeys: [] KRaftVersion {"version":0,"kRaftVersion":1}')
+    assert (
+        f'payload: {{"type":"TOPIC_RECORD","version":0,"data":{{"name":"orders","topicId":"{TOPIC_ID}"}}}}'
+        in lines[2]
+    )
+    assert lines[4].endswith('headerKeys: [] SnapshotFooter {"version":0}')
+    # a leader change (the Java tool) and the Scala tool's form of it
+    lc = encode(
+        by_name("LeaderChangeMessage"),
+        0,
+        {"version": 0, "leaderId": 1, "voters": [{"voterId": 1}], "grantingVoters": []},
+    )
+    log = tmp_path / "lc" / "__cluster_metadata-0"
+    log.mkdir(parents=True)
+    bad = uvarint(1) + uvarint(2) + uvarint(0) + b"\x00"
+    (log / "00000000000000000000.log").write_bytes(
+        _control_batch([(1, struct.pack(">hh", 0, 2), lc)], 0, 1)
+        + kp_v2_batch([(2, None, bad, [])], base_offset=1)
+    )
+    f = str(log / "00000000000000000000.log")
+    lines = _dump(capfd, "--cluster-metadata-decoder", f)
+    assert lines[0].endswith(
+        'LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[]}'
+    )
+    assert "payload: Error at 1, skipping. " in lines[1]
+    lines = _dump(capfd, "--deep-iteration", "--format", "scala", f)
+    assert lines[0].endswith("controlType: LEADER_CHANGE(2)")
+    # jsonl: KRaft control records carry `decoded` under --cluster-metadata-decoder
+    from kafkalog_source.cli.main import main
+
+    assert main(["dump", "--format", "jsonl", "--cluster-metadata-decoder", f]) == 0
+    objs = [json.loads(x) for x in capfd.readouterr().out.splitlines()]
+    recs = [o for o in objs if o["type"] == "record"]
+    assert recs[0]["decoded"]["recordType"] == "LeaderChange"
+    assert recs[0]["decoded"]["value"]["leaderId"] == 1
+    assert recs[1]["decoded"]["error"]
