@@ -237,7 +237,12 @@ def test_modes(tmp_path: Path) -> None:
     with pytest.raises(UndecodableRecordError) as e:
         read_table(d, decode="consumer_offsets")
     msg = str(e.value)
-    assert "00000000000000000000.log: byte 0" in msg and "offset 1" in msg
+    # the record's own byte (its length varint, attributes, timestamp and offset deltas and
+    # key length take 1 byte each before the key) and where its key stops parsing
+    key_at = (d / "00000000000000000000.log").read_bytes().index(struct.pack(">h", 77) + b"zz")
+    assert f"00000000000000000000.log: byte {key_at - 5}: " in msg and "offset 1" in msg
+    assert e.value.position == key_at - 5
+    assert "in the batch at byte 0; its key stops parsing at byte " + str(key_at) in msg
     assert "record type 77" in msg and "version unknown" in msg
     st = ReadStats()
     t = read_table(d, decode="consumer_offsets", mode="DROPMALFORMED", stats=st)
@@ -868,3 +873,29 @@ def test_dump_kraft_control_records_and_metadata_errors(tmp_path: Path, capfd) -
     assert recs[0]["decoded"]["recordType"] == "LeaderChange"
     assert recs[0]["decoded"]["value"]["leaderId"] == 1
     assert recs[1]["decoded"]["error"]
+
+
+def test_failfast_in_a_compressed_batch_names_the_batch(tmp_path: Path) -> None:
+    """Synthetic: a record of a compressed batch has no byte of its own in the file; FAILFAST
+    names its batch's byte (with the offset, exact); a value that stops parsing in an
+    uncompressed batch is named by the value's byte."""
+    d = tmp_path / "__consumer_offsets-0"
+    d.mkdir()
+    key = struct.pack(">h", 1) + encode(
+        by_name("OffsetCommitKey"), 1, {"group": "g" * 40, "topic": "t" * 40, "partition": 2}
+    )
+    bad = struct.pack(">h", 3) + b"\0" * 5  # OffsetCommitValue v3 runs past the end
+    first = kp_v2_batch([(1, key, None, [])])
+    packed = kp_v2_batch([(2, key, None, []), (3, key, bad, [])], base_offset=1, codec=1)
+    assert packed[22] & 0x07 == 1  # gzip did shrink it
+    (d / "00000000000000000000.log").write_bytes(first + packed)
+    with pytest.raises(UndecodableRecordError) as e:
+        read_table(d, decode="consumer_offsets")
+    assert e.value.position == len(first) and "offset 2 (in the batch at this byte)" in str(e.value)
+    plain = kp_v2_batch([(2, key, None, []), (3, key, bad, [])], base_offset=1)
+    (d / "00000000000000000000.log").write_bytes(first + plain)
+    with pytest.raises(UndecodableRecordError) as e:
+        read_table(d, decode="consumer_offsets")
+    value_at = (first + plain).rindex(bad)
+    assert f"its value stops parsing at byte {value_at + 2}" in str(e.value)
+    assert len(first) + 61 < e.value.position < value_at
