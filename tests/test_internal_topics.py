@@ -899,3 +899,69 @@ def test_failfast_in_a_compressed_batch_names_the_batch(tmp_path: Path) -> None:
     value_at = (first + plain).rindex(bad)
     assert f"its value stops parsing at byte {value_at + 2}" in str(e.value)
     assert len(first) + 61 < e.value.position < value_at
+
+
+# ---------------------------------------------------------------------------------------------
+# kafkalog query: one view per interpretation next to the raw one
+
+
+def _lag_archive(tmp_path: Path) -> Path:
+    """A log directory: __consumer_offsets-0 (a commit of t-2 at offset 42, an unknown record
+    type, a tombstone) and the committed topic's partition t-2 (50 records)."""
+    _offsets_dir(tmp_path)
+    t = tmp_path / "t-2"
+    t.mkdir()
+    (t / "00000000000000000000.log").write_bytes(
+        kp_v2_batch([(i, b"k", b"v", []) for i in range(50)])
+    )
+    return tmp_path
+
+
+_LAG_SQL = (
+    'SELECT c."group", c.committed_offset, e.log_end - c.committed_offset AS lag '
+    "FROM consumer_offsets c JOIN (SELECT topic, partition, max(offset) + 1 AS log_end "
+    "FROM kafkalog GROUP BY topic, partition) e "
+    "ON e.topic = c.committed_topic AND e.partition = c.committed_partition "
+    "WHERE c.record_type = 'OffsetCommit' AND NOT c.tombstone"
+)
+
+
+def test_query_views_per_interpretation(tmp_path: Path, capfd) -> None:
+    """Synthetic: `kafkalog query` over a log directory holding __consumer_offsets has the view
+    consumer_offsets (decoded) next to kafkalog (raw): a lag query joins them; the options of
+    -o reach both views (mode=DROPMALFORMED drops the undecodable record); a view that is not
+    there is named with the views there are."""
+    from kafkalog_source.cli.main import main
+
+    root = _lag_archive(tmp_path)
+    assert main(["query", "-q", str(root), "-o", "mode=DROPMALFORMED", _LAG_SQL]) == 0
+    out = capfd.readouterr().out.splitlines()
+    assert [c.strip() for c in out[2].split("|")] == ["g", "42", "8"]
+    assert main(["query", "-q", str(root), "SELECT count(*) FROM kafkalog"]) == 0
+    assert capfd.readouterr().out.splitlines()[2].strip() == "53"
+    code = main(["query", "-q", str(root), "SELECT count(*) FROM cluster_metadata"])
+    err = capfd.readouterr().err
+    assert code == 2
+    assert (
+        "the view kafkalog, and its internal topics decoded are the views consumer_offsets" in err
+    )
+    # only the views a query scans are read: the undecodable record fails only what reads it
+    assert main(["query", "-q", str(root), "SELECT count(*) FROM kafkalog"]) == 0
+    capfd.readouterr()
+    assert main(["query", "-q", str(root), "SELECT count(*) FROM consumer_offsets"]) == 1
+    assert "record type 77" in capfd.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_query_views_per_interpretation_on_spark(tmp_path: Path) -> None:
+    """Synthetic: the same views on the Spark engine."""
+    from conftest import run_cli
+
+    root = _lag_archive(tmp_path)
+    sql = _LAG_SQL.replace('c."group"', "c.`group`").replace("(offset)", "(`offset`)")
+    out = run_cli(
+        "query", str(root), "-o", "mode=DROPMALFORMED", sql, "--engine", "spark", timeout=600
+    )
+    assert out.returncode == 0, out.stderr
+    assert [c.strip() for c in out.stdout.splitlines()[2].split("|")] == ["g", "42", "8"]
