@@ -319,6 +319,7 @@ class ReadOptions:
     isolation_level: str = "read_uncommitted"
     compiled_codecs: bool = True  # false: every lz4/snappy payload through liblz4/cramjam
     decode: str = "raw"  # raw, or an internal topic's interpretation (DECODES)
+    include_snapshots: bool = False  # KRaft snapshots (.checkpoint) of the directories scanned
     # payloads (payloads/): keys and values in the Schema Registry wire format, or plain JSON
     value_format: str = "raw"
     key_format: str = "raw"
@@ -708,6 +709,24 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "chooses by topic name (other topics raw), with one schema for all. Batch reads only: "
         "`readStream` refuses it. See [Kafka's internal topics](../guides/internal-topics.md) "
         "and [their schemas](schema.md#decode-interpretations).",
+        applies=(BATCH, ARROW),
+    ),
+    OptionSpec(
+        "includeSnapshots",
+        "include_snapshots",
+        _bool,
+        "boolean",
+        "Also read the KRaft snapshots (`<end offset>-<epoch>.checkpoint`) of the partition "
+        "directories read.",
+        "A KRaft snapshot is a record-batch file in `__cluster_metadata-0`: a `SnapshotHeader` "
+        "control record, the metadata records of the cluster's whole state below the "
+        "snapshot's end offset, a `SnapshotFooter`. Discovery skips them unless this is set; "
+        "a snapshot named as a path is always read. Each snapshot is read as a log of its own "
+        "(its records' offsets start at 0, they are not the metadata log's offsets): with "
+        "`decode=cluster_metadata` or `auto` its rows carry `snapshot_end_offset` and "
+        "`snapshot_end_epoch` (null for the log's rows); in a raw read, `segmentPath` "
+        "(`includeMetadata`) tells them apart. Batch reads only: `readStream` refuses it. See "
+        "[Kafka's internal topics](../guides/internal-topics.md#kraft-snapshots).",
         applies=(BATCH, ARROW),
     ),
     OptionSpec(

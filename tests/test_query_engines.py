@@ -22,11 +22,11 @@ import pytest
 from conftest import ROOT, SAMPLES, run_cli
 
 from kafkalog_source.cli.query import format_table
-from kafkalog_source.options import parse_options
 
 duckdb = pytest.importorskip("duckdb")
 
 from kafkalog_source.cli.query_duckdb import quote_offset_column, run_query  # noqa: E402
+from kafkalog_source.cli.sqlview import VIEW, View  # noqa: E402
 
 README = ROOT / "README.md"
 MAX_ROWS = 1000
@@ -73,8 +73,7 @@ def _join_quoted_lines(text: str) -> str:
 
 
 def _duckdb_table(path: str, sql: str, options: dict[str, str]) -> str:
-    opts = parse_options(options, paths=path)
-    return format_table(run_query(path, sql, options, opts, MAX_ROWS, False), MAX_ROWS)
+    return format_table(run_query([View(VIEW, path, options)], sql, MAX_ROWS, False), MAX_ROWS)
 
 
 def test_readme_has_the_queries() -> None:

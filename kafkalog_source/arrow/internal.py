@@ -91,6 +91,8 @@ TYPED_TYPES: dict[str, pa.DataType] = {
     "config_resource_name": _S,
     "config_name": _S,
     "config_value": _S,
+    "snapshot_end_offset": _L,
+    "snapshot_end_epoch": _I,
     "segment_id": _S,
     "start_offset": _L,
     "end_offset": _L,

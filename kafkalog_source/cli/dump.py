@@ -49,7 +49,9 @@ valid UTF-8 (else null). Objects, by ``type``:
   ``timestampType`` (the batch's), ``timestamp`` (int ms; null for v0), ``keySize``,
   ``valueSize`` (-1 for null), ``sequence`` (int; null for v0/v1), ``headerKeys`` (list of
   strings), ``isValid`` and ``crc`` (v0/v1 messages; null for v2), ``control`` (null, or
-  ``{"type", "version", "coordinatorEpoch"}``). With ``--print-data-log``, for data records:
+  ``{"type", "version", "coordinatorEpoch"}``). With a decoder flag, ``decoded`` (``recordType``,
+  ``recordVersion``, ``tombstone``, ``key``, ``value``; or ``error``) for data records, and
+  for KRaft control records under ``--cluster-metadata-decoder``. With ``--print-data-log``, for data records:
   ``key``, ``keyText``, ``value``, ``valueText``, ``headers`` (``[{"key", "value",
   "valueText"}]``). ``--skip-record-metadata`` does not apply to jsonl.
 * ``trailingBytes``: ``file``, ``position``, ``bytes``, ``kind`` (``truncated``, ``zeros``,

@@ -16,9 +16,9 @@ Deviations from kafka-dump-log (deliberate):
   instead of a ``CorruptRecordException`` stack trace; other unreadable framing (an unknown
   magic byte, a non-zero size field below 14, a v2 batch under 61 bytes) stops that file with one
   ``kafkalog: error:`` line on stderr (exit code 1) where Kafka prints garbage or a stack trace.
-* Control records other than transaction markers print Kafka's default form
-  `` controlType: LEADER_CHANGE(2)`` (what the Scala tool printed for leader changes); the Java
-  tool's JSON for LeaderChange and the KRaft snapshot/voter records is not produced.
+* A KRaft control record whose value does not decode prints Kafka's default form
+  `` controlType: SNAPSHOT_HEADER(3)`` where Kafka's tools stop with an exception (the ones that
+  decode print as the tools do: :mod:`.decoders`).
 * ``--max-bytes`` is not limited to 2 GiB, and files larger than 2 GiB are read whole.
 * The ``Non-consecutive offsets`` summary lists only records whose offset does not follow the
   previous record's (compaction gaps, lost data). The Java tool also lists the first record of
@@ -42,7 +42,7 @@ from ..layout.files import open_source
 from ..layout.tiered import is_tiered_log
 from ..transport.source import ByteSource
 from . import segments as seg
-from .decoders import decoded_object, key_and_payload
+from .decoders import control_text, decoded_object, key_and_payload
 
 INT_MAX = 2**31 - 1
 RECORD_INDENT = "|"
@@ -57,6 +57,8 @@ _RECORD_COLUMNS = (
     "sequence",
     "batchPosition",
     "control",
+    "rawKey",  # a control record's bytes (KRaft's are printed decoded)
+    "rawValue",
 )
 _SNAPSHOT_NAME = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint$")
 
@@ -322,7 +324,7 @@ class LogDump:
         control_sizes: list[tuple[int, int]] | None = None
         ts_type = seg.timestamp_type_name(h)
         for i, row in enumerate(rows):
-            key, value, offset, ts, headers, sequence, _pos, control = row
+            key, value, offset, ts, headers, sequence, _pos, control, raw_key, raw_value = row
             # Kafka's offset bookkeeping for the "Non-consecutive offsets" summary: a record
             # whose offset does not follow the previous record's. The first record of a file
             # follows none (the Java tool reports it as following -1, which reads as an error
@@ -382,6 +384,11 @@ class LogDump:
                     )
                 if self.decoder is not None and control is None:
                     fields["decoded"] = decoded_object(self.decoder, key, value)
+                elif self.decoder == "cluster_metadata" and control is not None:
+                    if control["type"] not in ("ABORT", "COMMIT"):
+                        fields["decoded"] = decoded_object(
+                            self.decoder, raw_key, raw_value, control=True
+                        )
                 self.obj(**fields)
                 continue
             parts: list[str] = []
@@ -398,7 +405,7 @@ class LogDump:
                     if self.scala:
                         parts.append("}")
                 if control is not None:
-                    parts.append(_control_info(control))
+                    parts.append(_control_info(control, raw_key, raw_value, self.scala))
             if self.decoder is not None and not h.is_control:
                 prefix = f"{RECORD_INDENT} " if self.skip_meta else " "
                 dkey, dpayload = key_and_payload(self.decoder, key, value, offset)
@@ -416,11 +423,17 @@ class LogDump:
             self.line("".join(parts))
 
 
-def _control_info(control: dict[str, Any]) -> str:
-    """The control-record part of a record line."""
+def _control_info(
+    control: dict[str, Any], key: bytes | None, value: bytes | None, scala: bool
+) -> str:
+    """The control-record part of a record line: a marker's type and coordinator epoch, a
+    KRaft control record decoded (:func:`.decoders.control_text`), else its type."""
     ctype = control["type"]
     if ctype in ("ABORT", "COMMIT"):
         return f" endTxnMarker: {ctype} coordinatorEpoch: {control['coordinatorEpoch']}"
+    text = control_text(key, value, scala)
+    if text is not None:
+        return text
     if ctype in CONTROL_TYPE_IDS:
         return f" controlType: {ctype}({CONTROL_TYPE_IDS[ctype]})"
     return f" controlType: {ctype}"  # UNKNOWN(9) as the reader names it; INVALID for a short key

@@ -1,4 +1,5 @@
-"""``kafkalog query PATH "SQL"``: run SQL over segment files, exposed as the view ``kafkalog``.
+"""``kafkalog query PATH "SQL"``: run SQL over segment files, exposed as the view ``kafkalog``
+(and, when PATH holds Kafka's internal topics, one decoded view per topic: :mod:`.sqlview`).
 
 Two engines, the same view, read options and output:
 
@@ -22,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from .common import CommandError, add_common_arguments, command_options, non_negative
-from .sqlview import VIEW, unknown_view_hint
+from .sqlview import VIEW, unknown_view_hint, views
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_ENGINE = "duckdb"
@@ -39,7 +40,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Read PATH (a .log file, a partition directory or a log directory; several may be "
             f"given, before the SQL) as the view `{VIEW}`, run SQL and print the result as a "
-            "table. The default engine, DuckDB, "
+            "table. When PATH holds Kafka's internal topics, each is also a view of its own, "
+            "decoded: `consumer_offsets`, `cluster_metadata`, `transaction_state`, "
+            "`remote_log_metadata`, `share_group_state` (the decode option's interpretations). "
+            "The default engine, DuckDB, "
             "runs in this process over the kafkalog Arrow stream (DuckDB's SQL dialect; a bare "
             "offset column is quoted for it); --engine spark runs Spark SQL on a local "
             "SparkSession. "
@@ -100,11 +104,11 @@ def run(args: argparse.Namespace) -> int:
     # readers apply the same rule when they plan the read).
     paths = args.paths[0] if len(args.paths) == 1 else list(args.paths)
     opts = parse_options(options, paths=paths)
-    discover(opts)
+    found = views(paths, options, discover(opts))
     if args.engine == "duckdb":
         from .query_duckdb import run_query
 
-        table = run_query(paths, args.sql, options, opts, args.max_rows, wanted(args.quiet))
+        table = run_query(found, args.sql, args.max_rows, wanted(args.quiet))
         print(format_table(table, args.max_rows, args.max_width))
         return 0
 
@@ -117,14 +121,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not args.verbose:
             spark.sparkContext.setLogLevel("OFF")
-        spark.read.format("kafkalog").options(**options).load(paths).createOrReplaceTempView(VIEW)
+        for view in found:
+            reader = spark.read.format("kafkalog").options(**view.options)
+            reader.load(view.paths).createOrReplaceTempView(view.name)
         try:
             result = spark.sql(args.sql)
         except Exception as e:
             missing = _missing_table(e)
             if missing is None:
                 raise
-            raise CommandError(f"{one_line(e).rstrip('.')}. {unknown_view_hint(missing)}") from None
+            hint = unknown_view_hint(missing, [v.name for v in found])
+            raise CommandError(f"{one_line(e).rstrip('.')}. {hint}") from None
         table = result.limit(args.max_rows + 1).toArrow()
     finally:
         spark.stop()

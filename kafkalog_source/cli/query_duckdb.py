@@ -1,14 +1,16 @@
-"""``kafkalog query --engine duckdb``: the query in DuckDB, in this process, over the Arrow stream.
+"""``kafkalog query --engine duckdb``: the query in DuckDB, in this process, over Arrow streams.
 
-The view ``kafkalog`` is a :func:`kafkalog_source.open_reader` stream with the columns the read
-options produce, as in Spark. DuckDB pulls record batches from it, so memory stays bounded on
-archives larger than RAM (unless the query itself keeps everything, e.g. a sort of every row).
+Each view (:mod:`.sqlview`: ``kafkalog``, and one per internal topic's interpretation) is a
+:func:`kafkalog_source.open_reader` stream with the columns its read options produce, as in
+Spark. DuckDB pulls record batches from it, so memory stays bounded on archives larger than RAM
+(unless the query itself keeps everything, e.g. a sort of every row).
 
-Only the columns the query uses are decoded: the SQL is first planned (``EXPLAIN``) against an
-empty table of the same schema, and the scan's projection names them; the others are null
-columns that DuckDB never reads. A stream can be read once, so a query that scans the view more
-than once (a self-join) gets it as an in-memory table instead. Timestamps are shown in UTC, as
-the Spark engine's session does.
+Only the views the query uses are read, and only the columns it uses are decoded: the SQL is
+first planned (``EXPLAIN``) once per view, with that view an empty Arrow table of its schema and
+the others empty native tables (so the plan's Arrow scans are that view's), and the scans'
+projections name the columns; the others are null columns that DuckDB never reads. A stream can
+be read once, so a query that scans a view more than once (a self-join) gets it as an in-memory
+table instead. Timestamps are shown in UTC, as the Spark engine's session does.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pyarrow as pa
 
 from ..options import ReadOptions
 from .common import CommandError
-from .sqlview import VIEW, unknown_view_hint
+from .sqlview import View, unknown_view_hint
 
 _ANY = "__kafkalog_any_column"  # first column of the planning table: what count(*) scans
 
@@ -46,33 +48,46 @@ def import_duckdb() -> Any:
     return duckdb
 
 
-def run_query(path: Any, sql: str, options: dict[str, str], opts: ReadOptions, max_rows: int,
-              progress: bool) -> pa.Table:  # fmt: skip
-    """Run ``sql`` over the view; return at most ``max_rows + 1`` rows as an Arrow table."""
-    duckdb = import_duckdb()
-    from ..reader import full_schema, open_reader
+def view_schema(opts: ReadOptions) -> pa.Schema:
+    """The full schema of a view read with ``opts``: raw, ``decode``'s typed columns, or with
+    the decoded payload columns of ``valueFormat``/``keyFormat``."""
+    from ..reader import full_schema
 
-    # -o decode=...: the interpretation's typed columns; -o valueFormat=...: the decoded ones
-    full = full_schema(opts)
+    return full_schema(opts)
+
+
+def run_query(views: list[View], sql: str, max_rows: int, progress: bool) -> pa.Table:
+    """Run ``sql`` over ``views``; return at most ``max_rows + 1`` rows as an Arrow table."""
+    duckdb = import_duckdb()
+    from ..options import parse_options
+    from ..reader import open_reader
+
+    schemas = {v.name: view_schema(parse_options(v.options, paths=v.paths)) for v in views}
+    names = [v.name for v in views]
     sql = quote_offset_column(duckdb, sql)
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.execute(f"SET enable_progress_bar = {'true' if progress else 'false'}")
-        scans = _plan_scans(duckdb, con, sql, full)
-        if not scans:  # no scan of the view in the plan (SELECT 1), or a plan we cannot read:
-            scans = [set(full.names)]  # every column (a stream nobody reads is never decoded)
-        used = [n for n in full.names if any(n in s for s in scans)]
-        if not used:  # count(*) alone: rows, no values; a constant column is the cheapest
-            used = ["partition" if "partition" in full.names else full.names[0]]
+        plans = {v.name: _plan_scans(duckdb, con, sql, schemas, v.name, names) for v in views}
         captured: dict[str, BaseException] = {}
-        reader = open_reader(path, columns=used, **options)
-        stream = _full_width(reader, full, captured)
-        if len(scans) > 1:  # a stream is read once; this query reads the view several times
-            con.register(VIEW, stream.read_all())
-        else:
-            con.register(VIEW, stream)
-        return _fetch(duckdb, con, sql, max_rows, captured)
+        for v in views:
+            full = schemas[v.name]
+            scans = plans[v.name]
+            if scans is None:  # a plan this cannot read: every column, read once
+                scans = [set(full.names)]
+            if not scans:
+                continue  # a view the query does not scan (or SELECT 1): not read at all
+            used = [n for n in full.names if any(n in s for s in scans)]
+            if not used:  # count(*) alone: rows, no values; a constant column is the cheapest
+                used = ["partition" if "partition" in full.names else full.names[0]]
+            reader = open_reader(v.paths, columns=used, **v.options)
+            stream = _full_width(reader, full, captured)
+            if len(scans) > 1:  # a stream is read once; this query reads the view several times
+                con.register(v.name, stream.read_all())
+            else:
+                con.register(v.name, stream)
+        return _fetch(duckdb, con, sql, max_rows, captured, names)
     finally:
         con.close()
 
@@ -110,28 +125,47 @@ def quote_offset_column(duckdb: Any, sql: str) -> str:
     return "".join(out)
 
 
-def _plan_scans(duckdb: Any, con: Any, sql: str, full: pa.Schema) -> list[set[str]]:
-    """The columns of each scan of the view in DuckDB's plan of ``sql`` (usage errors raised)."""
-    planning = pa.schema([pa.field(_ANY, pa.int8()), *full])
-    con.register(VIEW, planning.empty_table())
+def _plan_scans(
+    duckdb: Any,
+    con: Any,
+    sql: str,
+    schemas: dict[str, pa.Schema],
+    view: str,
+    names: list[str],
+) -> list[set[str]] | None:
+    """The columns of each scan of ``view`` in DuckDB's plan of ``sql`` (usage errors raised;
+    None: a plan this cannot read). ``view`` is an empty Arrow table there, the other views
+    empty native tables, so every Arrow scan of the plan is one of ``view``."""
+    planning = pa.schema([pa.field(_ANY, pa.int8()), *schemas[view]])
+    con.register(view, planning.empty_table())
+    others = [n for n in names if n != view]
     try:
+        for n in others:
+            con.register("__kafkalog_planning", pa.schema(schemas[n]).empty_table())
+            con.execute(f'CREATE TEMP TABLE "{n}" AS SELECT * FROM __kafkalog_planning')
+            # one row of nulls: a table known to be empty could let the optimizer drop a join
+            # and with it the scans of the view planned
+            con.execute(f'INSERT INTO "{n}" DEFAULT VALUES')
+            con.unregister("__kafkalog_planning")
         try:
             rows = con.execute("EXPLAIN (FORMAT JSON) " + sql).fetchall()
         except duckdb.Error as e:
             try:  # a DuckDB without JSON plans still reports an error in the SQL here
                 con.execute("EXPLAIN " + sql).fetchall()
             except duckdb.Error:
-                raise _sql_error(e) from None
-            return []
+                raise _sql_error(e, names) from None
+            return None
     finally:
-        con.unregister(VIEW)
+        con.unregister(view)
+        for n in others:
+            con.execute(f'DROP TABLE IF EXISTS "{n}"')
     scans: list[set[str]] = []
     for _, text in rows:
         try:
             plan = json.loads(text)
         except ValueError:
-            return []  # not a plan we can read
-        _collect_scans(plan, scans, set(full.names))
+            return None  # not a plan we can read
+        _collect_scans(plan, scans, set(schemas[view].names))
     return scans
 
 
@@ -197,7 +231,12 @@ def _full_width(
 
 
 def _fetch(
-    duckdb: Any, con: Any, sql: str, max_rows: int, captured: dict[str, BaseException] | None
+    duckdb: Any,
+    con: Any,
+    sql: str,
+    max_rows: int,
+    captured: dict[str, BaseException] | None,
+    names: list[str] | None = None,
 ) -> pa.Table:
     """Run ``sql``; the first ``max_rows + 1`` rows of its result as an Arrow table."""
     try:
@@ -210,13 +249,13 @@ def _fetch(
     except duckdb.Error as e:
         if captured and "error" in captured:
             raise captured["error"] from None
-        raise _sql_error(e) from None
+        raise _sql_error(e, names) from None
 
 
 _MISSING_TABLE = re.compile(r"Table with name (?P<name>\S+) does not exist")
 
 
-def _sql_error(e: Exception) -> Exception:
+def _sql_error(e: Exception, names: list[str] | None = None) -> Exception:
     """A DuckDB error as a one-line command error: usage (exit 2) for bad SQL, else exit 1. A
     table that does not exist gets the name of the view there is (DuckDB's own "Did you mean"
     line may name one of its catalog tables)."""
@@ -224,7 +263,7 @@ def _sql_error(e: Exception) -> Exception:
     first = text.splitlines()[0] if text else type(e).__name__
     missing = _MISSING_TABLE.search(first) if type(e).__name__ == "CatalogException" else None
     if missing is not None:
-        first = f"{first} {unknown_view_hint(missing.group('name'))}"
+        first = f"{first} {unknown_view_hint(missing.group('name'), names)}"
     if type(e).__name__ in _USAGE_ERRORS:
         return CommandError(f"DuckDB: {first}")
     return RuntimeError(f"DuckDB: {first}")

@@ -224,3 +224,45 @@ def parse_header(buf: bytes | memoryview, at: int, position: int) -> BatchHeader
         ts,
         ts,
     )
+
+
+@dataclass(frozen=True)
+class RecordBytes:
+    """Where one record of an uncompressed v2 batch lies, in bytes from the batch's first
+    byte: the record (its length varint), its key and its value (-1: null)."""
+
+    record: int
+    key: int
+    value: int
+
+
+def locate_record(batch: bytes | memoryview, offset_delta: int) -> RecordBytes | None:
+    """Where the record with ``offset_delta`` lies in ``batch`` (a whole uncompressed v2 batch
+    from its first byte), walking the records' length fields; None for a compressed or legacy
+    batch (whose records have no byte of their own in the file), or when the walk meets
+    malformed lengths before the record."""
+    if len(batch) < V2_HEADER_SIZE or batch[16] != 2:
+        return None
+    if int.from_bytes(batch[21:23], "big") & 0x07:
+        return None  # compressed
+    end = min(len(batch), 12 + int.from_bytes(batch[8:12], "big", signed=True))
+    p = V2_HEADER_SIZE
+    while p < end:
+        length, q = read_varint(batch, p, end)
+        if q < 0 or length < 0 or q + length > end:
+            return None
+        nxt = q + length
+        _, r = read_varint(batch, q + 1, nxt)  # attributes byte, then timestampDelta
+        delta, r = read_varint(batch, r, nxt) if r >= 0 else (0, -1)
+        if r < 0:
+            return None
+        if delta == offset_delta:
+            klen, k = read_varint(batch, r, nxt)
+            if k < 0:
+                return None
+            vlen, v = read_varint(batch, k + max(klen, 0), nxt)
+            if v < 0:
+                return None
+            return RecordBytes(p, k if klen >= 0 else -1, v if vlen >= 0 else -1)
+        p = nxt
+    return None

@@ -1,8 +1,9 @@
 """Facts of Kafka's log format that several layers name: codec ids, control record types,
-producer sequence arithmetic and segment file names (SEGMENT_SPEC)."""
+producer sequence arithmetic, segment file names (SEGMENT_SPEC) and KRaft snapshot file names."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")  # attributes & 7
@@ -51,3 +52,19 @@ def segment_base_offset(name: str) -> int | None:
     """The base offset of a ``<20 digits>.log`` file name, else None (other suffixes too)."""
     name = _basename(name)
     return base_offset_from_name(name) if len(name) == 24 and name.endswith(".log") else None
+
+
+# KRaft snapshots (Kafka's Snapshots.java): <20-digit end offset>-<10-digit epoch>.checkpoint in
+# the __cluster_metadata-0 directory; a snapshot being deleted ends .checkpoint.deleted, one
+# being written .checkpoint.part (after a random part: never complete, never read)
+KRAFT_SNAPSHOT_NAME = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint$")
+_KRAFT_SNAPSHOT_ANY = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint(?:\.deleted)?$")
+
+
+def kraft_snapshot_id(path: str, deleted: bool = False) -> tuple[int, int] | None:
+    """The snapshot id ``(end offset, epoch)`` of a KRaft snapshot file name
+    (``00000000000000000978-0000000001.checkpoint``), else None; with ``deleted``, a
+    ``.checkpoint.deleted`` name too. The end offset is exclusive: the snapshot holds the
+    metadata log's state below it. The records inside have offsets of their own, from 0."""
+    m = (_KRAFT_SNAPSHOT_ANY if deleted else KRAFT_SNAPSHOT_NAME).match(_basename(path))
+    return (int(m.group(1)), int(m.group(2))) if m else None

@@ -11,6 +11,12 @@ Each path may be (SEGMENT_SPEC §5):
   directory (``log.dirs`` entry) both work, and so does a log dir whose own name happens to look
   like a partition (``kafka-logs-1``);
 * with ``recursiveFileLookup``: every ``<20 digits>.log`` below the directory, at any depth;
+* KRaft snapshots (``<20-digit end offset>-<10-digit epoch>.checkpoint``, record-batch files of
+  ``__cluster_metadata-0``): read when named as a path (a ``.checkpoint.deleted`` one with a
+  warning), and found in the directories scanned with ``includeSnapshots``. Each is a
+  :class:`SegmentFile` with ``snapshot`` set (its id) and no base offset: its records have
+  offsets of their own, from 0, so it is planned as a log of its own, never with the
+  partition's segments;
 * Kafka tiered storage in the Aiven plugin's layout (:mod:`.tiered`): a directory named
   ``{topic}-{topicId}`` holds ``{partition}`` directories of
   ``{20 digits}-{segmentId}.log`` objects; topic, partition and base offset come from the key,
@@ -18,7 +24,8 @@ Each path may be (SEGMENT_SPEC §5):
 
 Skipped without being read: ``.deleted``, ``.cleaned`` and ``.swap`` files, partition
 directories being deleted, moved or left stray (``-delete``, ``-future``, ``-stray``), and every
-other file (indexes, snapshots, checkpoints). A ``.swap`` file is a finished compaction or split
+other file (indexes, producer snapshots, checkpoints; KRaft snapshots without
+``includeSnapshots``). A ``.swap`` file is a finished compaction or split
 output that the broker would rename over the segments it covers on its next start; applying it
 would mean guessing which segments it supersedes, so we read the segments as they are and log
 one line per skipped swap file. Naming a transient file or a ``-delete`` directory explicitly
@@ -45,7 +52,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
-from ..format.names import segment_base_offset
+from ..format.names import kraft_snapshot_id, segment_base_offset
 from ..options import ReadOptions, StoreOptions
 from ..redact import redact_uri, scrub
 from ..stats import ReadEvent, ReadStats
@@ -81,6 +88,8 @@ class SegmentFile:
     base_offset: int | None
     size: int
     mtime: float
+    # a KRaft snapshot: its id (end offset, epoch) from the file name; None for a segment
+    snapshot: tuple[int, int] | None = None
 
     @property
     def partition_key(self) -> tuple[str, int] | None:
@@ -166,7 +175,11 @@ class _LocalLister:
                 if entry.is_dir():
                     out.append(_Entry(entry.path, True, 0, 0.0, entry.path))
                     continue
-                if segment_base_offset(entry.name) is None and not is_tiered_log(entry.path):
+                if (
+                    segment_base_offset(entry.name) is None
+                    and not is_tiered_log(entry.path)
+                    and kraft_snapshot_id(entry.name) is None
+                ):
                     # not stat-ed: only its name matters
                     out.append(_Entry(entry.path, False, 0, 0.0, entry.path))
                     continue
@@ -339,6 +352,7 @@ class _Collector:
         topic: str | None,
         partition: int | None,
         base_offset: int | None,
+        snapshot: tuple[int, int] | None = None,
     ) -> None:
         o = self.options
         if o.path_glob_filter is not None and not fnmatch.fnmatchcase(
@@ -358,7 +372,7 @@ class _Collector:
             log.debug("%s reached twice; reading it once", entry.path)
             return
         self.found[entry.key] = SegmentFile(
-            entry.path, topic, partition, base_offset, entry.size, mtime
+            entry.path, topic, partition, base_offset, entry.size, mtime, snapshot
         )
 
     def note_swap(self, path: str) -> None:
@@ -394,6 +408,9 @@ class _Collector:
                 self.add(entry, topic, part, base)
             elif is_tiered_log(entry.path):
                 self.add_tiered(entry)
+            elif self.options.include_snapshots and (sid := kraft_snapshot_id(name)) is not None:
+                topic, part = tp if tp is not None else (None, None)
+                self.add(entry, topic, part, None, sid)
             elif name.endswith(".swap") and ".log" in name:
                 self.others += 1
                 self.note_swap(entry.path)
@@ -533,13 +550,22 @@ class _Collector:
     def add_explicit_file(self, entry: _Entry) -> None:
         path = entry.path
         name = entry.name
+        sid = kraft_snapshot_id(name, deleted=True)
+        if sid is not None:  # a KRaft snapshot named: read it (its rows tell it apart)
+            if name.endswith(".deleted"):
+                log.warning("reading %s although its suffix marks it as being deleted", path)
+            tp = parse_partition_dir(_basename(_parent(path)), allow_suffixed=True)
+            topic, part = tp if tp is not None else (None, None)
+            self.add(entry, topic, part, None, sid)
+            return
         if name.endswith(NOT_LOG_SUFFIXES) or name in (
             "leader-epoch-checkpoint",
             "meta.properties",
         ):
             raise OptionError(
                 f"path {path!r} is a Kafka index, snapshot or checkpoint file, not a log segment; "
-                "name the .log file or its directory"
+                "name the .log file or its directory (KRaft snapshots, read as record files, are "
+                "named <20-digit offset>-<10-digit epoch>.checkpoint)"
             )
         if is_tiered_log(path):
             self.add_tiered(entry)

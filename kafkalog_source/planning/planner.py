@@ -66,8 +66,12 @@ log = logging.getLogger("kafkalog")
 
 def _group_key(seg: SegmentFile) -> tuple:
     """Segments that form one partition log: same directory (one replica's log), and same topic
-    and partition when known. The same topic-partition found in two log dirs is two logs."""
+    and partition when known. The same topic-partition found in two log dirs is two logs. A
+    KRaft snapshot is a log of its own (its offsets start at 0 again): no partition bounds, no
+    partition evidence, never a replica of the partition's segments."""
     directory = parent_directory(seg.path)
+    if seg.snapshot is not None:
+        return (2, seg.topic or "", -1 if seg.partition is None else seg.partition, seg.path)
     pk = seg.partition_key
     if pk is not None:
         return (0, pk[0], pk[1], directory)

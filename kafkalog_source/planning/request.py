@@ -125,6 +125,7 @@ def check_stream_options(o: ReadOptions) -> None:
             ("decode", o.decode),
             ("valueFormat", o.value_format),
             ("keyFormat", o.key_format),
+            ("includeSnapshots", "true" if o.include_snapshots else "raw"),
         )
         if value != "raw"
     ]

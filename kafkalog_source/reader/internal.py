@@ -7,8 +7,9 @@ fine for internal topics, which are small (compacted; ``bench/internal.py`` meas
 
 A record that does not decode (a record type or version the pinned Kafka release does not
 define, bytes that do not parse) goes through ``mode``: FAILFAST raises
-:class:`~..errors.UndecodableRecordError` naming the file, the byte of its batch, the offset,
-the record type and version; DROPMALFORMED drops it and counts it in
+:class:`~..errors.UndecodableRecordError` naming the file, the record's own byte (and the byte
+where its key or value stops parsing) in an uncompressed batch, else the byte of its
+(compressed) batch, the offset, the record type and version; DROPMALFORMED drops it and counts it in
 ``ReadStats.undecodable_records`` (events of kind "undecodable record"); PERMISSIVE keeps the
 row with its raw ``key``/``value``, the ``error`` and what is known of its type and version.
 """
@@ -23,8 +24,11 @@ import pyarrow as pa
 from ..arrow.internal import TIMESTAMP_COLUMNS, DecodedSchema, decoded_schema
 from ..arrow.schema import Projection
 from ..errors import OptionError, UndecodableRecordError
+from ..format.batch import locate_record, offset_field, size_field
 from ..format.messages.decode import to_json
 from ..format.messages.topics import TOPIC_INTERPRETATION, RecordDecodeError, decode_record
+from ..format.names import kraft_snapshot_id
+from ..layout.files import open_source
 from ..options import ReadOptions
 from ..stats import ReadEvent, ReadStats
 
@@ -79,6 +83,14 @@ class InternalDecoder:
         self.stats = stats
         self.mode = options.mode
         self.keep_markers = options.include_control_records
+        self._snapshots: dict[str, tuple[int, int] | None] = {}
+
+    def snapshot(self, path: str) -> tuple[int, int] | None:
+        """The KRaft snapshot id ``(end offset, epoch)`` of the file ``path``, None for a
+        segment (discovery reads a ``.checkpoint`` file only as a snapshot)."""
+        if path not in self._snapshots:
+            self._snapshots[path] = kraft_snapshot_id(path, deleted=True)
+        return self._snapshots[path]
 
     def interpretation(self, topic: str) -> str | None:
         """How records of ``topic`` are decoded (None: raw)."""
@@ -115,6 +127,9 @@ class InternalDecoder:
             "key": key,
             "value": value,
         }
+        snapshot = self.snapshot(cols["segmentPath"][i])
+        if snapshot is not None:
+            out["snapshot_end_offset"], out["snapshot_end_epoch"] = snapshot
         interp = self.interpretation(topic)
         if interp is not None:
             try:
@@ -135,6 +150,31 @@ class InternalDecoder:
         for name, values in rows.items():
             values.append(out.get(name))
 
+    def _record_place(
+        self, path: str, batch_pos: int, offset: int, e: RecordDecodeError
+    ) -> tuple[int, str]:
+        """Where the record that did not decode lies: ``(byte, words)``. The raw read hands
+        over a record's batch position only (the kernels keep no record positions), so this
+        reads the batch again, once, for the error: in an uncompressed batch, the record's own
+        byte and the byte where its key or value stops parsing; in a compressed batch (or when
+        the batch cannot be read again) the batch's byte, which with the offset is exact."""
+        try:
+            with open_source(path, self.options.store) as src:
+                data = src.read(batch_pos, 12 + size_field(src.read(batch_pos, 12)))
+            place = locate_record(data, offset - offset_field(data))
+        except Exception:  # noqa: BLE001 - the error being raised is the one that matters
+            place = None
+        if place is None:
+            return batch_pos, "in the batch at this byte"
+        at = batch_pos + place.record
+        part = place.key if e.part == "key" else place.value
+        if part < 0:
+            return at, f"the record at this byte, in the batch at byte {batch_pos}"
+        return at, (
+            f"the record at this byte, in the batch at byte {batch_pos}; its {e.part} stops "
+            f"parsing at byte {batch_pos + part + e.position}"
+        )
+
     def _undecodable(
         self, e: RecordDecodeError, cols: dict[str, list[Any]], i: int, interp: str, out: dict
     ) -> bool:
@@ -147,11 +187,13 @@ class InternalDecoder:
             f"record type {rtype}, version {version}: {e.reason}"
         )
         if self.mode == "FAILFAST":
+            at, where = self._record_place(path, pos, offset, e)
             raise UndecodableRecordError(
-                reason + " (mode=DROPMALFORMED drops such records, mode=PERMISSIVE keeps them "
-                "with their bytes and the error)",
+                f"{interp} record at offset {offset} ({where}) does not decode: record type "
+                f"{rtype}, version {version}: {e.reason} (mode=DROPMALFORMED drops such "
+                "records, mode=PERMISSIVE keeps them with their bytes and the error)",
                 path,
-                pos,
+                at,
             )
         self.stats.undecodable_records += 1
         self.stats.record(

@@ -221,6 +221,11 @@ class StreamSource:
             groups: dict[PartitionKey, list[SegmentFile]] = {}
             homes: dict[PartitionKey, str] = {}
             for seg in segments:
+                if seg.snapshot is not None:
+                    raise OptionError(
+                        f"{seg.path}: a KRaft snapshot, not a segment of a log a stream can "
+                        "follow (its offsets start at 0); read it in a batch read"
+                    )
                 key = seg.partition_key
                 if key is None:
                     raise OptionError(

@@ -330,3 +330,35 @@ def _json_default(v: Any) -> Any:
 def to_json(value: Any) -> str:
     """``value`` (decoded fields) as JSON, bytes as base64 (as Kafka's JSON converters)."""
     return json.dumps(value, default=_json_default, separators=(",", ":"), allow_nan=True)
+
+
+def converter_view(
+    fields: tuple[Field, ...], version: int, value: dict[str, Any]
+) -> dict[str, Any]:
+    """``value`` (a struct the decoder read at ``version``) as Kafka's generated JSON converters
+    write it (``XJsonConverter.write``): fields in the spec's order, a tagged field only when
+    its value is not its default; nested structs alike. Other keys of ``value`` (none the
+    decoder makes) are dropped; a value that is not a struct where the spec has one (an
+    embedded message decoded in place) is kept as it is."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        if not f.exists_in(version) or f.json_name not in value:
+            continue
+        v = value[f.json_name]
+        if f.tagged_in(version) and v == default_value(f, version):
+            continue
+        if f.fields:
+            if isinstance(v, dict):
+                v = converter_view(f.fields, version, v)
+            elif isinstance(v, list):
+                v = [converter_view(f.fields, version, x) if isinstance(x, dict) else x for x in v]
+        out[f.json_name] = v
+    return out
+
+
+def to_kafka_json(value: Any) -> str:
+    """``value`` as Jackson prints a JSON tree (``JsonNode.toString``): compact, non-ASCII
+    characters as they are, bytes as base64 (what kafka-dump-log prints)."""
+    return json.dumps(
+        value, default=_json_default, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+    )

@@ -111,6 +111,10 @@ TYPED_COLUMNS = {
         "config_resource_name",
         "config_name",
         "config_value",
+        # not fields of a record: the id of the KRaft snapshot file a row comes from (null for
+        # the log's rows), filled by the reader from the file name (reader/internal.py)
+        "snapshot_end_offset",
+        "snapshot_end_epoch",
     ),
     "remote_log_metadata": (
         "topic_name",
