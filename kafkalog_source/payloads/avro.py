@@ -50,7 +50,6 @@ import math
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import fastavro
@@ -58,299 +57,25 @@ import numpy as np
 import pyarrow as pa
 
 from ..format.registry import WIRE_PREFIX
+from ..kernel import avro as K
+from .avro_program import NoProgram, Program, run
+from .avro_schema import (
+    Node,
+    ParsedSchema,
+    SchemaError,
+    arrow_type,
+    non_null,
+    parse_registered,
+    reader_branch,
+    union_shape,
+)
 from .codec import Decoded, PayloadDecoder, PayloadError, split_wire
 
 if TYPE_CHECKING:  # the registry helper writes these; decoders only use their documented API
     from ..format.registry import RegisteredSchema, Registry
 
 NO_PREFIX = "no schema registry wire-format prefix (magic byte 0 and a 4-byte schema id)"
-_PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
-_KEYWORDS = _PRIMITIVES + ("record", "error", "enum", "fixed", "array", "map")
-_NUMERIC_RANK = {"int": 0, "long": 1, "float": 2, "double": 3}
 UTC = datetime.timezone.utc
-
-
-class SchemaError(ValueError):
-    """A schema this decoder cannot use (does not parse, or has no Arrow type)."""
-
-
-# ------------------------------------------------------------------------------ schema model
-
-
-@dataclass(eq=False)
-class Node:
-    """One Avro schema, with named types resolved (shared nodes for one named type)."""
-
-    kind: str  # a primitive, or record / enum / fixed / array / map / union
-    logical: str | None = None
-    name: str | None = None  # the full name of a named type
-    aliases: tuple[str, ...] = ()
-    size: int = 0  # fixed
-    precision: int = 0  # decimal
-    scale: int = 0
-    symbols: tuple[str, ...] = ()  # enum
-    enum_default: str | None = None
-    items: Node | None = None  # array items, map values
-    fields: list[FieldNode] = field(default_factory=list)  # record
-    branches: list[Node] = field(default_factory=list)  # union
-    recursive: bool = False  # a record that contains itself
-
-    @property
-    def short_name(self) -> str | None:
-        """The unqualified name of a named type."""
-        return None if self.name is None else self.name.rsplit(".", 1)[-1]
-
-
-@dataclass(eq=False)
-class FieldNode:
-    """One record field: its name, aliases, schema and default (``has_default``)."""
-
-    name: str
-    node: Node
-    has_default: bool
-    default: Any
-    aliases: tuple[str, ...] = ()
-
-
-def _decimal_ok(p: Any, s: Any) -> bool:
-    return isinstance(p, int) and isinstance(s, int) and 0 < p <= 38 and 0 <= s <= p
-
-
-def build_node(parsed: Any, named: dict[str, Any]) -> Node:
-    """The :class:`Node` tree of a schema parsed by ``fastavro.parse_schema`` (its named types
-    in ``named``, full name -> parsed schema). Recursive records are marked ``recursive``."""
-    done: dict[str, Node] = {}
-    active: set[str] = set()
-
-    def build(s: Any) -> Node:
-        if isinstance(s, str):
-            if s in _PRIMITIVES:
-                return Node(s)
-            if s in done:
-                if s in active:
-                    done[s].recursive = True
-                return done[s]
-            if s not in named:
-                raise SchemaError(f"unknown Avro type {s!r}")
-            return build(named[s])
-        if isinstance(s, list):
-            return Node("union", branches=[build(b) for b in s])
-        t = s["type"]
-        if isinstance(t, (dict, list)) or t not in _KEYWORDS:
-            return build(t)  # {"type": {...}} or {"type": "some.Named"}
-        logical = s.get("logicalType")
-        if t in _PRIMITIVES:
-            n = Node(t, logical=logical)
-            if logical == "decimal":
-                if t != "bytes" or not _decimal_ok(s.get("precision"), s.get("scale", 0)):
-                    n.logical = None
-                else:
-                    n.precision, n.scale = s["precision"], s.get("scale", 0)
-            return n
-        if t == "array":
-            return Node("array", items=build(s["items"]))
-        if t == "map":
-            return Node("map", items=build(s["values"]))
-        name = s["name"]
-        if name in done:  # fastavro expands each named type once; guard anyway
-            return done[name]
-        aliases = tuple(s.get("aliases", ()))
-        if t == "fixed":
-            n = Node("fixed", logical=s.get("logicalType"), name=name, size=s["size"])
-            n.aliases = aliases
-            if n.logical == "decimal":
-                if _decimal_ok(s.get("precision"), s.get("scale", 0)):
-                    n.precision, n.scale = s["precision"], s.get("scale", 0)
-                else:
-                    n.logical = None
-            done[name] = n
-            return n
-        if t == "enum":
-            n = Node("enum", name=name, aliases=aliases, symbols=tuple(s["symbols"]))
-            n.enum_default = s.get("default")
-            done[name] = n
-            return n
-        n = Node("record", name=name, aliases=aliases)
-        done[name] = n
-        active.add(name)
-        for f in s["fields"]:
-            n.fields.append(
-                FieldNode(
-                    f["name"],
-                    build(f["type"]),
-                    "default" in f,
-                    f.get("default"),
-                    tuple(f.get("aliases", ())),
-                )
-            )
-        active.discard(name)
-        return n
-
-    return build(parsed)
-
-
-def is_recursive(node: Node) -> bool:
-    """Whether a record inside ``node`` contains itself."""
-    seen: set[int] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.recursive:
-            return True
-        stack += [f.node for f in n.fields] + n.branches + ([n.items] if n.items else [])
-    return False
-
-
-def non_null(node: Node) -> list[Node]:
-    """A union's branches other than ``null``."""
-    return [b for b in node.branches if b.kind != "null"]
-
-
-def union_shape(node: Node) -> str:
-    """How a union maps to Arrow: ``null`` (only nulls), ``single`` (one non-null branch),
-    ``merged`` (``[int, long]`` / ``[float, double]``, as Spark merges them) or ``struct``."""
-    nn = non_null(node)
-    if not nn:
-        return "null"
-    if len(nn) == 1:
-        return "single"
-    kinds = {(b.kind, b.logical) for b in nn}
-    if kinds in ({("int", None), ("long", None)}, {("float", None), ("double", None)}):
-        return "merged"
-    return "struct"
-
-
-def arrow_type(node: Node) -> pa.DataType:
-    """The Spark-compatible Arrow type of an Avro schema (see the module's docstring)."""
-    if node.recursive:
-        raise SchemaError(
-            f"the recursive Avro record {node.name} has no Arrow type (decode it as JSON)"
-        )
-    k, lg = node.kind, node.logical
-    if k == "null":
-        return pa.null()
-    if k == "boolean":
-        return pa.bool_()
-    if k == "int":
-        return pa.date32() if lg == "date" else pa.int32()
-    if k == "long":
-        if lg in ("timestamp-millis", "timestamp-micros"):
-            return pa.timestamp("us", tz="UTC")
-        if lg in ("local-timestamp-millis", "local-timestamp-micros"):
-            return pa.timestamp("us")
-        return pa.int64()
-    if k == "float":
-        return pa.float32()
-    if k == "double":
-        return pa.float64()
-    if k in ("bytes", "fixed"):
-        return pa.decimal128(node.precision, node.scale) if lg == "decimal" else pa.binary()
-    if k in ("string", "enum"):
-        return pa.string()
-    if k == "array":
-        assert node.items is not None
-        return pa.list_(arrow_type(node.items))
-    if k == "map":
-        assert node.items is not None
-        return pa.map_(pa.string(), arrow_type(node.items))
-    if k == "record":
-        return pa.struct([pa.field(f.name, arrow_type(f.node)) for f in node.fields])
-    shape = union_shape(node)
-    nn = non_null(node)
-    if shape == "null":
-        return pa.null()
-    if shape == "single":
-        return arrow_type(nn[0])
-    if shape == "merged":
-        return pa.float64() if nn[0].kind in ("float", "double") else pa.int64()
-    return pa.struct([pa.field(f"member{i}", arrow_type(b)) for i, b in enumerate(nn)])
-
-
-# ------------------------------------------------------------------------ parsing with references
-
-
-@dataclass
-class ParsedSchema:
-    """A registered Avro schema parsed with its references: fastavro's form and the node tree."""
-
-    schema_id: int
-    parsed: Any
-    node: Node
-
-
-def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSchema:
-    """Parse an Avro schema of the registry, its references (by full name) included."""
-    named: dict[str, Any] = {}
-    refs = registry.referenced(schema) if schema.references else {}
-    pending = list(refs.values())
-    while pending:  # references may name each other: parse those whose names are known first
-        left = []
-        last: Exception | None = None
-        for ref in pending:
-            trial = dict(named)
-            try:
-                fastavro.parse_schema(json.loads(ref.text), trial, _write_hint=False)
-            except Exception as e:
-                left.append(ref)
-                last = e
-                continue
-            named = trial
-        if len(left) == len(pending):
-            raise SchemaError(f"a referenced schema does not parse: {last}")
-        pending = left
-    try:
-        parsed = fastavro.parse_schema(json.loads(schema.text), named)
-        node = build_node(parsed, named)
-    except SchemaError:
-        raise
-    except Exception as e:
-        raise SchemaError(f"does not parse as an Avro schema: {e}") from e
-    return ParsedSchema(schema.id, parsed, node)
-
-
-# ----------------------------------------------------------------------------- resolution rules
-
-_PROMOTIONS = {
-    "int": ("long", "float", "double"),
-    "long": ("float", "double"),
-    "float": ("double",),
-    "string": ("bytes",),
-    "bytes": ("string",),
-}
-
-
-def names_match(w: Node, r: Node) -> bool:
-    """Avro's name rule for named types: the unqualified names are equal, or the writer's name
-    is one of the reader's aliases (full or unqualified)."""
-    if w.short_name == r.short_name:
-        return True
-    return any(a == w.name or a.rsplit(".", 1)[-1] == w.short_name for a in r.aliases)
-
-
-def matches(w: Node, r: Node, exact: bool = False) -> bool:
-    """Whether writer schema ``w`` matches reader schema ``r`` (neither a union) as Avro's
-    resolution rules define it; ``exact`` excludes promotions."""
-    if w.kind == r.kind:
-        if w.kind in ("record", "enum"):
-            return names_match(w, r)
-        if w.kind == "fixed":
-            return names_match(w, r) and w.size == r.size
-        return True
-    return not exact and r.kind in _PROMOTIONS.get(w.kind, ())
-
-
-def reader_branch(w: Node, r: Node) -> int | None:
-    """The reader union branch (index into ``r.branches``) a writer schema resolves to: the
-    first that matches exactly, else the first it promotes to; None if none."""
-    for exact in (True, False):
-        for i, b in enumerate(r.branches):
-            if b.kind != "union" and matches(w, b, exact):
-                return i
-    return None
-
 
 # ------------------------------------------------------------------------ reference (fastavro)
 
@@ -549,6 +274,7 @@ class AvroDecoder(PayloadDecoder):
         self.as_json = as_json
         self._writers: dict[int, ParsedSchema | _Unusable] = {}
         self._where_cache: dict[int, str] = {}
+        self._program: Program | None = None
         self.use_kernel = os.environ.get("KAFKALOG_AVRO_KERNEL", "1") != "0"
         """Whether :meth:`decode` takes the compiled path (else the fastavro reference)."""
         if as_json:
@@ -567,7 +293,7 @@ class AvroDecoder(PayloadDecoder):
         state = self.__dict__.copy()
         state["_writers"] = {}  # parsed schemas and compiled programs are rebuilt on demand
         state.pop("_convert", None)
-        state.pop("_programs", None)
+        state["_program"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -650,8 +376,78 @@ class AvroDecoder(PayloadDecoder):
     def decode_compiled(
         self, data: pa.Array, ids: np.ndarray, has_prefix: np.ndarray, is_null: np.ndarray
     ) -> tuple[pa.Array, list[PayloadError]]:
-        """The compiled path (not yet: the reference path)."""
-        return self.decode_reference(data, ids, has_prefix, is_null)
+        """The compiled path: each writer id's program run by the kernel over the column (see
+        :mod:`.avro_program`); the fastavro path for a batch with a writer schema the kernel
+        cannot run (a recursive one)."""
+        assert self._reader is not None
+        if self._program is None:
+            self._program = Program(self._reader.node)
+        n = len(data)
+        entry = np.full(n, K.ENTRY_ERROR, np.int64)
+        entry[is_null] = K.ENTRY_NULL
+        known: list[PayloadError] = [
+            PayloadError(int(i), None, NO_PREFIX) for i in np.flatnonzero(~has_prefix & ~is_null)
+        ]
+        for sid in np.unique(ids[has_prefix]).tolist():
+            rows = np.flatnonzero(has_prefix & (ids == sid))
+            try:
+                pc = self._program.compile(sid, self.writer(sid).node)
+            except _Unusable as e:
+                known += [PayloadError(int(i), sid, str(e)) for i in rows]
+                continue
+            except NoProgram:
+                return self.decode_reference(data, ids, has_prefix, is_null)
+            entry[rows] = pc
+        if pa.types.is_large_binary(data.type) or pa.types.is_binary(data.type):
+            out = run(self._program, data, entry)
+        else:
+            out = run(self._program, data.cast(pa.binary()), entry)
+        errors = known
+        for i in np.flatnonzero(out.code).tolist():
+            sid = int(ids[i])
+            errors.append(PayloadError(i, sid, self._kernel_reason(sid, out, i, data)))
+        errors.sort(key=lambda e: e.row)
+        return out.values, errors
+
+    def _kernel_reason(self, sid: int, out: Any, i: int, data: pa.Array) -> str:
+        prog = self._program
+        assert prog is not None
+        code, arg, pc = int(out.code[i]), int(out.arg[i]), int(out.pc[i])
+        pos = int(out.pos[i])
+        where = "" if pos < 0 else f" at byte {pos + WIRE_PREFIX}"
+        path = prog.paths[prog.ops[pc][6]] if pc < len(prog.ops) else ""
+        field_ = f" (field {path})" if path else ""
+        size = len(data[i].as_py())
+        if code == K.E_RESOLVE:
+            return self.resolve_reason(sid, prog.messages[arg])
+        if code == K.E_ENUM_UNRESOLVED:
+            writer = self.writer(sid).node
+            sym = _enum_symbol(writer, path, arg)
+            return self.resolve_reason(
+                sid,
+                f"{path or 'the value'}: the symbol {sym} is not in the reader's enum and "
+                "it has no default",
+            )
+        if code == K.E_DECIMAL:
+            return self.resolve_reason(
+                sid, f"{path or 'the value'}: a decimal of {arg} bytes does not fit its reader type"
+            )
+        if code == K.E_OVERFLOW:
+            return self.resolve_reason(
+                sid, f"{path or 'the value'}: {arg} milliseconds are out of the microsecond range"
+            )
+        why = {
+            K.E_TRUNCATED: f"the value ends early ({size} bytes)",
+            K.E_VARINT: "a varint is longer than 10 bytes",
+            K.E_INT_RANGE: f"the int {arg} is out of the 32-bit range",
+            K.E_LENGTH: f"negative length {arg}",
+            K.E_UTF8: f"a string is not valid UTF-8 (byte {arg} of the string)",
+            K.E_BRANCH: f"union branch {arg} does not exist",
+            K.E_ENUM: f"enum index {arg} does not exist",
+            K.E_BLOCK: f"an array or map block of {arg} items does not fit in the value",
+            K.E_TRAILING: f"{arg} bytes remain after the value",
+        }.get(code, f"kernel status {code}")
+        return self.parse_reason(sid, f"{why}{where}{field_}")
 
     def decode_reference(
         self, data: pa.Array, ids: np.ndarray, has_prefix: np.ndarray, is_null: np.ndarray
@@ -742,6 +538,26 @@ class AvroDecoder(PayloadDecoder):
             return self._convert(v)
         except Exception as e:
             raise _RowError(self.resolve_reason(sid, f"{type(e).__name__}: {e}")) from None
+
+
+def _enum_symbol(node: Node, path: str, index: int) -> str:
+    """The name of symbol ``index`` of the writer enum at a field path (for an error)."""
+    n: Node | None = node
+    for part in [p for p in path.split(".") if p]:
+        while n is not None and n.kind in ("union", "array", "map"):
+            n = (
+                next((b for b in n.branches if b.kind == "record"), None)
+                if n.kind == "union"
+                else n.items
+            )
+        n = None if n is None else next((f.node for f in n.fields if f.name == part), None)
+    stack = [n] if n is not None else []
+    while stack:
+        m = stack.pop()
+        if m.kind == "enum" and 0 <= index < len(m.symbols):
+            return m.symbols[index]
+        stack += m.branches + ([m.items] if m.items else [])
+    return f"#{index}"
 
 
 class _RowError(Exception):
