@@ -136,118 +136,121 @@ def le_bits(buf, p, n):  # type: ignore[no-untyped-def]
     return np.int64(u)
 
 
-@helper_kernel
-def room(valid, ival, fval, data, cnt, dlen, c, kind, nbytes):  # type: ignore[no-untyped-def]
-    """Make room for one more entry of column ``c`` (and ``nbytes`` more data bytes)."""
-    i = cnt[c]
-    v = valid[c]
-    if i >= v.shape[0]:
-        nv = np.zeros(max(2 * v.shape[0], i + 64), np.uint8)
-        nv[: v.shape[0]] = v
-        valid[c] = nv
-    if kind == K_FLOAT:
-        f = fval[c]
-        if i >= f.shape[0]:
-            nf = np.zeros(max(2 * f.shape[0], i + 64), np.float64)
-            nf[: f.shape[0]] = f
-            fval[c] = nf
-    elif kind == K_FIXED or kind == K_VAR:
-        o = ival[c]
-        if i >= o.shape[0]:
-            ni = np.zeros(max(2 * o.shape[0], i + 64), np.int64)
-            ni[: o.shape[0]] = o
-            ival[c] = ni
-    if nbytes > 0:
-        d = data[c]
-        need = dlen[c] + nbytes
-        if need > d.shape[0]:
-            nd = np.zeros(max(2 * d.shape[0], need + 256), np.uint8)
-            nd[: d.shape[0]] = d
-            data[c] = nd
+# columns of the layout matrix: where each column's entries and bytes sit in the flat buffers
+L_VALID, L_INT, L_FLOAT, L_DATA, L_CAP, L_DCAP = range(6)
+LAYOUT_WIDTH = 6
 
 
 @helper_kernel
-def null_entry(col_kind, valid, ival, fval, data, cnt, dlen, c):  # type: ignore[no-untyped-def]
-    """Append a null entry to column ``c``."""
+def null_entry(col_kind, lay, cnt, dlen, valid, ival, fval, data, c):  # type: ignore[no-untyped-def]
+    """Append a null entry to column ``c``; False when the column is full."""
     kind = col_kind[c]
-    room(valid, ival, fval, data, cnt, dlen, c, kind, 16 if kind == K_DEC else 0)
     i = cnt[c]
-    valid[c][i] = 0
+    if i >= lay[c, L_CAP]:
+        return False
+    valid[lay[c, L_VALID] + i] = 0
     if kind == K_FIXED:
-        ival[c][i] = 0
+        ival[lay[c, L_INT] + i] = 0
     elif kind == K_FLOAT:
-        fval[c][i] = 0.0
+        fval[lay[c, L_FLOAT] + i] = 0.0
     elif kind == K_VAR:
-        ival[c][i] = ival[c][i - 1] if i > 0 else 0
+        ival[lay[c, L_INT] + i] = dlen[c]
     elif kind == K_DEC:
-        d = data[c]
+        o = dlen[c]
+        if o + 16 > lay[c, L_DCAP]:
+            return False
+        b = lay[c, L_DATA] + o
         for k in range(16):
-            d[dlen[c] + k] = 0
-        dlen[c] += 16
+            data[b + k] = 0
+        dlen[c] = o + 16
     cnt[c] = i + 1
+    return True
 
 
 @helper_kernel
-def put_int(col_kind, valid, ival, fval, data, cnt, dlen, c, v):  # type: ignore[no-untyped-def]
-    room(valid, ival, fval, data, cnt, dlen, c, np.int64(K_FIXED), np.int64(0))
+def put_int(lay, cnt, valid, ival, c, v):  # type: ignore[no-untyped-def]
+    """Append a valid integer entry; False when the column is full."""
     i = cnt[c]
-    valid[c][i] = 1
-    ival[c][i] = v
+    if i >= lay[c, L_CAP]:
+        return False
+    valid[lay[c, L_VALID] + i] = 1
+    ival[lay[c, L_INT] + i] = v
     cnt[c] = i + 1
+    return True
 
 
 @helper_kernel
-def put_float(col_kind, valid, ival, fval, data, cnt, dlen, c, v):  # type: ignore[no-untyped-def]
-    room(valid, ival, fval, data, cnt, dlen, c, np.int64(K_FLOAT), np.int64(0))
+def put_valid(lay, cnt, valid, c):  # type: ignore[no-untyped-def]
+    """Append a valid entry of a struct (or a null entry of a null column when ``v`` is 0)."""
     i = cnt[c]
-    valid[c][i] = 1
-    fval[c][i] = v
+    if i >= lay[c, L_CAP]:
+        return False
+    valid[lay[c, L_VALID] + i] = 1
     cnt[c] = i + 1
+    return True
 
 
 @helper_kernel
-def put_bytes(valid, ival, fval, data, cnt, dlen, c, buf, p, n):  # type: ignore[no-untyped-def]
-    room(valid, ival, fval, data, cnt, dlen, c, np.int64(K_VAR), n)
+def put_float(lay, cnt, valid, fval, c, v):  # type: ignore[no-untyped-def]
+    """Append a valid float entry; False when the column is full."""
     i = cnt[c]
+    if i >= lay[c, L_CAP]:
+        return False
+    valid[lay[c, L_VALID] + i] = 1
+    fval[lay[c, L_FLOAT] + i] = v
+    cnt[c] = i + 1
+    return True
+
+
+@helper_kernel
+def put_bytes(lay, cnt, dlen, valid, ival, data, c, buf, p, n):  # type: ignore[no-untyped-def]
+    """Append ``buf[p : p + n]`` as a string/binary entry; False when the column is full."""
+    i = cnt[c]
+    o = dlen[c]
+    if i >= lay[c, L_CAP] or o + n > lay[c, L_DCAP]:
+        return False
     if n > 0:
-        copy_bytes(data[c], dlen[c], buf, p, n)
-    dlen[c] += n
-    valid[c][i] = 1
-    ival[c][i] = dlen[c]
+        copy_bytes(data, lay[c, L_DATA] + o, buf, p, n)
+    dlen[c] = o + n
+    valid[lay[c, L_VALID] + i] = 1
+    ival[lay[c, L_INT] + i] = o + n
     cnt[c] = i + 1
+    return True
 
 
 @helper_kernel
-def put_decimal(valid, ival, fval, data, cnt, dlen, c, buf, p, n, prec, pow_hi, pow_lo):  # type: ignore[no-untyped-def]
+def put_decimal(lay, cnt, dlen, valid, data, c, buf, p, n, prec, pow_hi, pow_lo):  # type: ignore[no-untyped-def]
     """Append the big-endian two's complement ``buf[p : p + n]`` as a 16-byte little-endian
-    decimal128; False when it needs more than 16 bytes or ``prec`` digits."""
+    decimal128: 1 done, 0 the column is full, -1 it needs more than 16 bytes or ``prec``
+    digits."""
+    i = cnt[c]
+    o = dlen[c]
+    if i >= lay[c, L_CAP] or o + 16 > lay[c, L_DCAP]:
+        return 0
     if n > 16:
         for k in range(n - 16):  # longer encodings are fine when the extra bytes are the sign
             if buf[p + k] != (0xFF if buf[p + n - 16] >= 0x80 else 0):
-                return False
+                return -1
         p += n - 16
         n = 16
     neg = n > 0 and buf[p] >= 0x80
     fill = np.uint8(0xFF) if neg else np.uint8(0)
-    room(valid, ival, fval, data, cnt, dlen, c, np.int64(K_DEC), np.int64(16))
-    d = data[c]
-    o = dlen[c]
+    b = lay[c, L_DATA] + o
     for k in range(16):
-        d[o + k] = buf[p + n - 1 - k] if k < n else fill
-    lo = np.uint64(le_bits(d, o, 8))
-    hi = np.uint64(le_bits(d, o + 8, 8))
+        data[b + k] = buf[p + n - 1 - k] if k < n else fill
+    lo = np.uint64(le_bits(data, b, 8))
+    hi = np.uint64(le_bits(data, b + 8, 8))
     if neg:  # magnitude of a negative value: two's complement negation
         lo = ~lo + np.uint64(1)
         hi = ~hi + (np.uint64(1) if lo == np.uint64(0) else np.uint64(0))
     phi = np.uint64(pow_hi[prec])
     plo = np.uint64(pow_lo[prec])
     if hi > phi or (hi == phi and lo >= plo):
-        return False
+        return -1
     dlen[c] = o + 16
-    i = cnt[c]
-    valid[c][i] = 1
+    valid[lay[c, L_VALID] + i] = 1
     cnt[c] = i + 1
-    return True
+    return 1
 
 
 @kernel
@@ -257,12 +260,14 @@ def decode_avro(
     starts,
     ends,
     entry,
+    row0,
     prog,
     aux,
     pow_hi,
     pow_lo,
     top_fill,
     col_kind,
+    lay,
     cnt,
     dlen,
     valid,
@@ -276,35 +281,39 @@ def decode_avro(
     err_pc,
 ):  # type: ignore[no-untyped-def]
     """Decode row ``r``'s value ``src[starts[r]:ends[r]]`` with the program at ``entry[r]``
-    (``ENTRY_NULL``/``ENTRY_ERROR``: a null value) into the column buffers.
+    (``ENTRY_NULL``/``ENTRY_ERROR``: a null value) into the column buffers, from row ``row0``.
 
+    Column ``c``'s entries are ``valid[lay[c, L_VALID]:][:cnt[c]]`` and the same span of
+    ``ival`` (at ``lay[c, L_INT]``) or ``fval`` (``lay[c, L_FLOAT]``); its bytes are
+    ``data[lay[c, L_DATA]:][:dlen[c]]`` (string and binary ends in ``ival``, relative to it).
     ``top_fill`` lists the columns a null value appends to. ``stack`` (rows of 4: items left,
-    body pc, column, child column) holds the open arrays and maps. Returns nothing: errors are
-    in ``err_code`` (``E_OK`` for rows that decoded).
+    body pc, column, child column) holds the open arrays and maps.
+
+    Returns ``(row, column)``: ``(n, -1)`` when every row is done, else the row that found
+    ``column`` full (its partial output rolled back): grow that column and call again from that
+    row. Row errors are in ``err_code`` (``E_OK`` for rows that decoded or are null).
     """
     ncols = cnt.shape[0]
     save_cnt = np.zeros(ncols, np.int64)
     save_dlen = np.zeros(ncols, np.int64)
-    for row in range(starts.shape[0]):
-        pc = entry[row]
-        err_code[row] = E_OK
-        if pc < 0:
-            for k in range(top_fill.shape[0]):
-                null_entry(col_kind, valid, ival, fval, data, cnt, dlen, top_fill[k])
-            continue
+    for row in range(row0, starts.shape[0]):
         for k in range(ncols):
             save_cnt[k] = cnt[k]
             save_dlen[k] = dlen[k]
+        pc = entry[row]
+        err_code[row] = E_OK
+        full = np.int64(-1)
+        err = E_OK
+        arg = np.int64(0)
         buf = src
         pos = starts[row]
         end = ends[row]
         spos = np.int64(0)
         send = np.int64(0)
+        in_default = False
         sp = 0  # open arrays/maps
-        zero_items = 0
-        err = E_OK
-        arg = np.int64(0)
-        while True:
+        zero_items = np.int64(0)
+        while pc >= 0:
             op = prog[pc, 0]
             col = prog[pc, 1]
             if op == OP_END:
@@ -320,15 +329,18 @@ def decode_avro(
                 if col >= 0:
                     cv = prog[pc, 2]
                     if cv == CV_INT:
-                        put_int(col_kind, valid, ival, fval, data, cnt, dlen, col, v)
+                        ok = put_int(lay, cnt, valid, ival, col, v)
                     elif cv == CV_FLOAT:
-                        put_float(col_kind, valid, ival, fval, data, cnt, dlen, col, np.float64(v))
+                        ok = put_float(lay, cnt, valid, fval, col, np.float64(v))
                     else:
                         if v > MAX_MS or v < -MAX_MS:
                             err = E_OVERFLOW
                             arg = v
                             break
-                        put_int(col_kind, valid, ival, fval, data, cnt, dlen, col, v * 1000)
+                        ok = put_int(lay, cnt, valid, ival, col, v * 1000)
+                    if not ok:
+                        full = col
+                        break
                 pc += 1
             elif op == OP_BYTES or op == OP_RAW:
                 if op == OP_RAW:
@@ -352,7 +364,9 @@ def decode_avro(
                             err = E_UTF8
                             arg = bad
                             break
-                    put_bytes(valid, ival, fval, data, cnt, dlen, col, buf, pos, n)
+                    if not put_bytes(lay, cnt, dlen, valid, ival, data, col, buf, pos, n):
+                        full = col
+                        break
                 pos += n
                 pc += 1
             elif op == OP_DOUBLE or op == OP_FLOAT:
@@ -364,14 +378,15 @@ def decode_avro(
                 if col >= 0:
                     u = le_bits(buf, pos, n)
                     f = bits_f64(u) if op == OP_DOUBLE else bits_f32(u)
-                    put_float(col_kind, valid, ival, fval, data, cnt, dlen, col, f)
+                    if not put_float(lay, cnt, valid, fval, col, f):
+                        full = col
+                        break
                 pos += n
                 pc += 1
             elif op == OP_STRUCT:
-                if col >= 0:
-                    room(valid, ival, fval, data, cnt, dlen, col, np.int64(K_STRUCT), np.int64(0))
-                    valid[col][cnt[col]] = 1
-                    cnt[col] += 1
+                if col >= 0 and not put_valid(lay, cnt, valid, col):
+                    full = col
+                    break
                 pc += 1
             elif op == OP_UNION:
                 k, pos, err = read_long(buf, pos, end)
@@ -387,7 +402,12 @@ def decode_avro(
             elif op == OP_NULLFILL:
                 a = prog[pc, 2]
                 for k in range(prog[pc, 3]):
-                    null_entry(col_kind, valid, ival, fval, data, cnt, dlen, aux[a + k])
+                    c = aux[a + k]
+                    if not null_entry(col_kind, lay, cnt, dlen, valid, ival, fval, data, c):
+                        full = c
+                        break
+                if full >= 0:
+                    break
                 pc += 1
             elif op == OP_ENUM:
                 k, pos, err = read_long(buf, pos, end)
@@ -397,13 +417,14 @@ def decode_avro(
                     err = E_ENUM
                     arg = k
                     break
-                s = aux[prog[pc, 2] + k]
-                if s < 0:
+                sym = aux[prog[pc, 2] + k]
+                if sym < 0:
                     err = E_ENUM_UNRESOLVED
                     arg = k
                     break
-                if col >= 0:
-                    put_int(col_kind, valid, ival, fval, data, cnt, dlen, col, s)
+                if col >= 0 and not put_int(lay, cnt, valid, ival, col, sym):
+                    full = col
+                    break
                 pc += 1
             elif op == OP_BOOL:
                 if pos >= end:
@@ -411,8 +432,10 @@ def decode_avro(
                     arg = 1
                     break
                 if col >= 0:
-                    b = np.int64(1) if buf[pos] != 0 else np.int64(0)
-                    put_int(col_kind, valid, ival, fval, data, cnt, dlen, col, b)
+                    bit = np.int64(1) if buf[pos] != 0 else np.int64(0)
+                    if not put_int(lay, cnt, valid, ival, col, bit):
+                        full = col
+                        break
                 pos += 1
                 pc += 1
             elif op == OP_ARRAY or op == OP_LOOP:
@@ -431,7 +454,7 @@ def decode_avro(
                         break
                     if size < 0 or n < 0:
                         err = E_LENGTH
-                        arg = size
+                        arg = size if size < 0 else n
                         break
                 a_pc = pc if op == OP_ARRAY else stack[sp - 1, 1] - 1
                 minb = prog[a_pc, 3]
@@ -463,25 +486,29 @@ def decode_avro(
                 else:
                     child = prog[pc, 4]
                     pc = prog[pc, 2]
-                if col >= 0:
-                    put_int(col_kind, valid, ival, fval, data, cnt, dlen, col, cnt[child])
+                if col >= 0 and not put_int(lay, cnt, valid, ival, col, cnt[child]):
+                    full = col
+                    break
             elif op == OP_DEFAULT:
                 spos = pos
                 send = end
                 buf = consts
+                in_default = True
                 pos = prog[pc, 2]
                 end = pos + prog[pc, 3]
                 pc += 1
             elif op == OP_END_DEFAULT:
                 buf = src
+                in_default = False
                 pos = spos
                 end = send
                 pc += 1
             elif op == OP_NULL:
-                if col >= 0:
-                    room(valid, ival, fval, data, cnt, dlen, col, np.int64(K_NULL), np.int64(0))
-                    valid[col][cnt[col]] = 0
-                    cnt[col] += 1
+                if col >= 0 and not null_entry(
+                    col_kind, lay, cnt, dlen, valid, ival, fval, data, col
+                ):
+                    full = col
+                    break
                 pc += 1
             elif op == OP_FIXED or op == OP_DEC_FIXED:
                 n = prog[pc, 2]
@@ -491,25 +518,31 @@ def decode_avro(
                     break
                 if col >= 0:
                     if op == OP_FIXED:
-                        put_bytes(valid, ival, fval, data, cnt, dlen, col, buf, pos, n)
-                    elif not put_decimal(
-                        valid,
-                        ival,
-                        fval,
-                        data,
-                        cnt,
-                        dlen,
-                        col,
-                        buf,
-                        pos,
-                        n,
-                        prog[pc, 3],
-                        pow_hi,
-                        pow_lo,
-                    ):
-                        err = E_DECIMAL
-                        arg = n
-                        break
+                        if not put_bytes(lay, cnt, dlen, valid, ival, data, col, buf, pos, n):
+                            full = col
+                            break
+                    else:
+                        got = put_decimal(
+                            lay,
+                            cnt,
+                            dlen,
+                            valid,
+                            data,
+                            col,
+                            buf,
+                            pos,
+                            n,
+                            prog[pc, 3],
+                            pow_hi,
+                            pow_lo,
+                        )
+                        if got == 0:
+                            full = col
+                            break
+                        if got < 0:
+                            err = E_DECIMAL
+                            arg = n
+                            break
                 pos += n
                 pc += 1
             elif op == OP_DEC_BYTES:
@@ -524,40 +557,43 @@ def decode_avro(
                     err = E_TRUNCATED
                     arg = n
                     break
-                if col >= 0 and not put_decimal(
-                    valid,
-                    ival,
-                    fval,
-                    data,
-                    cnt,
-                    dlen,
-                    col,
-                    buf,
-                    pos,
-                    n,
-                    prog[pc, 2],
-                    pow_hi,
-                    pow_lo,
-                ):
-                    err = E_DECIMAL
-                    arg = n
-                    break
+                if col >= 0:
+                    got = put_decimal(
+                        lay, cnt, dlen, valid, data, col, buf, pos, n, prog[pc, 2], pow_hi, pow_lo
+                    )
+                    if got == 0:
+                        full = col
+                        break
+                    if got < 0:
+                        err = E_DECIMAL
+                        arg = n
+                        break
                 pos += n
                 pc += 1
             else:  # OP_FAIL
                 err = E_RESOLVE
                 arg = prog[pc, 2]
                 break
-        if err == E_OK and pos != end:
+        if full < 0 and err == E_OK and pc >= 0 and pos != end:
             err = E_TRAILING
             arg = end - pos
-        if err != E_OK:
-            err_code[row] = err
-            err_pos[row] = (pos - starts[row]) if buf is src else -1
-            err_arg[row] = arg
-            err_pc[row] = pc
+        if full < 0 and (err != E_OK or pc < 0):
+            if err != E_OK:
+                err_code[row] = err
+                err_pos[row] = -1 if in_default else pos - starts[row]
+                err_arg[row] = arg
+                err_pc[row] = pc
             for k in range(ncols):
                 cnt[k] = save_cnt[k]
                 dlen[k] = save_dlen[k]
             for k in range(top_fill.shape[0]):
-                null_entry(col_kind, valid, ival, fval, data, cnt, dlen, top_fill[k])
+                c = top_fill[k]
+                if not null_entry(col_kind, lay, cnt, dlen, valid, ival, fval, data, c):
+                    full = c
+                    break
+        if full >= 0:
+            for k in range(ncols):
+                cnt[k] = save_cnt[k]
+                dlen[k] = save_dlen[k]
+            return row, full
+    return starts.shape[0], np.int64(-1)

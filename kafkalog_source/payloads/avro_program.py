@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numba import typed
 
 from ..kernel import avro as K
 from .avro_schema import (
@@ -456,6 +455,74 @@ class Output:
     pc: np.ndarray
 
 
+class Buffers:
+    """The flat column buffers the kernel appends to, and their layout (``lay``: where each
+    column's entries and bytes start, and how many fit). A full column grows by a relayout."""
+
+    def __init__(self, cols: list[Col], n: int, payload_bytes: int) -> None:
+        self.kinds = [c.kind for c in cols]
+        nvar = max(1, sum(k == K.K_VAR for k in self.kinds))
+        self.cap = np.full(len(cols), max(n, 16), np.int64)
+        self.dcap = np.array(
+            [
+                payload_bytes // nvar + 1024
+                if k == K.K_VAR
+                else 16 * max(n, 16)
+                if k == K.K_DEC
+                else 0
+                for k in self.kinds
+            ],
+            np.int64,
+        )
+        self.cnt = np.zeros(len(cols), np.int64)
+        self.dlen = np.zeros(len(cols), np.int64)
+        self.lay = np.zeros((len(cols), K.LAYOUT_WIDTH), np.int64)
+        self.valid = self.ival = self.fval = self.data = _EMPTY
+        self._layout(first=True)
+
+    def _layout(self, first: bool = False) -> None:
+        lay = np.zeros_like(self.lay)
+        uses_i = np.array([k in (K.K_FIXED, K.K_VAR) for k in self.kinds])
+        uses_f = np.array([k == K.K_FLOAT for k in self.kinds])
+        lay[:, K.L_CAP] = self.cap
+        lay[:, K.L_DCAP] = self.dcap
+        lay[:, K.L_VALID] = np.cumsum(self.cap) - self.cap
+        icap = np.where(uses_i, self.cap, 0)
+        fcap = np.where(uses_f, self.cap, 0)
+        lay[:, K.L_INT] = np.cumsum(icap) - icap
+        lay[:, K.L_FLOAT] = np.cumsum(fcap) - fcap
+        lay[:, K.L_DATA] = np.cumsum(self.dcap) - self.dcap
+        valid = np.zeros(int(self.cap.sum()), np.uint8)
+        ival = np.zeros(int(icap.sum()), np.int64)
+        fval = np.zeros(int(fcap.sum()), np.float64)
+        data = np.zeros(int(self.dcap.sum()) + 128, np.uint8)  # room for 16-byte moves
+        if not first:
+            for c in range(len(self.kinds)):
+                k, d = int(self.cnt[c]), int(self.dlen[c])
+                valid[lay[c, K.L_VALID] :][:k] = self.valid[self.lay[c, K.L_VALID] :][:k]
+                if uses_i[c]:
+                    ival[lay[c, K.L_INT] :][:k] = self.ival[self.lay[c, K.L_INT] :][:k]
+                if uses_f[c]:
+                    fval[lay[c, K.L_FLOAT] :][:k] = self.fval[self.lay[c, K.L_FLOAT] :][:k]
+                data[lay[c, K.L_DATA] :][:d] = self.data[self.lay[c, K.L_DATA] :][:d]
+        self.lay, self.valid, self.ival, self.fval, self.data = lay, valid, ival, fval, data
+
+    def grow(self, c: int, rows_done: int, rows: int) -> None:
+        """Make room in column ``c`` for the rest of the rows (at the rate seen so far)."""
+        scale = rows / max(rows_done, 1) * 1.25
+        self.cap[c] = max(2 * self.cap[c], int(self.cnt[c] * scale) + 1024)
+        if self.kinds[c] in (K.K_VAR, K.K_DEC):
+            self.dcap[c] = max(2 * self.dcap[c], int(self.dlen[c] * scale) + 4096)
+        self._layout()
+
+    def entries(self, c: int, which: str) -> np.ndarray:
+        """Column ``c``'s ``valid`` / ``ival`` / ``fval`` entries, or its ``data`` bytes."""
+        if which == "data":
+            return self.data[self.lay[c, K.L_DATA] :][: int(self.dlen[c])]
+        base = {"valid": K.L_VALID, "ival": K.L_INT, "fval": K.L_FLOAT}[which]
+        return getattr(self, which)[self.lay[c, base] :][: int(self.cnt[c])]
+
+
 def run(program: Program, data: pa.Array, entry: np.ndarray) -> Output:
     """Decode ``data`` (binary or large_binary) with the entry pc of each row (or
     ``ENTRY_NULL`` / ``ENTRY_ERROR``); payloads start after the wire-format prefix."""
@@ -466,60 +533,27 @@ def run(program: Program, data: pa.Array, entry: np.ndarray) -> Output:
     bufs = data.buffers()
     offsets = np.frombuffer(bufs[1], odt, count=n + 1 + data.offset)[data.offset :].astype(np.int64)
     src = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else _EMPTY
-    starts = offsets[:-1] + WIRE_PREFIX
-    ends = offsets[1:]
     decoding = entry >= 0
-    starts = np.where(decoding, starts, 0)
-    ends = np.where(decoding, ends, 0)
+    starts = np.where(decoding, offsets[:-1] + WIRE_PREFIX, 0)
+    ends = np.where(decoding, offsets[1:], 0)
     prog, aux, consts = program.arrays()
-    ncols = len(program.cols)
-    cap = max(n, 16)
-    valid = typed.List([np.zeros(cap, np.uint8) for _ in range(ncols)])
-    ival = typed.List(
-        [np.zeros(cap if c.kind in (K.K_FIXED, K.K_VAR) else 0, np.int64) for c in program.cols]
-    )
-    fval = typed.List([np.zeros(cap if c.kind == K.K_FLOAT else 0) for c in program.cols])
-    total = int(ends.sum() - starts.sum())
-    data_bufs = typed.List(
-        [
-            np.zeros(
-                total + 64 if c.kind == K.K_VAR else 16 * cap if c.kind == K.K_DEC else 0, np.uint8
-            )
-            for c in program.cols
-        ]
-    )
-    cnt = np.zeros(ncols, np.int64)
-    dlen = np.zeros(ncols, np.int64)
+    out = Buffers(program.cols, n, int((ends - starts).sum()))
     stack = np.zeros((program.depth + 1, 4), np.int64)
     code = np.zeros(n, np.int64)
     pos = np.zeros(n, np.int64)
     arg = np.zeros(n, np.int64)
     pc = np.zeros(n, np.int64)
-    K.decode_avro(
-        src,
-        consts,
-        starts,
-        ends,
-        entry.astype(np.int64),
-        prog,
-        aux,
-        _POW_HI,
-        _POW_LO,
-        program.top_fill,
-        program.kinds,
-        cnt,
-        dlen,
-        valid,
-        ival,
-        fval,
-        data_bufs,
-        stack,
-        code,
-        pos,
-        arg,
-        pc,
-    )
-    values = _build(program.root, cnt, dlen, valid, ival, fval, data_bufs)
+    entry = entry.astype(np.int64)
+    row = 0
+    while row < n:
+        row, full = K.decode_avro(
+            src, consts, starts, ends, entry, row, prog, aux, _POW_HI, _POW_LO,
+            program.top_fill, program.kinds, out.lay, out.cnt, out.dlen, out.valid, out.ival,
+            out.fval, out.data, stack, code, pos, arg, pc,
+        )  # fmt: skip
+        if full >= 0:
+            out.grow(int(full), int(row), n)
+    values = _build(program.root, out)
     return Output(values, code, pos, arg, pc)
 
 
@@ -542,40 +576,41 @@ def _offsets(ends: np.ndarray) -> np.ndarray:
     return out.astype(np.int32)
 
 
-def _build(c: Col, cnt, dlen, valid, ival, fval, data) -> pa.Array:  # type: ignore[no-untyped-def]
-    k = int(cnt[c.id])
-    v = valid[c.id][:k].view(bool)
+def _build(c: Col, out: Buffers) -> pa.Array:
+    k = int(out.cnt[c.id])
+    v = out.entries(c.id, "valid").view(bool)
     m = _mask(v)
     role = c.role
     if role == "null":
         return pa.nulls(k)
     if role in ("float", "double"):
-        f = fval[c.id][:k]
+        f = out.entries(c.id, "fval")
         return pa.array(f.astype(np.float32) if role == "float" else f, c.arrow, mask=m)
     if role == "int":
-        i = ival[c.id][:k]
+        i = out.entries(c.id, "ival")
         if pa.types.is_boolean(c.arrow):
             return pa.array(i != 0, pa.bool_(), mask=m)
         width = np.int32 if c.arrow.bit_width == 32 else np.int64
         return pa.Array.from_buffers(c.arrow, k, [_validity(m), pa.py_buffer(i.astype(width))])
     if role == "enum":
         symbols = pa.array(list(c.node.symbols), pa.string())
-        return symbols.take(pa.array(ival[c.id][:k], pa.int64(), mask=m))
+        return symbols.take(pa.array(out.entries(c.id, "ival"), pa.int64(), mask=m))
     if role in ("string", "binary"):
-        offs = _offsets(ival[c.id][:k])
-        body = data[c.id][: int(dlen[c.id])]
+        offs = _offsets(out.entries(c.id, "ival"))
+        body = out.entries(c.id, "data").copy()
         return pa.Array.from_buffers(
             c.arrow, k, [_validity(m), pa.py_buffer(offs), pa.py_buffer(body)]
         )
     if role == "decimal":
-        return pa.Array.from_buffers(c.arrow, k, [_validity(m), pa.py_buffer(data[c.id][: 16 * k])])
-    kids = [_build(ch, cnt, dlen, valid, ival, fval, data) for ch in c.children]
+        body = out.entries(c.id, "data").copy()
+        return pa.Array.from_buffers(c.arrow, k, [_validity(m), pa.py_buffer(body)])
+    kids = [_build(ch, out) for ch in c.children]
     mask = None if m is None else pa.array(m)
     if role == "struct":
         if not kids:
             return pa.Array.from_buffers(c.arrow, k, [_validity(m)], children=[])
         return pa.StructArray.from_arrays(kids, fields=list(c.arrow), mask=mask)
-    offs = pa.array(_offsets(ival[c.id][:k]))
+    offs = pa.array(_offsets(out.entries(c.id, "ival")))
     if role == "array":
         return pa.ListArray.from_arrays(offs, kids[0], type=c.arrow, mask=mask)
     return pa.MapArray.from_arrays(offs, kids[0], kids[1], type=c.arrow, mask=mask)
