@@ -55,7 +55,7 @@ CV_FLOAT = 1  # to fval
 CV_MILLIS = 2  # x 1000 to ival (milliseconds to microseconds)
 
 # column kinds (what a null entry looks like)
-K_NULL, K_FIXED, K_FLOAT, K_VAR, K_DEC, K_STRUCT = 0, 1, 2, 3, 4, 5
+K_NULL, K_FIXED, K_FLOAT, K_VAR, K_DEC, K_STRUCT, K_LIST = 0, 1, 2, 3, 4, 5, 6
 
 # row errors
 E_OK = 0
@@ -155,6 +155,8 @@ def null_entry(col_kind, lay, cnt, dlen, valid, ival, fval, data, c):  # type: i
         fval[lay[c, L_FLOAT] + i] = 0.0
     elif kind == K_VAR:
         ival[lay[c, L_INT] + i] = dlen[c]
+    elif kind == K_LIST:  # an empty list: its end is the previous entry's
+        ival[lay[c, L_INT] + i] = ival[lay[c, L_INT] + i - 1] if i > 0 else 0
     elif kind == K_DEC:
         o = dlen[c]
         if o + 16 > lay[c, L_DCAP]:

@@ -105,7 +105,7 @@ def alloc(node: Node, cols: list[Col]) -> Col:
         c.names = [f.name for f in node.fields]
     elif k in ("array", "map"):
         assert node.items is not None
-        c = Col(len(cols), K.K_FIXED, k, pa.null(), node)
+        c = Col(len(cols), K.K_LIST, k, pa.null(), node)
         cols.append(c)
         if k == "map":
             c.children.append(_leaf(Node("string"), pa.string(), cols))
@@ -482,7 +482,7 @@ class Buffers:
 
     def _layout(self, first: bool = False) -> None:
         lay = np.zeros_like(self.lay)
-        uses_i = np.array([k in (K.K_FIXED, K.K_VAR) for k in self.kinds])
+        uses_i = np.array([k in (K.K_FIXED, K.K_VAR, K.K_LIST) for k in self.kinds])
         uses_f = np.array([k == K.K_FLOAT for k in self.kinds])
         lay[:, K.L_CAP] = self.cap
         lay[:, K.L_DCAP] = self.dcap
