@@ -762,3 +762,27 @@ def test_kernel_fuzz() -> None:
             assert len(out.values) == len(mutants)
             out.values.validate(full=True)
         done += len(mutants)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_string_columns_that_fill_their_buffers(share: float, monkeypatch: Any) -> None:
+    """String columns that fill their share of the buffers (the kernel grows them) next to each
+    other: no column's bytes leak into the next one's (16-byte moves near a region's end; the
+    benchmark's schema found it)."""
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import payloads as bench
+
+    from kafkalog_source.payloads import avro_program
+
+    monkeypatch.setattr(avro_program, "DATA_SHARE", share)
+    values = bench.make_values(20_000)
+    client = new_client()
+    sid = register(client, bench.SCHEMA)
+    blobs = serialize(client, bench.SCHEMA, values)
+    kernel, _, errors = decode(decoder(client, "kernel", sid), blobs)
+    reference, _, _ = decode(decoder(client, "reference", sid), blobs)
+    assert errors == [] and kernel == reference

@@ -455,6 +455,11 @@ class Output:
     pc: np.ndarray
 
 
+DATA_SHARE = 1.0
+"""The first data buffer of each string or binary column holds this share of the payload bytes
+(divided among the columns); tests set it to 0 to make columns grow often."""
+
+
 class Buffers:
     """The flat column buffers the kernel appends to, and their layout (``lay``: where each
     column's entries and bytes start, and how many fit). A full column grows by a relayout."""
@@ -465,7 +470,7 @@ class Buffers:
         self.cap = np.full(len(cols), max(n, 16), np.int64)
         self.dcap = np.array(
             [
-                payload_bytes // nvar + 1024
+                int(payload_bytes * DATA_SHARE) // nvar + 1024
                 if k == K.K_VAR
                 else 16 * max(n, 16)
                 if k == K.K_DEC
@@ -491,11 +496,14 @@ class Buffers:
         fcap = np.where(uses_f, self.cap, 0)
         lay[:, K.L_INT] = np.cumsum(icap) - icap
         lay[:, K.L_FLOAT] = np.cumsum(fcap) - fcap
-        lay[:, K.L_DATA] = np.cumsum(self.dcap) - self.dcap
+        # copy_bytes moves 16 bytes at a time: 128 spare bytes after each column's region keep
+        # its over-writes out of the next column's bytes
+        dsize = self.dcap + 128
+        lay[:, K.L_DATA] = np.cumsum(dsize) - dsize
         valid = np.zeros(int(self.cap.sum()), np.uint8)
         ival = np.zeros(int(icap.sum()), np.int64)
         fval = np.zeros(int(fcap.sum()), np.float64)
-        data = np.zeros(int(self.dcap.sum()) + 128, np.uint8)  # room for 16-byte moves
+        data = np.zeros(int(dsize.sum()), np.uint8)
         if not first:
             for c in range(len(self.kinds)):
                 k, d = int(self.cnt[c]), int(self.dlen[c])
