@@ -20,7 +20,13 @@ Two paths compute the same columns:
 * the compiled path (:mod:`kafkalog_source.kernel.avro`): each (writer, reader) pair compiles
   into a flat program that one numba kernel interprets over the whole column, appending into
   column buffers that become Arrow arrays without a Python object per value. It supports every
-  schema that has an Arrow type here (a recursive schema has none: use ``as_json``).
+  reader schema that has an Arrow type here (a recursive one has none: use ``as_json``) and
+  every writer schema but a recursive one (a writer whose recursive field the reader dropped):
+  a batch holding such a writer id takes the reference path.
+
+Where the paths differ, on bad data only: the kernel rejects an ``int`` beyond 32 bits (fastavro
+reads it), keeps a map's duplicate keys as Arrow entries (fastavro's dict keeps the last), and
+does not parse uuid strings (fastavro does, and fails on a malformed one).
 * the reference path: ``fastavro.schemaless_reader`` per value, then ``pa.array``. It is used
   for ``as_json=True`` and when ``KAFKALOG_AVRO_KERNEL=0`` (and is what the tests compare the
   kernel with).
