@@ -300,3 +300,186 @@ def test_json_schema_and_plain_json_samples() -> None:
                 continue
             assert row["value_schema_id"] == sid
             assert _no_nulls(row["value_decoded"]) == _no_nulls(r["value"])
+
+
+def _avro_json(value: object, typ: pa.DataType) -> object:
+    """Our decoded Avro value of Arrow type ``typ`` in the manifest's conventions (bytes as
+    base64, decimals as strings, dates and timestamps as ISO text, maps as objects, a union's
+    struct as its one non-null member)."""
+    import base64
+
+    if value is None:
+        return None
+    if pa.types.is_struct(typ):
+        fields = {typ.field(i).name: typ.field(i).type for i in range(typ.num_fields)}
+        if all(k.startswith("member") for k in fields):
+            present = [(v, fields[k]) for k, v in value.items() if v is not None]
+            return _avro_json(*present[0]) if present else None
+        return {k: _avro_json(v, fields[k]) for k, v in value.items()}
+    if pa.types.is_map(typ):
+        return {k: _avro_json(v, typ.item_type) for k, v in value}
+    if pa.types.is_list(typ):
+        return [_avro_json(v, typ.value_type) for v in value]
+    if pa.types.is_binary(typ):
+        return base64.b64encode(value).decode()
+    if pa.types.is_timestamp(typ):
+        return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if pa.types.is_date(typ) or pa.types.is_decimal(typ):
+        return value.isoformat() if pa.types.is_date(typ) else str(value)
+    return value
+
+
+def test_avro_samples_resolve_every_version_into_the_latest() -> None:
+    """orders-avro-0: three schema versions (a field added with a default, a field removed)
+    across three segments, Avro keys. Each value keeps its writer's id and is resolved into the
+    subject's latest version exactly as confluent-kafka's AvroDeserializer (use.latest.version)
+    resolves it; keys decode with their own subject; tombstones are null."""
+    rows = _manifest("orders-avro-0")
+    st = kl.ReadStats()
+    t = kl.read_table(SAMPLES / "orders-avro-0", stats=st, valueFormat="avro", keyFormat="avro")
+    got = {r["offset"]: r for r in t.to_pylist()}
+    assert sorted(got) == [r["offset"] for r in rows] and not st.skipped
+    key_type = t.schema.field("key_decoded").type
+    value_type = t.schema.field("value_decoded").type
+    assert {r["valueSchemaId"] for r in rows if r["value"] is not None} == {2, 3, 4}
+    for r in rows:
+        row = got[r["offset"]]
+        assert row["key_schema_id"] == r["keySchemaId"]
+        assert _avro_json(row["key_decoded"], key_type) == r["key"]
+        if r["value"] is None:
+            assert row["value_decoded"] is None and row["value_schema_id"] is None
+            continue
+        assert row["value_schema_id"] == r["valueSchemaId"]
+        assert _avro_json(row["value_decoded"], value_type) == r["valueLatest"], r["offset"]
+    # version 1 as the reader: version 2's values resolve back into it (the added field
+    # dropped); version 3 removed a field version 1 has without a default, so its values do not
+    # resolve, and say why
+    st = kl.ReadStats()
+    v1 = kl.read_table(
+        SAMPLES / "orders-avro-0",
+        stats=st,
+        valueFormat="avro",
+        valueSchemaVersion=1,
+        mode="PERMISSIVE",
+        columns=["value_schema_id", "value_decoded", "value_error"],
+    )
+    assert "channel" not in v1.schema.field("value_decoded").type.names  # added in version 2
+    ids, errors = v1.column(0).to_pylist(), v1.column(2).to_pylist()
+    assert all((e is not None) == (i == 4) for i, e in zip(ids, errors, strict=True))
+    assert st.undecodable_payloads == ids.count(4) > 0
+    assert "has no default" in next(e for e in errors if e)
+
+
+def test_avro_damage_goes_through_mode() -> None:
+    """orders-avro-bad-0: no prefix, a wrong magic byte, an unknown id, a truncated body, a
+    Protobuf schema's id: FAILFAST names file, byte, offset and schema id; DROPMALFORMED keeps
+    the two good values and counts five; PERMISSIVE keeps every row with its reason."""
+    path = SAMPLES / "orders-avro-bad-0"
+    with pytest.raises(UndecodablePayloadError) as e:
+        kl.read_table(path, valueFormat="avro")
+    assert e.value.offset == 1 and "no schema registry wire-format prefix" in str(e.value)
+    assert "00000000000000000000.log: byte 0: the value at offset 1" in str(e.value)
+    st = kl.ReadStats()
+    t = kl.read_table(path, stats=st, valueFormat="avro", mode="DROPMALFORMED")
+    assert t.column("offset").to_pylist() == [0, 7] and st.undecodable_payloads == 6
+    t = kl.read_table(
+        path, valueFormat="avro", mode="PERMISSIVE", columns=["value_schema_id", "value_error"]
+    )
+    ids, errors = t.column(0).to_pylist(), t.column(1).to_pylist()
+    assert ids[4] == 9999 and "schema id 9999 is not in the registry" in errors[4]
+    assert ids[5] == 8 and "does not parse as Avro with schema id 8" in errors[5]
+    assert ids[6] == 6 and "is a PROTOBUF schema, not AVRO" in errors[6]
+    assert errors[0] is None and errors[7] is None
+
+
+def test_a_log_directory_of_several_subjects() -> None:
+    """The whole sample log directory: topics with different subjects cannot share one struct
+    (the error lists them and the ways out); valueFormat=registry with payloadAs=json decodes
+    every topic with its own schemas, and leaves _schemas's own records alone."""
+    with pytest.raises(OptionError, match="no subject 'events-plainjson-value'.*payloadAs=json"):
+        kl.read_table(SAMPLES, valueFormat="avro")
+    two = [SAMPLES / "orders-avro-0", SAMPLES / "orders-avro-bad-0"]
+    with pytest.raises(OptionError, match="different reader schemas.*payloadAs=json") as e:
+        kl.read_table(two, valueFormat="avro")
+    assert "orders-avro-value version 3 (id 4)" in str(e.value)
+    assert "orders-avro-bad-value version 1 (id 8)" in str(e.value)
+    st = kl.ReadStats()
+    t = kl.read_table(
+        SAMPLES,
+        stats=st,
+        valueFormat="registry",
+        payloadAs="json",
+        mode="PERMISSIVE",
+        columns=["topic", "offset", "value_decoded", "value_error"],
+    )
+    bad = {(r["topic"], r["offset"]) for r in t.to_pylist() if r["value_error"]}
+    assert {topic for topic, _ in bad} == {
+        "orders-avro-bad-0".rsplit("-", 1)[0],
+        "events-plainjson",
+    }
+    schemas = [r for r in t.to_pylist() if r["topic"] == "_schemas"]
+    assert schemas and all(r["value_decoded"] is None and r["value_error"] is None for r in schemas)
+    orders = {r["offset"]: r for r in t.to_pylist() if r["topic"] == "orders-avro"}
+    for r in _manifest("orders-avro-0"):
+        if r["value"] is not None:
+            assert (
+                json.loads(orders[r["offset"]]["value_decoded"])["order_id"]
+                == r["value"]["order_id"]
+            )
+
+
+@pytest.mark.spark
+def test_spark_reads_avro_samples(spark) -> None:
+    """Spark: the Avro struct's fields are SQL columns, with the Arrow API's values."""
+    df = (
+        spark.read.format("kafkalog")
+        .option("valueFormat", "avro")
+        .load(str(SAMPLES / "orders-avro-0"))
+    )
+    got = (
+        df.where("value_decoded is not null")
+        .orderBy("offset")
+        .select(
+            "offset",
+            "value_schema_id",
+            "value_decoded.order_id",
+            "value_decoded.price",
+            "value_decoded.status",
+        )
+        .collect()
+    )
+    want = [r for r in _manifest("orders-avro-0") if r["value"] is not None]
+    assert [
+        (r["offset"], r["value_schema_id"], r["order_id"], str(r["price"]), r["status"])
+        for r in got
+    ] == [
+        (
+            r["offset"],
+            r["valueSchemaId"],
+            r["value"]["order_id"],
+            r["valueLatest"]["price"],
+            r["value"]["status"],
+        )
+        for r in want
+    ]
+
+
+def test_cli_query_over_avro_values() -> None:
+    """kafkalog query: a field inside Avro values, grouped, with the DuckDB engine."""
+    out = run_cli(
+        "query",
+        str(SAMPLES / "orders-avro-0"),
+        "-o",
+        "valueFormat=avro",
+        "select value_decoded.status s, count(*) n from kafkalog where value is not null group by 1 order by 1",
+    )
+    assert out.returncode == 0, out.stderr
+    want: dict[str, int] = {}
+    for r in _manifest("orders-avro-0"):
+        if r["value"] is not None:
+            want[r["value"]["status"]] = want.get(r["value"]["status"], 0) + 1
+    for status, n in want.items():
+        assert any(
+            line.split("|")[0].strip() == status and line.split("|")[1].strip() == str(n)
+            for line in out.stdout.splitlines()
+        ), (status, out.stdout)

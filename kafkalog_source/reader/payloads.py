@@ -159,6 +159,8 @@ def _column(
             "partition, a log directory, a directory of schema files or a registry URL)",
             doc=doc_ref("schemaRegistry"),
         )
+    if as_json:  # every value with its own writer schema: no reader schema to choose
+        return ColumnPlan(column, fmt, _decoder(fmt, registry, None, True))
     chosen: dict[str, list[str]] = {}  # subject -> topics
     readers: dict[int, tuple[str, int, Any]] = {}
     missing = []
@@ -177,15 +179,15 @@ def _column(
     if missing:
         if fmt == "json" and not readers:
             return ColumnPlan(column, fmt, _plain_json(opts, column, as_json, read))
-        if not as_json or readers:
-            wanted = f"version {version} of " if version is not None else ""
-            raise OptionError(
-                f"{option}={fmt}: no {wanted}subject {', '.join(map(repr, missing))} in the "
-                f"schemas at {where} (subjects there: {', '.join(registry.subjects()) or 'none'}); "
-                "name the subject with valueSubject/keySubject or read only the topics meant",
-                doc=doc_ref("subjectNameStrategy"),
-            )
-    if len(readers) > 1 and not as_json:
+        wanted = f"version {version} of " if version is not None else ""
+        raise OptionError(
+            f"{option}={fmt}: no {wanted}subject {', '.join(map(repr, missing))} in the "
+            f"schemas at {where} (subjects there: {', '.join(registry.subjects()) or 'none'}); "
+            "name the subject with valueSubject/keySubject, read only the topics meant (their "
+            "partition directories as paths), or set payloadAs=json",
+            doc=doc_ref("subjectNameStrategy"),
+        )
+    if len(readers) > 1:
         listed = "; ".join(
             f"{s} version {v} (id {i}) for topics {', '.join(chosen[s])}"
             for i, (s, v, _) in readers.items()
@@ -196,8 +198,8 @@ def _column(
             "valueSubject/keySubject, or set payloadAs=json",
             doc=doc_ref("payloadAs"),
         )
-    if not readers:  # payloadAs=json with no subject at all: each value's own schema
-        return ColumnPlan(column, fmt, _decoder(fmt, registry, None, as_json))
+    if not readers:  # no topic at all
+        raise OptionError(f"{option}={fmt}: nothing to choose a reader schema for")
     sid, (subject, number, schema) = next(iter(readers.items()))
     kind = {"AVRO": "avro", "PROTOBUF": "protobuf", "JSON": "json"}.get(schema.schema_type)
     if fmt != "registry" and kind != fmt:
@@ -206,7 +208,7 @@ def _column(
             f"{schema.schema_type} schema: set {option}={kind or 'registry'}",
             doc=doc_ref(option),
         )
-    reader = None if as_json else schema
+    reader = schema
     return ColumnPlan(
         column,
         kind or fmt,
