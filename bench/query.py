@@ -66,6 +66,7 @@ _SCAN_CHILD = r"""
 import json, sys, time
 import duckdb
 from kafkalog_source.cli.query_duckdb import run_query
+from kafkalog_source.cli.sqlview import VIEW, View
 from kafkalog_source.options import parse_options
 
 path, parquet, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -79,12 +80,12 @@ con.execute(
 )
 out = {}
 for name, sql in queries.items():
-    run_query(path, sql, {}, opts, 10, False)  # warm
+    run_query([View(VIEW, path, {})], sql, 10, False)  # warm
     con.sql(sql).fetch_arrow_table()
     ours = parquet_s = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
-        run_query(path, sql, {}, opts, 10, False)
+        run_query([View(VIEW, path, {})], sql, 10, False)
         ours = min(ours, time.perf_counter() - t)
         t = time.perf_counter()
         con.sql(sql).fetch_arrow_table()

@@ -141,19 +141,19 @@ def test_counts_match_full_decodes_on_damaged_copies(tmp_path: Path) -> None:
 
 def test_duckdb_count_matches_a_full_decode() -> None:
     from kafkalog_source.cli.query_duckdb import run_query
-    from kafkalog_source.options import parse_options
+    from kafkalog_source.cli.sqlview import VIEW, View
 
     pytest.importorskip("duckdb")
     path = str(SAMPLES)
     sql = "SELECT topic, partition, count(*) AS n FROM kafkalog GROUP BY ALL ORDER BY ALL"
-    got = run_query(path, sql, {}, parse_options({}, paths=path), 1000, False).to_pylist()
+    got = run_query([View(VIEW, path, {})], sql, 1000, False).to_pylist()
     table = kl.read_table(path, threads=1)
     want = Counter(
         zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(), strict=True)
     )
     assert {(r["topic"], r["partition"]): r["n"] for r in got} == dict(want)
-    total = run_query(path, "SELECT count(*) AS n FROM kafkalog", {}, parse_options({}, paths=path),
-                      10, False).to_pylist()  # fmt: skip
+    total = run_query([View(VIEW, path, {})], "SELECT count(*) AS n FROM kafkalog", 10, False)
+    total = total.to_pylist()
     assert total == [{"n": table.num_rows}]
 
 

@@ -786,3 +786,36 @@ def test_string_columns_that_fill_their_buffers(share: float, monkeypatch: Any) 
     kernel, _, errors = decode(decoder(client, "kernel", sid), blobs)
     reference, _, _ = decode(decoder(client, "reference", sid), blobs)
     assert errors == [] and kernel == reference
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\x80\x80\x80\x80\x80\x80\x80\x01",  # a block of ~2**48 null items in 8 bytes
+        b"\xff\xff\xff\xff\xff\xff\xff\x01\x00",  # a negative count (then a block size)
+    ],
+)
+def test_block_counts_are_bounded_on_every_path(as_json: bool, body: bytes) -> None:
+    """Bytes built by hand (no serializer writes these): a value whose block count asks for
+    more items than its bytes could hold is an error on the compiled path and on the fastavro
+    path (payloadAs=json) alike, instead of fastavro allocating the items."""
+    from kafkalog_source.format.registry import RegisteredSchema, Registry
+
+    schema = RegisteredSchema(
+        1,
+        "AVRO",
+        json.dumps(
+            {
+                "type": "record",
+                "name": "R",
+                "fields": [{"name": "xs", "type": {"type": "array", "items": "null"}}],
+            }
+        ),
+    )
+    reg = Registry.from_versions([("t-value", 1, schema)])
+    dec = AvroDecoder(reg, None if as_json else schema, as_json=as_json)
+    out = dec.decode(pa.array([b"\x00\x00\x00\x00\x01" + body], pa.binary()))
+    assert out.values.to_pylist() == [None]
+    [err] = out.errors
+    assert "array or map block" in err.reason and err.schema_id == 1

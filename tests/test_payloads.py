@@ -167,6 +167,22 @@ def test_spark_reads_plain_json_as_a_struct(spark, tmp_path: Path) -> None:
         .load(str(d))
     )
     assert narrow.where("value_decoded.id >= 5").count() == 5
+    # names match case-insensitively (the user's spelling kept); a wrong type fails planning
+    mixed = (
+        spark.read.format("kafkalog")
+        .schema(
+            "OFFSET bigint, Value_Decoded struct<id:bigint,name:string,tags:array<string>,price:double>"
+        )
+        .option("valueFormat", "json")
+        .option("mode", "DROPMALFORMED")
+        .load(str(d))
+    )
+    assert mixed.columns == ["OFFSET", "Value_Decoded"]
+    assert mixed.where("Value_Decoded.id >= 5").count() == 5
+    with pytest.raises(Exception, match="has type string, expected struct"):
+        spark.read.format("kafkalog").schema("value_decoded string").option(
+            "valueFormat", "json"
+        ).load(str(d)).collect()
 
 
 def test_cli_query_sees_decoded_fields(tmp_path: Path) -> None:
@@ -483,3 +499,41 @@ def test_cli_query_over_avro_values() -> None:
             line.split("|")[0].strip() == status and line.split("|")[1].strip() == str(n)
             for line in out.stdout.splitlines()
         ), (status, out.stdout)
+
+
+def test_a_damaged_schemas_topic_goes_through_mode(tmp_path: Path) -> None:
+    """A flipped byte in _schemas-0: FAILFAST fails the read naming the _schemas file;
+    DROPMALFORMED reads on without that batch's schemas, and the values whose ids it held go
+    through mode as ids not in the registry (never a silent null)."""
+    import shutil
+
+    root = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "_schemas-0", root / "_schemas-0")
+    shutil.copytree(SAMPLES / "orders-avro-0", root / "orders-avro-0")
+    log = root / "_schemas-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[200] ^= 0xFF
+    log.write_bytes(bytes(data))
+    with pytest.raises(kl.CorruptDataError, match="_schemas-0"):
+        kl.read_table(root / "orders-avro-0", valueFormat="avro")
+    st = kl.ReadStats()
+    try:
+        t = kl.read_table(root / "orders-avro-0", stats=st, valueFormat="avro", mode="PERMISSIVE")
+    except OptionError as e:  # the damaged batch held the subject's versions
+        assert "no subject 'orders-avro-value'" in str(e)
+        return
+    errors = [e for e in t.column("value_error").to_pylist() if e]
+    assert len(errors) == st.undecodable_payloads
+    assert all("is not in the registry" in e for e in errors)
+
+
+def test_registry_settings_need_a_live_registry() -> None:
+    """schemaRegistry.<setting> with a schemaRegistry that is not a URL is refused, not
+    ignored."""
+    with pytest.raises(OptionError, match="not an http"):
+        kl.read_table(
+            SAMPLES / "orders-avro-0",
+            valueFormat="avro",
+            schemaRegistry=str(SAMPLES / "_schemas-0"),
+            **{"schemaRegistry.basic.auth.user.info": "u:p"},
+        )

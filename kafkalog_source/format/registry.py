@@ -424,6 +424,11 @@ class Registry:
             f"schema id {schema_id} is not in the registry ({where}; {self._size()}){hint}"
         )
 
+    def holders(self, schema_id: int) -> list[tuple[str, int]]:
+        """The ``(subject, version)`` pairs that hold ``schema_id`` in the default context, in
+        subject order (for messages: where a schema id came from)."""
+        return sorted(self._guids.get(DEFAULT_CONTEXT, {}).get(schema_id, {}).items())
+
     def _id_contexts(self, schema_id: int, subject: str | None) -> list[str]:
         if subject is None:
             return [DEFAULT_CONTEXT]

@@ -64,7 +64,7 @@ import pyarrow as pa
 
 from ..format.registry import WIRE_PREFIX
 from ..kernel import avro as K
-from .avro_program import NoProgram, Program, run
+from .avro_program import NoProgram, Program, min_size, run
 from .avro_schema import (
     Node,
     ParsedSchema,
@@ -310,18 +310,15 @@ class AvroDecoder(PayloadDecoder):
     # -- writer schemas and error texts
 
     def where(self, schema_id: int) -> str:
-        """`` (subject s version v)`` for an id, when the registry's latest versions name it."""
+        """`` (subject s version v)`` for an id, when the registry can say which subject holds
+        it without a request (an archive's or a schema directory's registry; a live registry is
+        not asked: one request per id and task is not worth a message)."""
         if schema_id not in self._where_cache:
-            text = ""
-            try:
-                for subject in self.registry.subjects()[:10_000]:
-                    version, rs = self.registry.version(subject)
-                    if rs.id == schema_id:
-                        text = f" (subject {subject} version {version})"
-                        break
-            except Exception:  # a registry without listings: the id alone
-                text = ""
-            self._where_cache[schema_id] = text
+            holders = getattr(self.registry, "holders", None)
+            found = holders(schema_id) if callable(holders) else []
+            self._where_cache[schema_id] = (
+                f" (subject {found[0][0]} version {found[0][1]})" if found else ""
+            )
         return self._where_cache[schema_id]
 
     def writer(self, schema_id: int) -> ParsedSchema:
@@ -519,6 +516,11 @@ class AvroDecoder(PayloadDecoder):
         except _Unusable as e:
             raise _RowError(str(e)) from None
         payload = memoryview(raw)[WIRE_PREFIX:]
+        if writer.node.kind != "bytes":
+            try:  # before fastavro, which trusts block counts: a 13-byte value could fill RAM
+                check_bounds(writer.node, payload)
+            except _Bounds as e:
+                raise _RowError(self.parse_reason(sid, str(e))) from None
         buf = io.BytesIO(payload)
         try:
             if writer.node.kind == "bytes":
@@ -564,6 +566,100 @@ def _enum_symbol(node: Node, path: str, index: int) -> str:
             return m.symbols[index]
         stack += m.branches + ([m.items] if m.items else [])
     return f"#{index}"
+
+
+class _Bounds(Exception):
+    """A value whose structure does not fit its bytes (see :func:`check_bounds`)."""
+
+
+MAX_DEPTH = 256  # nested values (recursive schemas) a value may hold
+
+
+def check_bounds(node: Node, payload: memoryview) -> None:
+    """Walk an Avro value of ``node`` without building it, and raise :class:`_Bounds` when a
+    length or block count asks for more than the bytes left could hold (the kernel's rules:
+    ``n`` items of at least ``min_size`` bytes each, at most ``ZERO_SIZE_ITEMS`` items of zero
+    bytes), or when nesting goes deeper than :data:`MAX_DEPTH`. What it does not check
+    (UTF-8, enum indexes, ...) fastavro reports itself."""
+    buf = bytes(payload)
+    end = len(buf)
+    zero = [0]
+
+    def long_at(p: int) -> tuple[int, int]:
+        shift = result = 0
+        while True:
+            if p >= end:
+                raise _Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
+            b = buf[p]
+            p += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return (result >> 1) ^ -(result & 1), p
+            shift += 7
+            if shift > 63:
+                raise _Bounds("a varint is longer than 10 bytes")
+
+    def skip(n: Node, p: int, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise _Bounds(f"values nested deeper than {MAX_DEPTH}")
+        k = n.kind
+        if k == "null":
+            return p
+        if k in ("boolean",):
+            return _need(p, 1)
+        if k in ("int", "long", "enum"):
+            return long_at(p)[1]
+        if k == "float":
+            return _need(p, 4)
+        if k == "double":
+            return _need(p, 8)
+        if k == "fixed":
+            return _need(p, n.size)
+        if k in ("bytes", "string"):
+            size, p = long_at(p)
+            if size < 0:
+                raise _Bounds(f"negative length {size}")
+            return _need(p, size)
+        if k == "record":
+            for f in n.fields:
+                p = skip(f.node, p, depth + 1)
+            return p
+        if k == "union":
+            i, p = long_at(p)
+            if not 0 <= i < len(n.branches):
+                raise _Bounds(f"union branch {i} does not exist")
+            return skip(n.branches[i], p, depth + 1)
+        if k in ("array", "map"):
+            assert n.items is not None
+            least = min_size(n.items) + (1 if k == "map" else 0)
+            while True:
+                count, p = long_at(p)
+                if count == 0:
+                    return p
+                if count < 0:
+                    count = -count
+                    _, p = long_at(p)  # the block's size in bytes
+                if least == 0:
+                    zero[0] += count
+                    if zero[0] > K.ZERO_SIZE_ITEMS:
+                        raise _Bounds(f"an array or map block of {count} items of no bytes")
+                elif count > (end - p) // least:
+                    raise _Bounds(
+                        f"an array or map block of {count} items does not fit in the value"
+                    )
+                for _ in range(count):
+                    if k == "map":
+                        p = skip(Node("string"), p, depth + 1)
+                    p = skip(n.items, p, depth + 1)
+            return p
+        return p
+
+    def _need(p: int, size: int) -> int:
+        if size > end - p:
+            raise _Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
+        return p + size
+
+    skip(node, 0, 0)
 
 
 class _RowError(Exception):

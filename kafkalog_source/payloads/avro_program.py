@@ -126,7 +126,7 @@ def _arrow_of(c: Col) -> pa.DataType:
     return pa.map_(pa.string(), c.children[1].arrow)
 
 
-def _min_size(node: Node, seen: frozenset[int] = frozenset()) -> int:
+def min_size(node: Node, seen: frozenset[int] = frozenset()) -> int:
     """The fewest bytes a value of ``node`` takes."""
     k = node.kind
     if k == "null":
@@ -140,7 +140,7 @@ def _min_size(node: Node, seen: frozenset[int] = frozenset()) -> int:
     if k == "record":
         if id(node) in seen:
             return 0
-        return sum(_min_size(f.node, seen | {id(node)}) for f in node.fields)
+        return sum(min_size(f.node, seen | {id(node)}) for f in node.fields)
     return 1
 
 
@@ -323,7 +323,7 @@ class Program:
                 K.OP_ARRAY,
                 cid,
                 0,
-                max(_min_size(w.items), 1 if k == "map" else 0),
+                max(min_size(w.items), 1 if k == "map" else 0),
                 child,
                 int(k == "map"),
             )

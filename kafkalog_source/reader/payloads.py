@@ -79,12 +79,19 @@ def load_schemas(
         if not found:
             return None, None
         shown = ", ".join(redact_uri(p) for p in found)
-        return read_schemas_topic(found, _topic_reader(read), opts.store, lenient=lenient), shown
+        topic = _topic_reader(read, opts.mode)
+        return read_schemas_topic(found, topic, opts.store, lenient=lenient), shown
     live = spec.lower().startswith(("http://", "https://"))
+    if opts.registry_conf and not live:
+        raise OptionError(
+            f"schemaRegistry.{opts.registry_conf[0][0]} configures a live registry's client, but "
+            f"schemaRegistry is {redact_uri(spec)}, not an http(s):// URL",
+            doc=doc_ref("schemaRegistry"),
+        )
     registry = load_registry(
         spec,
         opts.store,
-        read=_topic_reader(read),
+        read=_topic_reader(read, opts.mode),
         lenient=lenient,
         config=dict(opts.registry_conf) if live else None,
     )
@@ -94,11 +101,15 @@ def load_schemas(
 TOPIC_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("offset", pa.int64())])
 
 
-def _topic_reader(read: Read) -> Any:
-    """:data:`..payloads.sources.ReadTopic` over this layer's read."""
+def _topic_reader(read: Read, mode: str) -> Any:
+    """:data:`..payloads.sources.ReadTopic` over this layer's read, in the read's ``mode`` (a
+    damaged ``_schemas`` batch fails a FAILFAST read, and is skipped, logged and counted in
+    the others; values whose ids it held then go through ``mode`` as ids not found)."""
 
     def read_topic(partitions: list[str], options: dict[str, Any]) -> pa.Table:
-        opts = parse_options(options, paths=partitions)
+        # PERMISSIVE's row for a damaged batch is not a registry record: drop it (counted)
+        kept = "DROPMALFORMED" if mode == "PERMISSIVE" else mode
+        opts = parse_options({**options, "mode": kept}, paths=partitions)
         batches = list(read(opts, list(TOPIC_SCHEMA.names)))
         return pa.Table.from_batches(batches, schema=TOPIC_SCHEMA)
 

@@ -50,8 +50,14 @@ class KafkaLogPayloadReader(DataSourceReader):
             ours = allowed.get(field.name.lower())
             if ours is None:
                 problems.append(f"unknown column {field.name!r}")
-            else:
-                names.append(ours)
+                continue
+            want = spark_schema(pa.schema([every.field(ours)]))[0].dataType
+            if field.dataType != want:
+                problems.append(
+                    f"column {field.name!r} has type {field.dataType.simpleString()}, "
+                    f"expected {want.simpleString()}"
+                )
+            names.append(ours)
         if problems or not names:
             raise OptionError(
                 "user-supplied schema does not match the kafkalog source with valueFormat/"
@@ -65,7 +71,10 @@ class KafkaLogPayloadReader(DataSourceReader):
         self.payloads = payloads
         self.names = names
         self.projection = Projection(tuple(wanted))
+        # Spark's Arrow schema, under the user's spelling of the names (matched
+        # case-insensitively above): each batch is renamed to it, then cast
         self.spark_arrow = to_arrow_schema(schema, timezone="UTC")
+        self.user_names = [f.name for f in schema.fields]
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
@@ -77,10 +86,10 @@ class KafkaLogPayloadReader(DataSourceReader):
 
         def then(raw: Iterator[pa.RecordBatch], stats) -> Iterator[pa.RecordBatch]:
             for batch in with_payloads(raw, self.payloads, stats, self.names):
-                yield (
-                    batch.cast(self.spark_arrow)
-                    if not batch.schema.equals(self.spark_arrow)
-                    else batch
-                )
+                if batch.schema.names != self.user_names:
+                    batch = pa.RecordBatch.from_arrays(batch.columns, names=self.user_names)
+                if not batch.schema.equals(self.spark_arrow):
+                    batch = batch.cast(self.spark_arrow)
+                yield batch
 
         return read_partition(partition, self.read_options, self.projection, None, then)
