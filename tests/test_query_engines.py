@@ -51,11 +51,16 @@ def _readme_queries() -> list[tuple[str, str, dict[str, str]]]:
                     continue
                 path = words[2].replace("/archive/kafka-logs", str(_samples()))
                 path = str(ROOT / path) if not path.startswith("/") else path
-                sql, options, rest = words[3], {}, words[4:]
-                for i, w in enumerate(rest):
+                sql, options, rest = None, {}, iter(words[3:])
+                for w in rest:  # -o/--option before or after the SQL; other flags skipped
                     if w in ("--option", "-o"):
-                        key, _, value = rest[i + 1].partition("=")
+                        key, _, value = next(rest).partition("=")
                         options[key] = value
+                    elif w in ("--engine", "--master", "--max-rows", "--format"):
+                        next(rest)
+                    elif not w.startswith("-") and sql is None:
+                        sql = w
+                assert sql is not None, command
                 out.append((path, sql, options))
     return out
 

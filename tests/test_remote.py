@@ -22,7 +22,7 @@ from conftest import (
 )
 
 from kafkalog_source.errors import OptionError, PathError, StorageError
-from kafkalog_source.layout.discovery import discover
+from kafkalog_source.layout.discovery import discover, parse_partition_dir
 from kafkalog_source.layout.files import open_source
 from kafkalog_source.options import StoreOptions, parse_options
 from kafkalog_source.planning.planner import plan
@@ -32,7 +32,12 @@ from kafkalog_source.stats import ReadStats
 from kafkalog_source.transport.filesystems import resolve
 from kafkalog_source.transport.source import RemoteFileSource, remote_totals
 
-SAMPLE_DIRS = sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()) if SAMPLES.exists() else []
+# the partition directories (not payloads/, a log directory of its own, nor its sources)
+SAMPLE_DIRS = (
+    sorted(p.name for p in SAMPLES.iterdir() if p.is_dir() and parse_partition_dir(p.name))
+    if SAMPLES.exists()
+    else []
+)
 STATUS_DIR = BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data"
 
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import AZURITE_KEY, SAMPLES, run_cli, spark_remote_read_equals_local
 
 from kafkalog_source.errors import PathError
-from kafkalog_source.layout.discovery import discover
+from kafkalog_source.layout.discovery import discover, parse_partition_dir
 from kafkalog_source.layout.files import open_source
 from kafkalog_source.options import parse_options
 from kafkalog_source.reader import read_table
@@ -20,7 +20,12 @@ from kafkalog_source.stats import ReadStats
 from kafkalog_source.transport.filesystems import resolve
 from kafkalog_source.transport.source import RemoteFileSource
 
-SAMPLE_DIRS = sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()) if SAMPLES.exists() else []
+# the partition directories (not payloads/, a log directory of its own, nor its sources)
+SAMPLE_DIRS = (
+    sorted(p.name for p in SAMPLES.iterdir() if p.is_dir() and parse_partition_dir(p.name))
+    if SAMPLES.exists()
+    else []
+)
 HOST = "devstoreaccount1.dfs.core.windows.net"
 
 

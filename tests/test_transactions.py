@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog_source.errors import ChecksumError
+from kafkalog_source.layout.discovery import parse_partition_dir
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning import transactions as tx
 from kafkalog_source.planning.planner import plan
@@ -990,7 +991,11 @@ def test_dropmalformed_zero_crc_abort_marker_keeps_later_committed_data():
 def _plain_sample_dirs() -> list[str]:
     if not SAMPLES.is_dir():
         return []
-    return sorted(d.name for d in SAMPLES.iterdir() if d.is_dir() and d.name != "transactions-0")
+    return sorted(
+        d.name
+        for d in SAMPLES.iterdir()
+        if d.is_dir() and parse_partition_dir(d.name) and d.name != "transactions-0"
+    )
 
 
 @pytest.mark.parametrize("name", _plain_sample_dirs())
