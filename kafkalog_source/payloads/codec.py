@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +46,22 @@ class PayloadDecoder(ABC):
     """
 
     type: pa.DataType
+    # the constructor's arguments: all that a decoder pickles when it names them; the rest
+    # (compiled schemas, caches) is rebuilt by ``_setup`` where it is unpickled
+    _ARGS: tuple[str, ...] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        if not self._ARGS:
+            return self.__dict__.copy()
+        return {name: getattr(self, name) for name in self._ARGS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._ARGS:
+            self._setup()
+
+    def _setup(self) -> None:  # noqa: B027 (optional: decoders without _ARGS need none)
+        """Build what the constructor's arguments imply (after ``__init__`` and unpickling)."""
 
     @abstractmethod
     def decode(self, data: pa.Array) -> Decoded:

@@ -431,6 +431,8 @@ class JsonDecoder(PayloadDecoder):
     construction when the reader is not a JSON schema, does not parse, or no type is given.
     """
 
+    _ARGS = ("registry", "reader", "as_json", "inferred")
+
     def __init__(
         self,
         registry: Any,
@@ -442,18 +444,6 @@ class JsonDecoder(PayloadDecoder):
         self.reader = reader
         self.as_json = as_json
         self.inferred = inferred
-        self._setup()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "registry": self.registry,
-            "reader": self.reader,
-            "as_json": self.as_json,
-            "inferred": self.inferred,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self._setup()
 
     def _setup(self) -> None:

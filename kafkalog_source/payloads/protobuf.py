@@ -654,6 +654,8 @@ class ProtobufDecoder(PayloadDecoder):
     Protobuf schema or does not compile, :class:`..errors.OptionError` for an unknown message.
     """
 
+    _ARGS = ("registry", "reader", "as_json", "message_name")
+
     def __init__(
         self,
         registry: Any,
@@ -665,18 +667,6 @@ class ProtobufDecoder(PayloadDecoder):
         self.reader = reader
         self.as_json = as_json
         self.message_name = message_name
-        self._setup()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "registry": self.registry,
-            "reader": self.reader,
-            "as_json": self.as_json,
-            "message_name": self.message_name,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self._setup()
 
     def _setup(self) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..arrow.internal import DecodedSchema, decoded_schema
@@ -21,10 +21,10 @@ from ..planning.request import batch_request
 from .partitions import SplitPartition, read_partition
 
 
-def decoded_columns(schema: StructType, options: ReadOptions) -> tuple[DecodedSchema, pa.Schema]:
-    """The decoded columns Spark asks for (any subset, any order; names case-insensitive, types
-    ours) and Spark's Arrow schema for them."""
-    every = decoded_schema(options.decode)
+def match_columns(schema: StructType, every: pa.Schema, what: str) -> list[str]:
+    """Our names of the columns a user-supplied ``schema`` asks for, out of ``every`` (any
+    subset, any order; names case-insensitive; each of Spark's type for ours). OptionError
+    naming every problem and the columns there are; ``what`` says which source is read."""
     allowed = {n.lower(): n for n in every.names}
     names, problems = [], []
     for field in schema.fields:
@@ -32,17 +32,31 @@ def decoded_columns(schema: StructType, options: ReadOptions) -> tuple[DecodedSc
         if ours is None:
             problems.append(f"unknown column {field.name!r}")
             continue
-        want = decoded_schema(options.decode, [ours]).schema[0].type
-        got = to_arrow_schema(StructType([field]), timezone="UTC")[0].type
-        if not got.equals(want):
-            problems.append(f"column {field.name!r} has type {field.dataType.simpleString()}")
+        want = from_arrow_schema(pa.schema([every.field(ours)]))[0].dataType
+        if field.dataType != want:
+            problems.append(
+                f"column {field.name!r} has type {field.dataType.simpleString()}, "
+                f"expected {want.simpleString()}"
+            )
         names.append(ours)
     if problems or not names:
-        raise OptionError(
-            f"user-supplied schema does not match decode={options.decode}: "
-            + ("; ".join(problems) or "no columns")
-            + f". Allowed columns: {every.ddl.replace('`', '')}"
+        shown = ", ".join(
+            f"{f.name} {from_arrow_schema(pa.schema([f]))[0].dataType.simpleString()}"
+            for f in every
         )
+        raise OptionError(
+            f"user-supplied schema does not match {what}: "
+            + ("; ".join(problems) or "no columns")
+            + f". Allowed columns: {shown}"
+        )
+    return names
+
+
+def decoded_columns(schema: StructType, options: ReadOptions) -> tuple[DecodedSchema, pa.Schema]:
+    """The decoded columns Spark asks for (any subset, any order; names case-insensitive, types
+    ours) and Spark's Arrow schema for them."""
+    every = decoded_schema(options.decode)
+    names = match_columns(schema, every.schema, f"decode={options.decode}")
     return decoded_schema(options.decode, names), to_arrow_schema(schema, timezone="UTC")
 
 

@@ -16,11 +16,11 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..arrow.schema import Projection, output_projection
-from ..errors import OptionError
 from ..options import ReadOptions
 from ..payloads.step import PayloadPlan
 from ..planning.planner import plan
 from ..planning.request import batch_request
+from .decoded import match_columns
 from .partitions import SplitPartition, read_partition
 
 
@@ -44,26 +44,7 @@ class KafkaLogPayloadReader(DataSourceReader):
 
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         payloads, every = plan_payloads(options)
-        allowed = {n.lower(): n for n in every.names}
-        names, problems = [], []
-        for field in schema.fields:
-            ours = allowed.get(field.name.lower())
-            if ours is None:
-                problems.append(f"unknown column {field.name!r}")
-                continue
-            want = spark_schema(pa.schema([every.field(ours)]))[0].dataType
-            if field.dataType != want:
-                problems.append(
-                    f"column {field.name!r} has type {field.dataType.simpleString()}, "
-                    f"expected {want.simpleString()}"
-                )
-            names.append(ours)
-        if problems or not names:
-            raise OptionError(
-                "user-supplied schema does not match the kafkalog source with valueFormat/"
-                f"keyFormat: {'; '.join(problems) or 'no columns'}. Allowed columns: "
-                f"{', '.join(every.names)}"
-            )
+        names = match_columns(schema, every, "the kafkalog source with valueFormat/keyFormat")
         added = {f.name for f in payloads.fields}
         wanted = [n for n in names if n not in added]
         wanted += [n for n in payloads.raw_columns if n not in wanted]
