@@ -850,3 +850,27 @@ def test_conf_files_are_found_and_parsed():
     # the file a cluster gets holds nothing that ties the driver to this machine
     cluster = session.read_spark_defaults(ROOT / "conf" / "spark-defaults.conf")
     assert not [k for k in cluster if k.startswith("spark.driver.") or "warehouse" in k]
+
+
+def test_worker_heap_frozen_once_in_a_reused_worker_only(monkeypatch):
+    """Spark's daemon collects after every task of a reused worker; kafkalog freezes the
+    worker's heap once (after its first split) so that collection stays cheap, and leaves any
+    other process alone."""
+    import gc
+
+    from kafkalog_source.spark import partitions
+
+    assert gc.get_freeze_count() == 0
+    monkeypatch.setattr(partitions, "_heap_frozen", False)
+    monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
+    partitions._freeze_worker_heap()
+    assert gc.get_freeze_count() == 0 and not partitions._heap_frozen
+    monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+    try:
+        partitions._freeze_worker_heap()
+        assert gc.get_freeze_count() > 0 and partitions._heap_frozen
+        gc.unfreeze()
+        partitions._freeze_worker_heap()  # once per process
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

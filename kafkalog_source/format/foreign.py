@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import struct
 
-import crc32c
-
 HEAD_BYTES = 512  # bytes read from the start of the file (a tar header needs 262)
 
 _DECOMPRESS = "decompress it first"
@@ -82,6 +80,11 @@ def _is_redpanda(head: bytes) -> bool:
     if len(head) < _REDPANDA_HEADER:
         return False
     header_crc, size, _, _ = _REDPANDA.unpack_from(head, 0)
+    # Imported here, not at the top: the crc32c package imports importlib.metadata (and email)
+    # for its version, ~12 ms that every Spark planning worker would pay for a check that runs
+    # only when a file is not a Kafka segment.
+    import crc32c
+
     return size >= _REDPANDA_HEADER and crc32c.crc32c(head[4:_REDPANDA_HEADER]) == header_crc
 
 

@@ -83,7 +83,6 @@ from ..arrow.schema import (
 )
 from ..errors import OptionError, PathError
 from ..options import ReadOptions, doc_ref, parse_options
-from ..planning.planner import plan
 from ..planning.pruning import Pruning
 from ..planning.request import batch_request
 from .filters import pruning_from_filters
@@ -268,6 +267,11 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
+        # Imported here, not at the top: only Spark's planning worker calls partitions(). The
+        # workers that look the source up and build it (its options and schema), and the
+        # executors, then skip the planner's modules (discovery, evidence, framing: ~90 ms).
+        from ..planning.planner import plan
+
         return [
             SplitPartition(s) for s in plan(batch_request(self.read_options), pruning=self.pruning)
         ]
