@@ -537,3 +537,21 @@ def test_registry_settings_need_a_live_registry() -> None:
             schemaRegistry=str(SAMPLES / "_schemas-0"),
             **{"schemaRegistry.basic.auth.user.info": "u:p"},
         )
+
+
+def test_errors_name_the_subject_and_version_of_the_id(tmp_path: Path) -> None:
+    """A JSON Schema value cut short (id 7 of the samples' registry): the reason names the id's
+    subject and version, found in the replayed _schemas topic."""
+    import shutil
+
+    root = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "_schemas-0", root / "_schemas-0")
+    part = root / "orders-json-0"
+    part.mkdir()
+    cut = b"\x00\x00\x00\x00\x07" + b'{"order_id": 1, "customer": "c'
+    (part / "00000000000000000000.log").write_bytes(kp_v2_batch([(TS, b"k", cut, [])]))
+    t = kl.read_table(part, valueFormat="json", mode="PERMISSIVE", columns=["value_error"])
+    [reason] = t.column(0).to_pylist()
+    assert reason.startswith(
+        "does not parse as JSON with schema id 7 (subject orders-json-value version 1): "
+    )

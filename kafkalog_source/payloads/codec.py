@@ -68,6 +68,17 @@ class PayloadDecoder(ABC):
         """Decode ``data`` (binary or large_binary; nulls stay null without an error)."""
 
 
+def held_by(registry: Any, schema_id: int | None) -> str:
+    """`` (subject s version v)`` naming where ``schema_id`` is registered, for messages, when
+    the registry can say without a request (an archive's or a schema directory's registry has
+    ``holders``; a live registry is not asked); "" otherwise."""
+    holders = getattr(registry, "holders", None)
+    if schema_id is None or not callable(holders):
+        return ""
+    found = holders(schema_id)
+    return f" (subject {found[0][0]} version {found[0][1]})" if found else ""
+
+
 def split_wire(data: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The wire-format prefix of every value: ``(ids, has_prefix, is_null)``.
 

@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from ..errors import KafkaLogError
 from ..format.registry import WIRE_MAGIC, WIRE_PREFIX
-from .codec import Decoded, PayloadDecoder, PayloadError, split_wire
+from .codec import Decoded, PayloadDecoder, PayloadError, held_by, split_wire
 
 if TYPE_CHECKING:  # the Registry and RegisteredSchema of format/registry.py
     from ..format.registry import RegisteredSchema
@@ -536,9 +536,8 @@ class JsonDecoder(PayloadDecoder):
         schema_ids = pa.array(ids.astype(np.int32), type=pa.int32(), mask=is_null | ~has_prefix)
         return Decoded(schema_ids, values, errors)
 
-    @staticmethod
-    def _unparsable(sid: int | None, e: Exception) -> str:
-        where = "" if sid is None else f" with schema id {sid}"
+    def _unparsable(self, sid: int | None, e: Exception) -> str:
+        where = "" if sid is None else f" with schema id {sid}{held_by(self.registry, sid)}"
         return f"does not parse as JSON{where}: {e}"
 
     def _typed(

@@ -77,7 +77,7 @@ import pyarrow as pa
 
 from ..errors import KafkaLogError, OptionError
 from ..format.registry import WIRE_PREFIX
-from .codec import Decoded, PayloadDecoder, PayloadError, split_wire
+from .codec import Decoded, PayloadDecoder, PayloadError, held_by, split_wire
 
 if TYPE_CHECKING:  # the Registry and RegisteredSchema of format/registry.py
     from ..format.registry import RegisteredSchema
@@ -727,7 +727,10 @@ class ProtobufDecoder(PayloadDecoder):
             try:
                 desc = message_at(file, indexes)
             except ValueError as e:
-                hit = _Writer(error=f"does not parse as Protobuf with schema id {schema_id}: {e}")
+                hit = _Writer(
+                    error=f"does not parse as Protobuf with schema id {schema_id}"
+                    f"{held_by(self.registry, schema_id)}: {e}"
+                )
             else:
                 hit = self._resolve(schema_id, desc)
         self._writers[key] = hit
@@ -773,7 +776,7 @@ class ProtobufDecoder(PayloadDecoder):
             try:
                 indexes, pos = read_message_indexes(value, WIRE_PREFIX)
             except ValueError as e:
-                why = f"does not parse as Protobuf with schema id {sid}: {e}"
+                why = f"does not parse as Protobuf with schema id {sid}{held_by(self.registry, sid)}: {e}"
                 errors.append(PayloadError(i, sid, why))
                 continue
             w = self._writer(sid, indexes)
@@ -783,7 +786,10 @@ class ProtobufDecoder(PayloadDecoder):
             try:
                 msg = w.cls.FromString(value[pos:])
             except (DecodeError, ValueError, RuntimeError) as e:
-                why = f"does not parse as Protobuf with schema id {sid}: {e or type(e).__name__}"
+                why = (
+                    f"does not parse as Protobuf with schema id {sid}"
+                    f"{held_by(self.registry, sid)}: {e or type(e).__name__}"
+                )
                 errors.append(PayloadError(i, sid, why))
                 continue
             out[i] = _to_json(msg) if self.as_json else msg
