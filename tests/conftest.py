@@ -30,7 +30,21 @@ def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.Compl
     if "stdout" not in kwargs and "stderr" not in kwargs:
         kwargs["capture_output"] = True
     kwargs.setdefault("cwd", ROOT)
-    return subprocess.run(cmd, text=True, timeout=timeout, env=env, **kwargs)
+    done = subprocess.run(cmd, text=True, timeout=timeout, env=env, **kwargs)
+    if done.returncode == -6 and (done.stderr or "").strip().endswith(S3_EXIT_ABORT):
+        # pyarrow's S3 client can abort the process at interpreter exit, after the command's
+        # work is done (apache/arrow#34314, #41087; transport/filesystems.py releases kafkalog's
+        # filesystems first, which made it rare, not impossible): run the command once more and
+        # say so, rather than fail a test about something else
+        import warnings
+
+        shown = " ".join(args[:2])
+        warnings.warn(f"kafkalog {shown}: aborted at exit ({S3_EXIT_ABORT}); rerun", stacklevel=2)
+        done = subprocess.run(cmd, text=True, timeout=timeout, env=env, **kwargs)
+    return done
+
+
+S3_EXIT_ABORT = "terminate called without an active exception"
 
 
 def kp_v2_batch(records: list[tuple[Any, ...]], base_offset: int = 0, codec: int = 0) -> bytes:
