@@ -75,12 +75,19 @@ from .avro_schema import (
     reader_branch,
     union_shape,
 )
-from .codec import Decoded, PayloadDecoder, PayloadError, split_wire
+from .codec import (
+    NO_PREFIX,
+    Decoded,
+    PayloadDecoder,
+    PayloadError,
+    held_by,
+    registered,
+    split_wire,
+)
 
 if TYPE_CHECKING:  # the registry helper writes these; decoders only use their documented API
     from ..format.registry import RegisteredSchema, Registry
 
-NO_PREFIX = "no schema registry wire-format prefix (magic byte 0 and a 4-byte schema id)"
 UTC = datetime.timezone.utc
 
 # ------------------------------------------------------------------------ reference (fastavro)
@@ -310,15 +317,9 @@ class AvroDecoder(PayloadDecoder):
     # -- writer schemas and error texts
 
     def where(self, schema_id: int) -> str:
-        """`` (subject s version v)`` for an id, when the registry can say which subject holds
-        it without a request (an archive's or a schema directory's registry; a live registry is
-        not asked: one request per id and task is not worth a message)."""
+        """`` (subject s version v)`` for an id (:func:`.codec.held_by`), cached per id."""
         if schema_id not in self._where_cache:
-            holders = getattr(self.registry, "holders", None)
-            found = holders(schema_id) if callable(holders) else []
-            self._where_cache[schema_id] = (
-                f" (subject {found[0][0]} version {found[0][1]})" if found else ""
-            )
+            self._where_cache[schema_id] = held_by(self.registry, schema_id)
         return self._where_cache[schema_id]
 
     def writer(self, schema_id: int) -> ParsedSchema:
@@ -326,23 +327,14 @@ class AvroDecoder(PayloadDecoder):
         when the registry has no Avro schema under it."""
         got = self._writers.get(schema_id)
         if got is None:
-            try:
-                rs = self.registry.by_id(schema_id)
-            except KeyError:
-                got = _Unusable(
-                    f"schema id {schema_id} is not in the registry (no schema was registered "
-                    "under this id)"
-                )
+            rs, why = registered(self.registry, schema_id, "AVRO")
+            if why is not None:
+                got = _Unusable(why)
             else:
-                if (rs.schema_type or "AVRO").upper() != "AVRO":
-                    got = _Unusable(
-                        f"schema id {schema_id} is a {rs.schema_type.upper()} schema, not AVRO"
-                    )
-                else:
-                    try:
-                        got = parse_registered(self.registry, rs)
-                    except SchemaError as e:
-                        got = _Unusable(f"schema id {schema_id}{self.where(schema_id)} {e}")
+                try:
+                    got = parse_registered(self.registry, rs)
+                except SchemaError as e:
+                    got = _Unusable(f"schema id {schema_id}{self.where(schema_id)} {e}")
             self._writers[schema_id] = got
         if isinstance(got, _Unusable):
             raise got

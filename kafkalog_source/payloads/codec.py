@@ -17,6 +17,22 @@ import pyarrow as pa
 
 from ..format.registry import WIRE_MAGIC, WIRE_PREFIX
 
+NO_PREFIX = "no schema registry wire-format prefix (magic byte 0 and a 4-byte schema id)"
+
+
+def registered(registry: Any, schema_id: int, kind: str | None = None) -> tuple[Any, str | None]:
+    """The schema ``registry`` holds under ``schema_id``, and None; or None and why a value
+    naming it does not decode: the id was never registered, or (``kind`` given: ``AVRO``,
+    ``PROTOBUF``, ``JSON``) it is a schema of another format."""
+    try:
+        schema = registry.by_id(schema_id)
+    except KeyError:
+        return None, f"schema id {schema_id} is not in the registry"
+    found = (schema.schema_type or "AVRO").upper()
+    if kind is not None and found != kind:
+        return None, f"schema id {schema_id} is a {found} schema, not {kind}"
+    return schema, None
+
 
 @dataclass(frozen=True)
 class PayloadError:

@@ -52,12 +52,19 @@ import pyarrow as pa
 
 from ..errors import KafkaLogError
 from ..format.registry import WIRE_MAGIC, WIRE_PREFIX
-from .codec import Decoded, PayloadDecoder, PayloadError, held_by, split_wire
+from .codec import (
+    NO_PREFIX,
+    Decoded,
+    PayloadDecoder,
+    PayloadError,
+    held_by,
+    registered,
+    split_wire,
+)
 
 if TYPE_CHECKING:  # the Registry and RegisteredSchema of format/registry.py
     from ..format.registry import RegisteredSchema
 
-NO_PREFIX = "no schema registry wire-format prefix (magic byte 0 and a 4-byte schema id)"
 CHUNK = 4096  # values per read_json call
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -480,15 +487,7 @@ class JsonDecoder(PayloadDecoder):
         if self.registry is None:
             return None
         if schema_id not in self._checked:
-            try:
-                s = self.registry.by_id(schema_id)
-            except KeyError:
-                why: str | None = f"schema id {schema_id} is not in the registry"
-            else:
-                why = None
-                if s.schema_type != "JSON":
-                    why = f"schema id {schema_id} is a {s.schema_type} schema, not JSON"
-            self._checked[schema_id] = why
+            self._checked[schema_id] = registered(self.registry, schema_id, "JSON")[1]
         return self._checked[schema_id]
 
     def decode(self, data: pa.Array) -> Decoded:

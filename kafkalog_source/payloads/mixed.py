@@ -8,9 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .codec import Decoded, PayloadDecoder, PayloadError, split_wire
-
-NO_PREFIX = "no schema registry wire-format prefix (magic byte 0 and a 4-byte schema id)"
+from .codec import NO_PREFIX, Decoded, PayloadDecoder, PayloadError, registered, split_wire
 
 
 class MixedDecoder(PayloadDecoder):
@@ -50,14 +48,11 @@ class MixedDecoder(PayloadDecoder):
             if not has_prefix[row]:
                 errors.append(PayloadError(row, None, NO_PREFIX))
                 continue
-            try:
-                kind = self.registry.by_id(int(ids[row])).schema_type
-            except KeyError:
-                errors.append(
-                    PayloadError(row, int(ids[row]), f"schema id {ids[row]} is not in the registry")
-                )
+            schema, why = registered(self.registry, int(ids[row]))
+            if why is not None:
+                errors.append(PayloadError(row, int(ids[row]), why))
                 continue
-            groups.setdefault(kind, []).append(row)
+            groups.setdefault((schema.schema_type or "AVRO").upper(), []).append(row)
         for kind, rows in groups.items():
             sub = self._decoder(kind).decode(data.take(pa.array(rows, pa.int64())))
             values = sub.values.to_pylist()

@@ -77,12 +77,19 @@ import pyarrow as pa
 
 from ..errors import KafkaLogError, OptionError
 from ..format.registry import WIRE_PREFIX
-from .codec import Decoded, PayloadDecoder, PayloadError, held_by, split_wire
+from .codec import (
+    NO_PREFIX,
+    Decoded,
+    PayloadDecoder,
+    PayloadError,
+    held_by,
+    registered,
+    split_wire,
+)
 
 if TYPE_CHECKING:  # the Registry and RegisteredSchema of format/registry.py
     from ..format.registry import RegisteredSchema
 
-NO_PREFIX = "no schema registry wire-format prefix (magic byte 0 and a 4-byte schema id)"
 TIMESTAMP = "google.protobuf.Timestamp"
 JSON_TYPES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
@@ -700,18 +707,14 @@ class ProtobufDecoder(PayloadDecoder):
         hit = self._files.get(schema_id)
         if hit is not None:
             return hit
-        try:
-            schema = self.registry.by_id(schema_id)
-        except KeyError:
-            hit = f"schema id {schema_id} is not in the registry"
+        schema, why = registered(self.registry, schema_id, "PROTOBUF")
+        if why is not None:
+            hit = why
         else:
-            if schema.schema_type != "PROTOBUF":
-                hit = f"schema id {schema_id} is a {schema.schema_type} schema, not PROTOBUF"
-            else:
-                try:
-                    hit = compile_schema(schema, self.registry.referenced(schema))
-                except (ValueError, KeyError, OSError, subprocess.SubprocessError) as e:
-                    hit = f"schema id {schema_id} does not compile: {e}"
+            try:
+                hit = compile_schema(schema, self.registry.referenced(schema))
+            except (ValueError, KeyError, OSError, subprocess.SubprocessError) as e:
+                hit = f"schema id {schema_id} does not compile: {e}"
         self._files[schema_id] = hit
         return hit
 
