@@ -175,9 +175,7 @@ def _column(
     chosen: dict[str, list[str]] = {}  # subject -> topics
     readers: dict[int, tuple[str, int, Any]] = {}
     missing = []
-    for topic in topics or [None]:
-        if topic is None and not topics:
-            break
+    for topic in topics:
         subject = _subject(opts, column, topic, registry)
         chosen.setdefault(subject, []).append(str(topic))
     for subject in chosen:
@@ -219,11 +217,10 @@ def _column(
             f"{schema.schema_type} schema: set {option}={kind or 'registry'}",
             doc=doc_ref(option),
         )
-    reader = schema
     return ColumnPlan(
         column,
         kind or fmt,
-        _decoder(kind or fmt, registry, reader, as_json, message),
+        _decoder(kind or fmt, registry, schema, False, message),
         subject,
         number,
         sid,
