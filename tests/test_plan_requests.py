@@ -107,3 +107,58 @@ def test_spark_read_stream_names_the_batch_only_option(spark, tmp_path: Path) ->
         q.awaitTermination(120)
         if q.exception() is not None:
             raise Exception(str(q.exception()))
+
+
+def _api_pieces(monkeypatch: pytest.MonkeyPatch, path: Path, **kwargs) -> tuple[list, int]:
+    """The ranges the Arrow API decodes (with PIECE_BYTES 512 and PARALLEL_BYTES 1024), and
+    the threads it chose."""
+    from kafkalog_source.reader import api, tuning
+
+    monkeypatch.setattr(tuning, "PIECE_BYTES", 512)
+    monkeypatch.setattr(tuning, "PARALLEL_BYTES", 1024)
+    chosen: list[int] = []
+    real = api.ordered_batches
+
+    def spy(ranges, decode, stats, threads, ahead):  # noqa: ANN001, ANN202
+        chosen.append(threads)
+        return real(ranges, decode, stats, threads, ahead)
+
+    monkeypatch.setattr(api, "ordered_batches", spy)
+    seen: list[tuple[int, int]] = []
+    real_range = api.read_range
+
+    def counting(rng, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.append((rng.start, rng.end))
+        return real_range(rng, *args, **kw)
+
+    monkeypatch.setattr(api, "read_range", counting)
+    table = kl.read_table(str(path), **kwargs)
+    got = list(seen)
+    assert table.equals(kl.read_table(str(path), threads=1))
+    return got, chosen[0]
+
+
+def test_default_threads_cut_only_indexed_segments(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 21: by default only a segment with ``.index`` entries is cut for threads. One
+    without an ``.index`` stays whole and is read on one thread: finding its cut points would be
+    a serial walk of every header before the threads start. ``threads=2`` still cuts it. The
+    same rows every way."""
+    from kafkalog_source.reader import api
+
+    monkeypatch.setattr(api, "default_threads", lambda: 2)
+    size = (ORDERS / f"{0:020d}.log").stat().st_size
+    with_index, threads = _api_pieces(monkeypatch, ORDERS)
+    assert len(with_index) > 2 and threads == 2
+    bare = tmp_path / "orders-0"
+    bare.mkdir()
+    (bare / f"{0:020d}.log").write_bytes((ORDERS / f"{0:020d}.log").read_bytes())
+    whole, threads = _api_pieces(monkeypatch, bare)
+    assert whole == [(0, size)] and threads == 1
+    cut, threads = _api_pieces(monkeypatch, bare, threads=2)
+    assert len(cut) > 2 and threads == 2
+    # data below PARALLEL_BYTES a thread: nothing is cut, not even at the index
+    monkeypatch.setattr(api, "default_threads", lambda: 1)
+    alone, threads = _api_pieces(monkeypatch, ORDERS)
+    assert alone == [(0, size)] and threads == 1

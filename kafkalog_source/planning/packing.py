@@ -24,9 +24,13 @@ class _Piece:
         return self.end - self.start
 
 
-def _cut(ext: Extent, max_split: int) -> list[tuple[int, int]]:
-    """Cut an extent into batch-aligned pieces of about ``max_split`` bytes."""
+def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]]:
+    """Cut an extent into batch-aligned pieces of about ``max_split`` bytes (not at all, unless
+    ``walk``, when the segment has no ``.index`` entry to cut at)."""
     p = ext.probe
+    if not walk and ext.end - ext.start > max_split // 2 and not len(p.offset_index()[1]):
+        p.close()
+        return [(ext.start, ext.end)]
     out: list[tuple[int, int]] = []
     cur, prev = ext.start, ext.start_header
     slack = min(1 << 20, max(1, max_split // 8))
@@ -124,16 +128,23 @@ def max_split_bytes(options: PlanRequest, total_bytes: int) -> int:
 
 
 def splits_for(
-    extents: list[Extent], max_split: int, open_cost: int, concurrency: int = 1
+    extents: list[Extent],
+    max_split: int,
+    open_cost: int,
+    concurrency: int = 1,
+    walk_cuts: bool = True,
 ) -> list[list[_Piece]]:
     """The extents cut into pieces and packed into splits; the segments are cut ``concurrency``
-    at a time (remote ones: each cut reads batch headers), each segment's extents in order."""
+    at a time (remote ones: each cut reads batch headers), each segment's extents in order; a
+    segment with no ``.index`` entry stays whole unless ``walk_cuts``."""
     by_probe: dict[int, list[tuple[int, Extent]]] = {}
     for i, ext in enumerate(extents):
         by_probe.setdefault(id(ext.probe), []).append((i, ext))
 
     def cut_all(exts: list[tuple[int, Extent]]) -> list[tuple[int, int, int]]:
-        return [(i, start, end) for i, ext in exts for start, end in _cut(ext, max_split)]
+        return [
+            (i, start, end) for i, ext in exts for start, end in _cut(ext, max_split, walk_cuts)
+        ]
 
     cuts: dict[int, list[tuple[int, int]]] = {}
     for done in bounded_map(cut_all, list(by_probe.values()), concurrency, name="kafkalog-cut"):

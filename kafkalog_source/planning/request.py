@@ -46,6 +46,9 @@ class PlanRequest:
     min_partitions: int | None = None
     in_order: bool = False  # one split per piece, in log order (a sequential reader's plan)
     allow_empty: bool = False  # a path with no segment file plans nothing instead of failing
+    # pieces may be cut where only a walk of the batch headers finds a boundary (a segment with
+    # no .index entries); False: such a segment stays whole (its cut would cost a serial walk)
+    walk_cuts: bool = True
 
     # what the user said, for the planner's own use
     @property
@@ -150,9 +153,9 @@ def batch_request(o: ReadOptions) -> PlanRequest:
     )
 
 
-def pieces_request(o: ReadOptions, piece_bytes: int) -> PlanRequest:
+def pieces_request(o: ReadOptions, piece_bytes: int, walk_cuts: bool = True) -> PlanRequest:
     """The Arrow API's plan: pieces in log order, of ``maxPartitionBytes`` when the user gave
-    it, else of ``piece_bytes``."""
+    it, else of ``piece_bytes`` (then cut without walking headers unless ``walk_cuts``)."""
     check_batch(o)
     given = "maxPartitionBytes" in o.given
     return PlanRequest(
@@ -163,6 +166,7 @@ def pieces_request(o: ReadOptions, piece_bytes: int) -> PlanRequest:
         min_partitions=o.min_partitions,
         in_order=True,
         allow_empty=o.allow_empty,
+        walk_cuts=walk_cuts or given,
     )
 
 

@@ -15,6 +15,7 @@ from ..options import ReadOptions, parse_options
 from ..planning.request import pieces_request
 from ..planning.splits import NO_LIMIT, SegmentRange, Split
 from ..stats import ReadStats
+from ..transport.filesystems import using_store
 from . import tuning as knobs
 from .parallel import ordered_batches
 from .prefetch import range_prefetch
@@ -97,16 +98,30 @@ def _plan(opts: ReadOptions, threads: int | None) -> tuple[list[SegmentRange], i
     threads, segments are cut into pieces of ``PIECE_BYTES`` at batch starts (those the
     ``.index`` points at, or found by walking the batch headers). By default a read uses more
     than one thread only when the machine has idle cores (:func:`default_threads`) and the
-    data at least ``PARALLEL_BYTES`` per thread. Rows never depend on the pieces or threads.
+    data (the listed sizes, before anything is cut) at least ``PARALLEL_BYTES`` per thread;
+    then a segment with no ``.index`` stays whole, because finding its cut points takes a walk
+    of every batch header before the threads start (about a fifth of decoding it, on one core),
+    and the threads are at most the pieces. Rows never depend on the pieces or threads.
     """
+    from ..layout.discovery import discover
     from ..planning.planner import plan
 
-    allowed = default_threads() if threads is None else threads
-    if allowed <= 1 and "maxPartitionBytes" not in opts.given:
-        request = pieces_request(opts, NO_LIMIT)
+    whole = pieces_request(opts, NO_LIMIT)
+    segments = None
+    if threads is None:
+        # the data decides before anything is cut: the listed sizes, no byte read
+        with using_store(whole.store):
+            segments = discover(whole.options, allow_empty=whole.allow_empty)
+        data = sum(s.size for s in segments)
+        allowed = max(1, min(default_threads(), data // knobs.PARALLEL_BYTES))
     else:
-        request = pieces_request(opts, knobs.PIECE_BYTES)
-    ranges = [r for split in plan(request) for r in split.ranges]
+        allowed = threads
+    if allowed <= 1 and "maxPartitionBytes" not in opts.given:
+        request = whole
+    else:
+        # chosen threads share segments whole where a cut would need a serial header walk
+        request = pieces_request(opts, knobs.PIECE_BYTES, walk_cuts=threads is not None)
+    ranges = [r for split in plan(request, segments) for r in split.ranges]
     if threads is None:
         data = sum(max(0, r.end - r.start) for r in ranges)
         allowed = max(1, min(allowed, len(ranges), data // knobs.PARALLEL_BYTES))
