@@ -83,14 +83,23 @@ for name, path in args["segments"].items():
     out[f"t1 {name}"]["wall"] = best(lambda: rows(path, threads=1))[1]
 if args.get("count"):
     from kafkalog_source.cli.query_duckdb import run_query
-    from kafkalog_source.cli.sqlview import VIEW, View
 
     path = args["count"]
     sql = "SELECT partition, count(*) AS n FROM kafkalog GROUP BY partition"
     opts = parse_options({}, paths=path)
+    try:
+        from kafkalog_source.cli.sqlview import VIEW, View
+
+        def duck():
+            return run_query([View(VIEW, path, {})], sql, 10, False)
+    except ImportError:  # a tree before query views (e8eeaf1)
+
+        def duck():
+            return run_query(path, sql, {}, opts, 10, False)
+
     for label, fn in (
         ("count api", lambda: rows(path, columns=["partition"])),
-        ("count duckdb", lambda: run_query([View(VIEW, path, {})], sql, 10, False)),
+        ("count duckdb", duck),
         ("full decode", lambda: rows(path, columns=["offset", "key", "value"])),
     ):
         c, w = best(fn, max(2, repeat // 2))
