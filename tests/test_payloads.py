@@ -555,3 +555,63 @@ def test_errors_name_the_subject_and_version_of_the_id(tmp_path: Path) -> None:
     assert reason.startswith(
         "does not parse as JSON with schema id 7 (subject orders-json-value version 1): "
     )
+
+
+def _counting_plans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the payload plans made (each loads the schemas, or samples plain JSON)."""
+    from kafkalog_source.reader import payloads
+
+    made: list[int] = []
+    real = payloads.payload_plan
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(payloads, "payload_plan", counting)
+    return made
+
+
+def test_a_query_loads_its_schemas_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafkalog query (DuckDB) fixes a view's column types and decodes with one payload plan
+    (before: one for the schema, another for the read; a schema registered in between would
+    make the declared and decoded types differ)."""
+    from kafkalog_source.cli.query_duckdb import run_query
+    from kafkalog_source.cli.sqlview import View
+
+    d = _plain_json_partition(tmp_path)
+    made = _counting_plans(monkeypatch)
+    sql = "SELECT count(*) AS n, sum(value_decoded.id) AS s FROM kafkalog"
+    view = View("kafkalog", str(d), {"valueFormat": "json", "mode": "PERMISSIVE"})
+    got = run_query([view], sql, 10, False)
+    assert got.to_pylist() == [{"n": 12, "s": sum(range(10))}]
+    assert len(made) == 1
+
+
+def test_spark_source_loads_its_schemas_once(tmp_path: Path, monkeypatch) -> None:
+    """Spark pickles the data source after ``schema()`` and calls ``reader()`` on the copy
+    (pyspark's create_data_source worker): the plan made for the schema travels with it and
+    the reader decodes with it. With a user's schema, ``reader()`` makes the only plan."""
+    import pickle
+
+    pytest.importorskip("pyspark")
+    from kafkalog_source.spark.datasource import KafkaLogDataSource
+
+    d = _plain_json_partition(tmp_path)
+    made = _counting_plans(monkeypatch)
+    source = KafkaLogDataSource({"path": str(d), "valueFormat": "json"})
+    schema = source.schema()
+    copy = pickle.loads(pickle.dumps(source))
+    reader = copy.reader(schema)
+    assert len(made) == 1
+    assert reader.payloads.fields[1].type == pa.struct(
+        [
+            ("id", pa.int64()),
+            ("name", pa.string()),
+            ("tags", pa.list_(pa.string())),
+            ("price", pa.float64()),
+        ]
+    )
+    assert "_payload_plan" not in vars(copy)  # not pickled again into every task
+    KafkaLogDataSource({"path": str(d), "valueFormat": "json"}).reader(schema)
+    assert len(made) == 2

@@ -113,13 +113,13 @@ def test_only_the_columns_the_query_uses_are_decoded(monkeypatch) -> None:
     seen: list[list[str]] = []
     import kafkalog_source.reader as reader
 
-    original = reader.open_reader
+    original = reader.PreparedRead.open
 
-    def spy(path, columns=None, **options):
+    def spy(self, columns=None, *args, **kwargs):
         seen.append(list(columns))
-        return original(path, columns=columns, **options)
+        return original(self, columns, *args, **kwargs)
 
-    monkeypatch.setattr(reader, "open_reader", spy)
+    monkeypatch.setattr(reader.PreparedRead, "open", spy)
     path = str(_samples() / "orders-0")
     one = _duckdb_table(path, "SELECT partition, count(*) AS n FROM kafkalog GROUP BY 1", {})
     assert one.splitlines()[2].split() == ["0", "|", "30"]

@@ -21,7 +21,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..options import ReadOptions
 from .common import CommandError
 from .sqlview import View, unknown_view_hint
 
@@ -48,21 +47,15 @@ def import_duckdb() -> Any:
     return duckdb
 
 
-def view_schema(opts: ReadOptions) -> pa.Schema:
-    """The full schema of a view read with ``opts``: raw, ``decode``'s typed columns, or with
-    the decoded payload columns of ``valueFormat``/``keyFormat``."""
-    from ..reader import full_schema
-
-    return full_schema(opts)
-
-
 def run_query(views: list[View], sql: str, max_rows: int, progress: bool) -> pa.Table:
     """Run ``sql`` over ``views``; return at most ``max_rows + 1`` rows as an Arrow table."""
     duckdb = import_duckdb()
     from ..options import parse_options
-    from ..reader import open_reader
+    from ..reader import prepare
 
-    schemas = {v.name: view_schema(parse_options(v.options, paths=v.paths)) for v in views}
+    # each view's schemas are loaded once: its columns' types and its decoding come from them
+    prepared = {v.name: prepare(parse_options(v.options, paths=v.paths)) for v in views}
+    schemas = {name: p.schema for name, p in prepared.items()}
     names = [v.name for v in views]
     sql = quote_offset_column(duckdb, sql)
     con = duckdb.connect()
@@ -81,7 +74,7 @@ def run_query(views: list[View], sql: str, max_rows: int, progress: bool) -> pa.
             used = [n for n in full.names if any(n in s for s in scans)]
             if not used:  # count(*) alone: rows, no values; a constant column is the cheapest
                 used = ["partition" if "partition" in full.names else full.names[0]]
-            reader = open_reader(v.paths, columns=used, **v.options)
+            reader = prepared[v.name].open(columns=used)
             stream = _full_width(reader, full, captured)
             if len(scans) > 1:  # a stream is read once; this query reads the view several times
                 con.register(v.name, stream.read_all())

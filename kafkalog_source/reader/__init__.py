@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from ..arrow.schema import output_projection
 from .api import (
+    PreparedRead,
     full_schema,
     iter_batches,
     open_reader,
     planned,
+    prepare,
     read_pandas,
     read_range,
     read_split,
@@ -57,10 +59,12 @@ __all__ = [
     "MAX_BATCH_RECORDS",
     "WINDOW_BYTES",
     "Tuning",
+    "PreparedRead",
     "RangeReader",
     "full_schema",
     "iter_batches",
     "planned",
+    "prepare",
     "open_reader",
     "output_projection",
     "read_pandas",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -21,6 +22,9 @@ from .parallel import ordered_batches
 from .prefetch import range_prefetch
 from .range_reader import RangeReader
 from .tuning import DEFAULT_TUNING, Tuning
+
+if TYPE_CHECKING:
+    from ..payloads.step import PayloadPlan
 
 log = logging.getLogger("kafkalog")
 
@@ -195,37 +199,68 @@ def planned(
     stats: ReadStats | None = None,
     threads: int | None = None,
     tuning: Tuning | None = None,
+    payloads: PayloadPlan | None = None,
 ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """Plan a read of parsed options now (bad options and paths with nothing to read raise
     here) and return its schema and its batches, decoded as they are pulled. The one path of
     :func:`iter_batches`, :func:`open_reader` and :func:`read_table` (raw, ``decode=`` and
-    payload reads)."""
+    payload reads). ``payloads``: the payload plan of ``opts`` already made (see
+    :class:`PreparedRead`), else it is made now."""
     if opts.decode != "raw":
         return _decoded(opts, columns, stats, _threads(threads))
     from .payloads import wants_payloads
 
     if wants_payloads(opts):
-        return _with_payloads(opts, columns, stats, _threads(threads), tuning)
+        return _with_payloads(opts, columns, stats, _threads(threads), tuning, payloads)
     projection = _projection(opts, columns)
     ranges, n = _plan(opts, _threads(threads))
     return projection.schema, _ordered_batches(ranges, opts, projection, stats, n, tuning)
 
 
-def full_schema(opts: ReadOptions) -> pa.Schema:
-    """Every column a read of ``opts`` can produce (``columns`` chooses among them): the raw
-    schema, ``decode=``'s interpretation, or the raw schema with the decoded payload columns
-    (whose types come from the reader schemas: the schemas are loaded now)."""
+@dataclass(frozen=True)
+class PreparedRead:
+    """A read whose schema is fixed: every column it can produce, and for payload reads the
+    payload plan (the writer and reader schemas, loaded once) that fixed their types. Reads
+    opened from it decode with those very schemas, however often it is opened: a schema
+    registered in between cannot make the declared and the decoded types differ."""
+
+    options: ReadOptions
+    schema: pa.Schema
+    payloads: PayloadPlan | None = None
+
+    def open(
+        self,
+        columns: list[str] | tuple[str, ...] | None = None,
+        stats: ReadStats | None = None,
+        threads: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """A streaming reader of ``columns`` (default: all), planned now."""
+        return pa.RecordBatchReader.from_batches(
+            *planned(self.options, columns, stats, threads, None, self.payloads)
+        )
+
+
+def prepare(opts: ReadOptions) -> PreparedRead:
+    """The full schema of a read of ``opts`` (``columns`` chooses among it): the raw schema,
+    ``decode=``'s interpretation, or the raw schema with the decoded payload columns (whose types
+    come from the reader schemas: the schemas are loaded now, once)."""
     if opts.decode != "raw":
         from ..arrow.internal import decoded_schema
 
-        return decoded_schema(opts.decode).schema
+        return PreparedRead(opts, decoded_schema(opts.decode).schema)
     from .payloads import payload_plan, wants_payloads
 
     raw = output_projection(opts).schema
     if not wants_payloads(opts):
-        return raw
+        return PreparedRead(opts, raw)
     plan = payload_plan(opts, lambda o, cols: planned(o, cols, threads=1)[1])
-    return pa.schema(list(raw) + plan.fields)
+    return PreparedRead(opts, pa.schema(list(raw) + plan.fields), plan)
+
+
+def full_schema(opts: ReadOptions) -> pa.Schema:
+    """Every column a read of ``opts`` can produce (see :func:`prepare`, which also keeps the
+    payload plan for the read)."""
+    return prepare(opts).schema
 
 
 def _with_payloads(
@@ -234,12 +269,15 @@ def _with_payloads(
     stats: ReadStats | None,
     threads: int | None,
     tuning: Tuning | None,
+    plan: PayloadPlan | None = None,
 ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """``valueFormat``/``keyFormat``: the raw read (with what the payload step needs) and the
-    step; ``columns`` may name the raw columns and the decoded ones."""
+    step; ``columns`` may name the raw columns and the decoded ones. ``plan``: the payload plan
+    already made, else made now."""
     from .payloads import payload_plan, with_payloads
 
-    plan = payload_plan(opts, lambda o, cols: planned(o, cols, threads=1)[1])
+    if plan is None:
+        plan = payload_plan(opts, lambda o, cols: planned(o, cols, threads=1)[1])
     raw = output_projection(opts)
     added = {f.name: f for f in plan.fields}
     every = list(raw.names) + list(added)

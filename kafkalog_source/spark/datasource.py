@@ -133,7 +133,10 @@ class KafkaLogDataSource(DataSource):
         if _payloads(self.read_options):
             from .payloads import plan_payloads, spark_schema
 
-            return spark_schema(plan_payloads(self.read_options)[1])
+            # kept: Spark pickles this source after schema() and calls reader() on the copy, so
+            # the reader decodes with the very schemas its column types came from (loaded once)
+            self._payload_plan = plan_payloads(self.read_options)
+            return spark_schema(self._payload_plan[1])
         if self.read_options.decode != "raw":
             from ..arrow.internal import decoded_schema
 
@@ -145,7 +148,8 @@ class KafkaLogDataSource(DataSource):
         if _payloads(self.read_options):
             from .payloads import KafkaLogPayloadReader
 
-            return KafkaLogPayloadReader(self.read_options, schema)
+            planned = self.__dict__.pop("_payload_plan", None)  # None: the user gave a schema
+            return KafkaLogPayloadReader(self.read_options, schema, planned)
         if self.read_options.decode != "raw":
             from .decoded import KafkaLogDecodedReader, decoded_columns
 

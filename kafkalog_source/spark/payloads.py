@@ -42,8 +42,15 @@ def spark_schema(schema: pa.Schema) -> StructType:
 class KafkaLogPayloadReader(DataSourceReader):
     """Plans the raw read on the driver; each task reads one split and decodes its payloads."""
 
-    def __init__(self, options: ReadOptions, schema: StructType) -> None:
-        payloads, every = plan_payloads(options)
+    def __init__(
+        self,
+        options: ReadOptions,
+        schema: StructType,
+        planned: tuple[PayloadPlan, pa.Schema] | None = None,
+    ) -> None:
+        """A reader of ``schema``, decoding with ``planned`` (what :func:`plan_payloads` gave
+        when Spark asked for the schema), or with schemas loaded now."""
+        payloads, every = planned if planned is not None else plan_payloads(options)
         names = match_columns(schema, every, "the kafkalog source with valueFormat/keyFormat")
         added = {f.name for f in payloads.fields}
         wanted = [n for n in names if n not in added]
