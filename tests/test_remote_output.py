@@ -261,3 +261,38 @@ def test_convert_to_a_missing_bucket_is_one_line(s3_server, tmp_path) -> None:
     assert done.returncode == 1, done.stderr
     (line,) = _error_lines(done.stderr)
     assert "Bucket 'kafkalog-no-such-bucket' not found" in line, line
+
+
+_EXIT_PROBE = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print('exit handlers ran', file=sys.stderr))\n"
+    "from kafkalog_source.cli.main import run_module\n"
+    "run_module(sys.argv[1:])\n"
+)
+
+
+def test_a_command_that_used_a_store_ends_without_exit_handlers(s3_server, tmp_path) -> None:
+    """pyarrow's S3 client can abort a finished process in the interpreter's exit handlers
+    (exit -6): after a command that reached a store (and ran no Spark), the CLI flushes its
+    output and ends the process itself, with the command's exit code. A local command exits as
+    usual."""
+    import os
+    import sys
+
+    uri = s3_server.upload(SAMPLES / "orders-0", "kafkalog-exit/orders-0")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+    def probe(*args: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-c", _EXIT_PROBE, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+
+    sql = "SELECT count(*) AS n FROM kafkalog"
+    remote = probe("query", *_o(s3_server), uri, sql)
+    assert remote.returncode == 0, remote.stderr
+    assert "30" in remote.stdout and "exit handlers ran" not in remote.stderr
+    missing = probe("query", *_o(s3_server), uri + "-nothing-here", sql)
+    assert missing.returncode == 1 and "kafkalog: error:" in missing.stderr
+    assert "exit handlers ran" not in missing.stderr
+    local = probe("query", str(SAMPLES / "orders-0"), sql)
+    assert local.returncode == 0 and "30" in local.stdout
+    assert "exit handlers ran" in local.stderr

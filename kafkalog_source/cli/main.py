@@ -24,7 +24,7 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .common import CommandError
 
@@ -198,9 +198,34 @@ def one_line(exc: BaseException) -> str:
     return first or type(exc).__name__
 
 
-def run_module(argv: Sequence[str] | None = None) -> None:
-    """Entry point for ``python -m kafkalog_source.cli.main``."""
-    sys.exit(main(list(argv) if argv is not None else None))
+def run_module(argv: Sequence[str] | None = None) -> NoReturn:
+    """Entry point of the ``kafkalog`` script and of ``python -m kafkalog_source.cli.main``: run
+    the command line and exit with its code (see :func:`exit_process`)."""
+    exit_process(main(list(argv) if argv is not None else None))
+
+
+def exit_process(code: int) -> NoReturn:
+    """End the process with ``code``.
+
+    After a command that reached a remote store, and ran no Spark, the process ends once its
+    output is flushed, without the interpreter's exit handlers: pyarrow's S3 client can abort a
+    process there, after the work is done ("terminate called without an active exception",
+    exit -6; apache/arrow#34314), and a scheduler would take the finished command for a failed
+    one. Spark's exit handlers stop its JVM, so with Spark the interpreter exits as usual."""
+    from ..transport.filesystems import stores_used
+
+    if stores_used() and "pyspark" not in sys.modules:
+        import logging
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing more to say there
+                pass
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,12 @@ _cache_lock = threading.Lock()
 _release_registered = False
 
 
+def stores_used() -> bool:
+    """Whether this process has built a remote store's filesystem (pyarrow's S3 client among
+    them)."""
+    return _release_registered
+
+
 def _release_filesystems() -> None:
     """Drop the cached filesystems. Runs at exit before pyarrow finalizes its S3 client: an
     S3FileSystem destroyed after that aborts the process ("terminate called ...")."""
