@@ -278,6 +278,34 @@ def test_middle_segment_damaged_between_or_during_triggers(
         assert isinstance(s.errors[0], FileChangedError), s.errors
 
 
+@pytest.mark.parametrize("lenient", [False, True], ids=["default", "failOnDataLoss=false"])
+def test_a_segment_deleted_while_its_micro_batch_waits(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, lenient: bool
+) -> None:
+    """Retention deletes the middle segment (10..19) after its micro-batch was planned, before
+    the executors open it. failOnDataLoss=false: the micro-batch is not failed, its other rows
+    are delivered and the reader warns that 10..19 are lost (before: FileNotFoundError failed
+    it, and only the restarted query reported the loss). The default: a DataLossError naming
+    the offsets and the file, not a bare FileNotFoundError."""
+    logs = tmp_path / "logs"
+    a = three_segments(logs)
+    want = sorted(r for r in a.expected() if not (r[1] == 0 and 10 <= r[2] < 20))
+    s = Stream(logs, lenient)
+    caplog.set_level(logging.WARNING, logger="kafkalog")
+    s.committed = {P0: 0, ("orders", 1): 0}
+    s.trigger(damage=lambda: damage_middle(logs, "deleted"), at="after_plan")
+    if lenient:
+        assert not s.errors
+        assert sorted(s.rows) == want
+        assert {(0, o) for o in range(10, 20)} <= reported(caplog)
+    else:
+        err = s.errors[0]
+        assert isinstance(err, DataLossError), s.errors
+        assert "offsets 10..19 are lost" in str(err) and str(_segment(logs, 10)) in str(err)
+        s.drain()
+        check_exactly_once(s, sorted(a.expected()), caplog)
+
+
 # ------------------------------------------------------------------ the last segment
 
 

@@ -38,6 +38,7 @@ class Extent:
     next_base_offset: int | None = None  # the next segment file's base offset
     compacted_below: int = NO_LOWER  # gaps below this offset are compaction
     fail_on_missing: bool = False  # the planner's failOnDataLoss (see SegmentRange)
+    deleted_is_loss: bool = False  # the request's deleted_is_loss (see SegmentRange)
 
 
 @dataclass

@@ -114,6 +114,7 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
         next_base_offset=ext.next_base_offset if end == seg.size else None,
         compacted_below=ext.compacted_below,
         fail_on_missing=ext.fail_on_missing,
+        deleted_is_loss=ext.deleted_is_loss,
     )
 
 

@@ -255,6 +255,7 @@ def _account(
         ext.next_base_offset = bases.get(id(ext.probe))
         ext.compacted_below = ev.compacted_below
         ext.fail_on_missing = options.fail_on_data_loss
+        ext.deleted_is_loss = options.deleted_is_loss
     missing = ev.missing
     past = _start_past_data(pkey, group, extents, options, pruning, ev.compacted_below, bases)
     if past is not None:

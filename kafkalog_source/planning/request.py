@@ -49,6 +49,9 @@ class PlanRequest:
     # pieces may be cut where only a walk of the batch headers finds a boundary (a segment with
     # no .index entries); False: such a segment stays whole (its cut would cost a serial walk)
     walk_cuts: bool = True
+    # a file deleted between planning and reading is a data loss to count and warn about, not an
+    # error (a stream's micro-batch with failOnDataLoss=false: retention deleted the segment)
+    deleted_is_loss: bool = False
 
     # what the user said, for the planner's own use
     @property
@@ -186,6 +189,7 @@ def micro_batch_request(
         max_partition_bytes=o.max_partition_bytes,
         min_partitions=min_partitions,
         allow_empty=True,
+        deleted_is_loss=not fail_on_data_loss,
     )
 
 

@@ -98,6 +98,11 @@ class SegmentRange:
     # next segment file (evidence about segment files, as the planner's own): a stream fails on
     # them by default while its reader's checks between batches stay off (compacted topics).
     fail_on_missing: bool = False
+    # A file deleted after planning (retention, while a stream's micro-batch waited): with this
+    # set (a stream with failOnDataLoss=false) its offsets are counted as missing, with a
+    # warning, and the read goes on; otherwise the read fails (DataLossError under the
+    # planner's failOnDataLoss, FileNotFoundError else), unless ignoreMissingFiles.
+    deleted_is_loss: bool = False
 
 
 @dataclass(frozen=True)

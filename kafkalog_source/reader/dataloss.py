@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import DataLossError, FileChangedError
 from ..format.batch import offset_field
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
-from ..planning.splits import MissingOffsets
+from ..planning.splits import NO_LIMIT, NO_LOWER, MissingOffsets, SegmentRange
 from ..stats import ReadEvent
 from ..transport.source import ByteSource
 
@@ -38,6 +38,42 @@ class DataLossChecks:
                 level=logging.DEBUG if logged else logging.WARNING,
                 capped=False,
             )
+
+    def _deleted_file(self, exc: FileNotFoundError) -> None:
+        """The range's file was deleted after the read was planned (retention deleted the
+        segment while a stream's micro-batch waited, or a copy was replaced). Under the
+        planner's failOnDataLoss: :class:`DataLossError` naming the offsets. Otherwise (a stream
+        with failOnDataLoss=false, ``rng.deleted_is_loss``) its offsets are counted as missing,
+        with a warning, its bytes as a missing file's, and the read goes on."""
+        rng, st = self.rng, self.stats
+        span = deleted_offsets(rng)
+        what = (
+            f"offsets {span[0]}..{span[1]}"
+            if span is not None
+            else f"the offsets in its bytes {rng.start}..{rng.end}"
+        )
+        why = "the file was deleted after the read was planned (retention, or the copy replaced)"
+        if rng.fail_on_missing:
+            raise DataLossError(
+                f"failOnDataLoss: {why}: {what} are lost; set failOnDataLoss=false to count "
+                "them and go on",
+                rng.path,
+                rng.start,
+                span[0] if span is not None else None,
+            ) from exc
+        size = rng.end - rng.start
+        st.missing_files += rng.counts_file
+        st.bytes_total += size
+        st.missing_file_bytes += size
+        message = f"kafkalog: {rng.path}: {why}: {what} are lost (failOnDataLoss=false)"
+        st.record(
+            ReadEvent("missing file", "deleted", rng.path, rng.start, None, size, message),
+            level=logging.WARNING if span is None else logging.DEBUG,  # else: the offsets warn
+            capped=False,
+        )
+        if span is not None:
+            lost = MissingOffsets(rng.topic, rng.partition, span[0], span[1], why, rng.path)
+            self._report_missing((lost,), logged=False)
 
     def _check_gaps(self, table: np.ndarray) -> tuple[int, DataLossError] | None:
         """Consecutive batches must leave no offsets out (checked under failOnDataLoss, above
@@ -146,3 +182,22 @@ class DataLossChecks:
             rng.path,
         )
         self._report_missing((lost,), logged=False)
+
+
+def deleted_offsets(rng: SegmentRange) -> tuple[int, int] | None:
+    """``(first, last)`` of the offsets a range held, from what the plan knows without its file:
+    the first range of the file in the read starts at the file's base offset (a range from byte
+    0) or at the read's lower bound (the planner starts it at the batch holding that offset),
+    and a range that ends the file ends before the next file's base offset, or at the read's
+    upper bound. None when either end cannot be told (a piece of a file cut in several)."""
+    if not rng.counts_file:
+        return None
+    starts = [rng.offset_lo] if rng.offset_lo != NO_LOWER else []
+    if rng.start == 0 and rng.segment_base_offset is not None:
+        starts.append(rng.segment_base_offset)
+    ends = [rng.offset_hi] if rng.offset_hi != NO_LIMIT else []
+    if rng.at_file_end and rng.next_base_offset is not None:
+        ends.append(rng.next_base_offset)
+    if not starts or not ends or min(ends) <= max(starts):
+        return None
+    return max(starts), min(ends) - 1

@@ -135,9 +135,12 @@ class RangeReader(
                 src = self._opener(rng)
             else:
                 src = open_source(rng.path, self.opts.store)
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
             if self.opts.ignore_missing_files:
                 self._skip_missing_file()
+                return
+            if rng.deleted_is_loss or rng.fail_on_missing:
+                self._deleted_file(exc)  # raises DataLossError under failOnDataLoss
                 return
             raise
         try:
