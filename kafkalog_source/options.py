@@ -1007,7 +1007,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "Target bytes per Spark partition; large segments are split on batch boundaries.",
         "The Arrow API, `query --engine duckdb` and `convert --engine arrow` cut pieces of "
         "`16m` unless it is given (and on one thread do not cut segments at all unless it is "
-        "given).",
+        "given; with the default threads, a segment without `.index` entries is not cut "
+        "either, unless it or `minPartitions` is given).",
         default_note="Arrow API: pieces of `16m`",
     ),
     OptionSpec(

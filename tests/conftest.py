@@ -31,7 +31,11 @@ def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.Compl
         kwargs["capture_output"] = True
     kwargs.setdefault("cwd", ROOT)
     done = subprocess.run(cmd, text=True, timeout=timeout, env=env, **kwargs)
-    spark = "arrow" not in args and "duckdb" not in args  # the engine may be Spark
+    # the engine is Spark: query --engine spark, convert unless --engine arrow
+    engine = next((a.split("=", 1)[1] for a in args if a.startswith("--engine=")), None)
+    if engine is None and "--engine" in args[:-1]:
+        engine = args[list(args).index("--engine") + 1]
+    spark = engine == "spark" or (engine is None and "convert" in args)
     aborted = done.returncode == -6 and (done.stderr or "").strip().endswith(S3_EXIT_ABORT)
     if aborted and spark:
         # pyarrow's S3 client can abort the process at interpreter exit, after the command's

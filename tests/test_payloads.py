@@ -588,10 +588,16 @@ def test_a_query_loads_its_schemas_once(tmp_path: Path, monkeypatch: pytest.Monk
     assert len(made) == 1
 
 
-def test_spark_source_loads_its_schemas_once(tmp_path: Path, monkeypatch) -> None:
+def test_spark_reader_decodes_with_the_types_its_dataframe_declared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Spark pickles the data source after ``schema()`` and calls ``reader()`` on the copy
-    (pyspark's create_data_source worker): the plan made for the schema travels with it and
-    the reader decodes with it. With a user's schema, ``reader()`` makes the only plan."""
+    (pyspark's create_data_source worker). The reader loads the schemas again, so a DataFrame's
+    later actions see schemas registered since; when those give other column types than the
+    DataFrame declared (here plain JSON values that gained a field), it keeps the plan made for
+    the schema and warns, rather than decode into types Spark does not expect. A user's schema
+    is matched against a plan made in ``reader()``."""
+    import logging
     import pickle
 
     pytest.importorskip("pyspark")
@@ -599,19 +605,25 @@ def test_spark_source_loads_its_schemas_once(tmp_path: Path, monkeypatch) -> Non
 
     d = _plain_json_partition(tmp_path)
     made = _counting_plans(monkeypatch)
-    source = KafkaLogDataSource({"path": str(d), "valueFormat": "json"})
+    options = {"path": str(d), "valueFormat": "json", "mode": "PERMISSIVE"}
+    source = KafkaLogDataSource(options)
     schema = source.schema()
+    declared = source._payload_plan[0].fields
+    reader = pickle.loads(pickle.dumps(source)).reader(schema)
+    assert len(made) == 2 and reader.payloads.fields == declared
+    KafkaLogDataSource(options).reader(schema)  # a user's schema: planned in reader()
+    assert len(made) == 3
+    # the values gain a field after the DataFrame was created
     copy = pickle.loads(pickle.dumps(source))
-    reader = copy.reader(schema)
-    assert len(made) == 1
-    assert reader.payloads.fields[1].type == pa.struct(
-        [
-            ("id", pa.int64()),
-            ("name", pa.string()),
-            ("tags", pa.list_(pa.string())),
-            ("price", pa.float64()),
-        ]
+    (d / "00000000000000000000.log").write_bytes(
+        kp_v2_batch([(TS, b"k", json.dumps({"id": 1, "extra": True}).encode(), [])])
     )
+    caplog.set_level(logging.WARNING, logger="kafkalog")
+    kept = copy.reader(schema)
+    assert kept.payloads.fields == declared
+    assert "payload schemas changed since this DataFrame was created" in caplog.text
     assert "_payload_plan" not in vars(copy)  # not pickled again into every task
-    KafkaLogDataSource({"path": str(d), "valueFormat": "json"}).reader(schema)
-    assert len(made) == 2
+    assert len(made) == 4
+    # a user's schema that the values no longer match is refused, naming both types
+    with pytest.raises(OptionError, match="expected struct<id:bigint,extra:boolean>"):
+        KafkaLogDataSource(options).reader(schema)

@@ -158,7 +158,25 @@ def test_default_threads_cut_only_indexed_segments(
     assert whole == [(0, size)] and threads == 1
     cut, threads = _api_pieces(monkeypatch, bare, threads=2)
     assert len(cut) > 2 and threads == 2
-    # data below PARALLEL_BYTES a thread: nothing is cut, not even at the index
+    # minPartitions asks for pieces: the segment without an .index is cut for it
+    cut, _ = _api_pieces(monkeypatch, bare, minPartitions=3)
+    assert len(cut) >= 3
+    # one idle core: nothing is cut, not even at the index
     monkeypatch.setattr(api, "default_threads", lambda: 1)
     alone, threads = _api_pieces(monkeypatch, ORDERS)
     assert alone == [(0, size)] and threads == 1
+    # two idle cores, but the listed data makes one PARALLEL_BYTES: decided before any cut
+    # (before: cut into pieces, then read on one thread)
+    from kafkalog_source.reader import tuning
+
+    monkeypatch.setattr(api, "default_threads", lambda: 2)
+    monkeypatch.setattr(tuning, "PARALLEL_BYTES", size)
+    seen: list[tuple[int, int]] = []
+    real = api.read_range
+    monkeypatch.setattr(
+        api,
+        "read_range",
+        lambda rng, *a, **k: seen.append((rng.start, rng.end)) or real(rng, *a, **k),
+    )
+    kl.read_table(str(ORDERS))
+    assert seen == [(0, size)]

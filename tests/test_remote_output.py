@@ -273,9 +273,9 @@ _EXIT_PROBE = (
 
 def test_a_command_that_used_a_store_ends_without_exit_handlers(s3_server, tmp_path) -> None:
     """pyarrow's S3 client can abort a finished process in the interpreter's exit handlers
-    (exit -6): after a command that reached a store (and ran no Spark), the CLI flushes its
-    output and ends the process itself, with the command's exit code. A local command exits as
-    usual."""
+    (exit -6): after a command that used S3 (and ran no Spark), the CLI flushes its output and
+    ends the process itself, with the command's exit code (120 when the output could not be
+    written). A local command exits as usual."""
     import os
     import sys
 
@@ -293,6 +293,13 @@ def test_a_command_that_used_a_store_ends_without_exit_handlers(s3_server, tmp_p
     missing = probe("query", *_o(s3_server), uri + "-nothing-here", sql)
     assert missing.returncode == 1 and "kafkalog: error:" in missing.stderr
     assert "exit handlers ran" not in missing.stderr
+    # output that cannot be written fails the command, as the interpreter's flush at exit does
+    unbuffered = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}
+    with open("/dev/full" if os.path.exists("/dev/full") else os.devnull, "w") as full:
+        cmd = [sys.executable, "-c", _EXIT_PROBE, "query", *_o(s3_server), uri, sql]
+        lost = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, text=True, env=unbuffered)
+    if os.path.exists("/dev/full"):
+        assert lost.returncode == 120 and "cannot write the output" in lost.stderr, lost.stderr
     local = probe("query", str(SAMPLES / "orders-0"), sql)
     assert local.returncode == 0 and "30" in local.stdout
     assert "exit handlers ran" in local.stderr

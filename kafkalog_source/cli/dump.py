@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
                     dumper.fail(EXIT_IO, str(path))
         finally:
             dumper.progress.close()
-        out.flush()
+            out.flush()  # also when a dump fails: the lines before it are output too
     except BrokenPipeError:
         # the reader of our output went away (| head): stop quietly, like a SIGPIPE'd tool
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -207,22 +207,31 @@ def run_module(argv: Sequence[str] | None = None) -> NoReturn:
 def exit_process(code: int) -> NoReturn:
     """End the process with ``code``.
 
-    After a command that reached a remote store, and ran no Spark, the process ends once its
-    output is flushed, without the interpreter's exit handlers: pyarrow's S3 client can abort a
-    process there, after the work is done ("terminate called without an active exception",
-    exit -6; apache/arrow#34314), and a scheduler would take the finished command for a failed
-    one. Spark's exit handlers stop its JVM, so with Spark the interpreter exits as usual."""
-    from ..transport.filesystems import stores_used
+    After a command that used pyarrow's S3 client, and ran no Spark, the process ends once its
+    output is flushed, without the interpreter's exit handlers: that client can abort a process
+    there, after the work is done ("terminate called without an active exception", exit -6;
+    apache/arrow#34314), and a scheduler would take the finished command for a failed one.
+    Output that cannot be written (a full disk) makes a successful command exit 120, as the
+    interpreter's own flush at exit does. Spark's exit handlers stop its JVM, so with Spark the
+    interpreter exits as usual."""
+    from ..transport.filesystems import s3_used
 
-    if stores_used() and "pyspark" not in sys.modules:
+    if s3_used() and "pyspark" not in sys.modules:
         import logging
         import os
 
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except (OSError, ValueError):  # a closed pipe: nothing more to say there
+            except (BrokenPipeError, ValueError):  # a closed pipe or stream: nothing to say
                 pass
+            except OSError as exc:
+                try:
+                    print(f"kafkalog: error: cannot write the output: {exc}", file=sys.stderr)
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
+                code = code or 120
         logging.shutdown()
         os._exit(code)
     sys.exit(code)

@@ -26,7 +26,9 @@ class _Piece:
 
 def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]]:
     """Cut an extent into batch-aligned pieces of about ``max_split`` bytes (not at all, unless
-    ``walk``, when the segment has no ``.index`` entry to cut at)."""
+    ``walk``, when the segment has no ``.index`` entries: every cut point would be found by a
+    serial walk of the batch headers from the start; with entries, a walk starts at the entry
+    before each cut point)."""
     p = ext.probe
     if not walk and ext.end - ext.start > max_split // 2 and not len(p.offset_index()[1]):
         p.close()

@@ -158,7 +158,8 @@ def batch_request(o: ReadOptions) -> PlanRequest:
 
 def pieces_request(o: ReadOptions, piece_bytes: int, walk_cuts: bool = True) -> PlanRequest:
     """The Arrow API's plan: pieces in log order, of ``maxPartitionBytes`` when the user gave
-    it, else of ``piece_bytes`` (then cut without walking headers unless ``walk_cuts``)."""
+    it, else of ``piece_bytes``; unless ``walk_cuts`` (or the user's ``maxPartitionBytes`` or
+    ``minPartitions``), a segment with no ``.index`` entries is not cut."""
     check_batch(o)
     given = "maxPartitionBytes" in o.given
     return PlanRequest(
@@ -169,7 +170,7 @@ def pieces_request(o: ReadOptions, piece_bytes: int, walk_cuts: bool = True) -> 
         min_partitions=o.min_partitions,
         in_order=True,
         allow_empty=o.allow_empty,
-        walk_cuts=walk_cuts or given,
+        walk_cuts=walk_cuts or given or o.min_partitions is not None,
     )
 
 

@@ -103,9 +103,10 @@ def _plan(opts: ReadOptions, threads: int | None) -> tuple[list[SegmentRange], i
     ``.index`` points at, or found by walking the batch headers). By default a read uses more
     than one thread only when the machine has idle cores (:func:`default_threads`) and the
     data (the listed sizes, before anything is cut) at least ``PARALLEL_BYTES`` per thread;
-    then a segment with no ``.index`` stays whole, because finding its cut points takes a walk
-    of every batch header before the threads start (about a fifth of decoding it, on one core),
-    and the threads are at most the pieces. Rows never depend on the pieces or threads.
+    then a segment with no ``.index`` entries stays whole (unless ``maxPartitionBytes`` or
+    ``minPartitions`` is given), because finding its cut points takes a walk of every batch
+    header before the threads start (about a fifth of decoding it, on one core), and the
+    threads are at most the pieces. Rows never depend on the pieces or threads.
     """
     from ..layout.discovery import discover
     from ..planning.planner import plan

@@ -134,7 +134,7 @@ class KafkaLogDataSource(DataSource):
             from .payloads import plan_payloads, spark_schema
 
             # kept: Spark pickles this source after schema() and calls reader() on the copy, so
-            # the reader decodes with the very schemas its column types came from (loaded once)
+            # the reader can tell whether the schemas it loads give the types declared here
             self._payload_plan = plan_payloads(self.read_options)
             return spark_schema(self._payload_plan[1])
         if self.read_options.decode != "raw":

@@ -1,13 +1,16 @@
 """``valueFormat``/``keyFormat`` in Spark: decoded keys and values as typed columns (batch reads).
 
 The driver loads the schemas and fixes each decoded column's type when Spark asks for the
-schema (:func:`..reader.payloads.payload_plan`); the plan (decoders, reader schemas and the
-registry they hold) is pickled into the reader, and each task decodes its split's keys or values
-after the raw read (:class:`..payloads.step.PayloadStep`).
+schema (:func:`..reader.payloads.payload_plan`); that plan travels in the pickled data source to
+``reader()``, which loads the schemas again (a DataFrame's later actions see schemas registered
+since) and keeps the first plan only when the types differ. The plan (decoders, reader schemas
+and the registry they hold) is pickled into the reader, and each task decodes its split's keys
+or values after the raw read (:class:`..payloads.step.PayloadStep`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -22,6 +25,8 @@ from ..planning.planner import plan
 from ..planning.request import batch_request
 from .decoded import match_columns
 from .partitions import SplitPartition, read_partition
+
+log = logging.getLogger("kafkalog")
 
 
 def plan_payloads(options: ReadOptions) -> tuple[PayloadPlan, pa.Schema]:
@@ -39,6 +44,17 @@ def spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema)
 
 
+def _types(schema: pa.Schema, payloads: PayloadPlan) -> str:
+    """The decoded columns' types in ``schema``, for a message."""
+    added = {f.name for f in payloads.fields}
+    return (
+        ", ".join(
+            f"{f.name} {f.type}" for f in schema if f.name in added and f.name.endswith("_decoded")
+        )
+        or "none"
+    )
+
+
 class KafkaLogPayloadReader(DataSourceReader):
     """Plans the raw read on the driver; each task reads one split and decodes its payloads."""
 
@@ -48,9 +64,22 @@ class KafkaLogPayloadReader(DataSourceReader):
         schema: StructType,
         planned: tuple[PayloadPlan, pa.Schema] | None = None,
     ) -> None:
-        """A reader of ``schema``, decoding with ``planned`` (what :func:`plan_payloads` gave
-        when Spark asked for the schema), or with schemas loaded now."""
-        payloads, every = planned if planned is not None else plan_payloads(options)
+        """A reader of ``schema``, decoding with schemas loaded now. ``planned`` is what
+        :func:`plan_payloads` gave when Spark asked for the schema (None: the user gave it):
+        when the schemas loaded now give other column types (a version registered since, or
+        plain JSON values with new fields), the reader keeps decoding with ``planned``, whose
+        types the DataFrame declares, and says so."""
+        payloads, every = plan_payloads(options)
+        if planned is not None and not every.equals(planned[1]):
+            log.warning(
+                "kafkalog: the payload schemas changed since this DataFrame was created (its "
+                "decoded columns would now be %s; they were %s): it keeps decoding with the "
+                "schemas it was created with, and values written with newer ones are undecodable "
+                "there; read the data again (spark.read...) to get the new columns",
+                _types(every, planned[0]),
+                _types(planned[1], planned[0]),
+            )
+            payloads, every = planned
         names = match_columns(schema, every, "the kafkalog source with valueFormat/keyFormat")
         added = {f.name for f in payloads.fields}
         wanted = [n for n in names if n not in added]

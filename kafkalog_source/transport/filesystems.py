@@ -101,10 +101,13 @@ _cache_lock = threading.Lock()
 _release_registered = False
 
 
-def stores_used() -> bool:
-    """Whether this process has built a remote store's filesystem (pyarrow's S3 client among
-    them)."""
-    return _release_registered
+_s3_used = False
+
+
+def s3_used() -> bool:
+    """Whether this process has started pyarrow's S3 client (built an S3 filesystem, or asked
+    for a bucket's region)."""
+    return _s3_used
 
 
 def _release_filesystems() -> None:
@@ -198,6 +201,9 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
     try:
         if store == "s3":
             from pyarrow import fs as pafs
+
+            global _s3_used
+            _s3_used = True
 
             retry = kwargs.pop(RETRY_ARG, None)
             if retry is not None:
