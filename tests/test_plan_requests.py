@@ -27,6 +27,21 @@ def _ranges(request) -> list[tuple[str, int, int]]:
     return [(r.path, r.start, r.end) for s in plan(request) for r in s.ranges]
 
 
+def _spy_ranges(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """``(start, end)`` of every range the Arrow API decodes from now on, in order."""
+    from kafkalog_source.reader import api
+
+    seen: list[tuple[int, int]] = []
+    real = api.read_range
+
+    def counting(rng, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.append((rng.start, rng.end))
+        return real(rng, *args, **kwargs)
+
+    monkeypatch.setattr(api, "read_range", counting)
+    return seen
+
+
 def test_max_partition_bytes_none_is_not_given(monkeypatch: pytest.MonkeyPatch) -> None:
     """``maxPartitionBytes=None`` is parsed as not given, and the Arrow API's pieces say so:
     the same pieces as without it (before: one piece of 128 MiB)."""
@@ -39,17 +54,10 @@ def test_max_partition_bytes_none_is_not_given(monkeypatch: pytest.MonkeyPatch) 
     given = parse_options({"maxPartitionBytes": "1m"}, paths=str(ORDERS))
     assert len(_ranges(pieces_request(given, piece))) == 1
     # through the public API: the pieces the threads share
-    from kafkalog_source.reader import api, tuning
+    from kafkalog_source.reader import tuning
 
     monkeypatch.setattr(tuning, "PIECE_BYTES", piece)
-    seen: list[tuple[int, int]] = []
-    real = api.read_range
-
-    def counting(rng, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        seen.append((rng.start, rng.end))
-        return real(rng, *args, **kwargs)
-
-    monkeypatch.setattr(api, "read_range", counting)
+    seen = _spy_ranges(monkeypatch)
     a = kl.read_table(str(ORDERS), maxPartitionBytes=None, threads=2)
     unset_pieces, seen[:] = list(seen), []
     b = kl.read_table(str(ORDERS), threads=2)
@@ -124,14 +132,7 @@ def _api_pieces(monkeypatch: pytest.MonkeyPatch, path: Path, **kwargs) -> tuple[
         return real(ranges, decode, stats, threads, ahead)
 
     monkeypatch.setattr(api, "ordered_batches", spy)
-    seen: list[tuple[int, int]] = []
-    real_range = api.read_range
-
-    def counting(rng, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
-        seen.append((rng.start, rng.end))
-        return real_range(rng, *args, **kw)
-
-    monkeypatch.setattr(api, "read_range", counting)
+    seen = _spy_ranges(monkeypatch)
     table = kl.read_table(str(path), **kwargs)
     got = list(seen)
     assert table.equals(kl.read_table(str(path), threads=1))
@@ -171,12 +172,6 @@ def test_default_threads_cut_only_indexed_segments(
 
     monkeypatch.setattr(api, "default_threads", lambda: 2)
     monkeypatch.setattr(tuning, "PARALLEL_BYTES", size)
-    seen: list[tuple[int, int]] = []
-    real = api.read_range
-    monkeypatch.setattr(
-        api,
-        "read_range",
-        lambda rng, *a, **k: seen.append((rng.start, rng.end)) or real(rng, *a, **k),
-    )
+    seen = _spy_ranges(monkeypatch)
     kl.read_table(str(ORDERS))
     assert seen == [(0, size)]
