@@ -88,7 +88,8 @@ class ReadStats:
     aborted_bytes: int = 0  # read_committed: batches of aborted transactions
     control_bytes: int = 0  # control batches not asked for (includeControlRecords=false)
     corrupt_file_bytes: int = 0  # ignoreCorruptFiles: the rest of a file after the damage
-    missing_file_bytes: int = 0  # ignoreMissingFiles: planned bytes of a file that disappeared
+    # planned bytes of a file that disappeared: ignoreMissingFiles, or a stream's failOnDataLoss=false
+    missing_file_bytes: int = 0
     # offsets the archive should hold and does not (empty, cut or missing segment files, found
     # from the partition's own evidence: indexes, segment names, checkpoints); see events
     # of kind "missing offsets" for which and why
@@ -174,7 +175,9 @@ class ReadStats:
             or self.truncated_tails
             or self.zero_tails
             or self.corrupt_files
+            or self.corrupt_file_bytes
             or self.missing_files
+            or self.missing_file_bytes
             or self.missing_ranges
             or self.undecodable_records
             or self.undecodable_payloads
@@ -195,10 +198,10 @@ class ReadStats:
                 f"{self.truncated_tails} truncated and {self.zero_tails} zero-filled tails "
                 f"({self.tail_bytes} bytes not decoded)"
             )
-        if self.corrupt_files or self.missing_files:
+        if self.corrupt_files or self.missing_files or self.missing_file_bytes:
             parts.append(
-                f"ignored {self.corrupt_files} corrupt ({self.corrupt_file_bytes} bytes), "
-                f"{self.missing_files} missing files"
+                f"skipped {self.corrupt_files} corrupt files ({self.corrupt_file_bytes} bytes) "
+                f"and {self.missing_files} missing ({self.missing_file_bytes} bytes)"
             )
         if self.missing_ranges:
             parts.append(

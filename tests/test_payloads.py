@@ -613,17 +613,26 @@ def test_spark_reader_decodes_with_the_types_its_dataframe_declared(
     assert len(made) == 2 and reader.payloads.fields == declared
     KafkaLogDataSource(options).reader(schema)  # a user's schema: planned in reader()
     assert len(made) == 3
+    # the same fields in another order (plain JSON is typed in the order fields appear): the
+    # declared struct is kept, without a warning
+    d.joinpath("00000000000000000000.log").write_bytes(
+        kp_v2_batch(
+            [(TS, b"k", json.dumps(dict(reversed(list(v.items())))).encode(), []) for v in EXPECTED]
+        )
+    )
+    caplog.set_level(logging.WARNING, logger="kafkalog")
+    reordered = pickle.loads(pickle.dumps(source)).reader(schema)
+    assert reordered.payloads.fields == declared and "changed since" not in caplog.text
     # the values gain a field after the DataFrame was created
     copy = pickle.loads(pickle.dumps(source))
     (d / "00000000000000000000.log").write_bytes(
         kp_v2_batch([(TS, b"k", json.dumps({"id": 1, "extra": True}).encode(), [])])
     )
-    caplog.set_level(logging.WARNING, logger="kafkalog")
     kept = copy.reader(schema)
     assert kept.payloads.fields == declared
     assert "payload schemas changed since this DataFrame was created" in caplog.text
     assert "_payload_plan" not in vars(copy)  # not pickled again into every task
-    assert len(made) == 4
+    assert len(made) == 5
     # a user's schema that the values no longer match is refused, naming both types
     with pytest.raises(OptionError, match="expected struct<id:bigint,extra:boolean>"):
         KafkaLogDataSource(options).reader(schema)

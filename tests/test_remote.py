@@ -234,6 +234,48 @@ def test_a_missing_object_is_file_not_found(s3_server) -> None:
         open_source("s3://kafkalog-raw/nothing-here.log", parse_options(s3_server.options).store)
 
 
+def test_an_object_deleted_after_it_was_opened(s3_server) -> None:
+    """The store's not-found answer to a ranged GET (pyarrow: a plain OSError naming
+    RESOURCE_NOT_FOUND) is a FileNotFoundError naming the URI, as an open's is; a stream's
+    reader with failOnDataLoss=false (``deleted_is_loss``) then counts the offsets it did not
+    read as lost and keeps the rows it had, and a batch read's failOnDataLoss names them."""
+    from dataclasses import replace
+
+    from kafkalog_source.errors import DataLossError
+    from kafkalog_source.planning.splits import SegmentRange
+    from kafkalog_source.reader import output_projection, read_range
+
+    data = (SAMPLES / "orders-0" / f"{0:020d}.log").read_bytes()
+    uri = s3_server.bucket("kafkalog-gone") + "/orders-0/" + f"{0:020d}.log"
+    store = parse_options({**s3_server.options, "readAheadBytes": "1024"}).store
+    s3_server.put(uri[len("s3://") :], data)
+    src = open_source(uri, store)
+    s3_server.fs.delete_file(uri[len("s3://") :])
+    with pytest.raises(FileNotFoundError, match="kafkalog-gone/orders-0"):
+        src.read(0, 100)
+    src.close()
+
+    opts = parse_options({**s3_server.options, "readAheadBytes": "1024"}, paths=uri)
+    rng = SegmentRange(uri, 0, len(data), topic="orders", partition=0, segment_base_offset=0,
+                       offset_lo=0, offset_hi=30, deleted_is_loss=True)  # fmt: skip
+
+    def opener(r: SegmentRange):  # noqa: ANN202
+        s3_server.put(uri[len("s3://") :], data)
+        opened = open_source(uri, store)
+        opened.read(0, 1)  # the first bytes, then the object goes
+        s3_server.fs.delete_file(uri[len("s3://") :])
+        return opened
+
+    st = ReadStats()
+    got = [b for b in read_range(rng, opts, output_projection(opts), st, None, opener)]
+    read = [o for b in got for o in b.column("offset").to_pylist()]
+    assert read == sorted(read) and st.unaccounted_bytes == 0 and st.missing_file_bytes > 0
+    assert st.missing_offsets == 30 - len(read)
+    strict = replace(rng, deleted_is_loss=False, fail_on_missing=True)
+    with pytest.raises(DataLossError, match="are lost"):
+        list(read_range(strict, opts, output_projection(opts), ReadStats(), None, opener))
+
+
 # -- planning --------------------------------------------------------------------------------
 
 

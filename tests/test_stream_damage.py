@@ -306,6 +306,80 @@ def test_a_segment_deleted_while_its_micro_batch_waits(
         check_exactly_once(s, sorted(a.expected()), caplog)
 
 
+def _pieces_of(logs: Path) -> tuple[StreamSource, list]:
+    """A failOnDataLoss=false stream over ``three_segments``, its first micro-batch planned in
+    pieces of about 150 bytes (each segment file in two)."""
+    opts = parse_options(paths=str(logs), failOnDataLoss="false", maxPartitionBytes="150")
+    src = StreamSource(opts, stream_fail_on_data_loss(opts))
+    start = {P0: 0, ("orders", 1): 0}
+    splits = src.plan(start, src.latest(start, ALL))
+    middle = [r for s in splits for r in s.ranges if r.path == str(_segment(logs, 10))]
+    assert len(middle) == 2  # the deleted file is read in two pieces
+    return src, splits
+
+
+def _read_all(src: StreamSource, splits: list) -> tuple[list[Row], list[ReadStats]]:
+    opts = reader_options(src.options)
+    rows: list[Row] = []
+    stats: list[ReadStats] = []
+    for split in splits:
+        st = ReadStats()
+        for batch in read_split(split, opts, output_projection(opts), st):
+            rows += rows_of(batch)
+        stats.append(st)
+    return rows, stats
+
+
+def _lost(stats: list[ReadStats]) -> list[int]:
+    """Every offset the reads reported missing, from their events (sorted, repeats kept)."""
+    out: list[int] = []
+    for st in stats:
+        assert st.unaccounted_bytes == 0
+        for e in st.events:
+            if e.kind == "missing offsets":
+                m = re.search(r"offsets (\d+)\.\.(\d+)", e.message)
+                assert m is not None, e.message
+                out += range(int(m[1]), int(m[2]) + 1)
+    return sorted(out)
+
+
+def test_a_segment_cut_in_pieces_deleted_while_its_micro_batch_waits(tmp_path: Path) -> None:
+    """The deleted file was cut into two pieces: each reports exactly its own offsets (10..14
+    and 15..19, from the first offsets of the batches the planner cut at), never offsets of
+    the next file that another range delivers."""
+    logs = tmp_path / "logs"
+    a = three_segments(logs)
+    src, splits = _pieces_of(logs)
+    for f in _segment(logs, 10).parent.glob(f"{10:020d}.*"):
+        f.unlink()
+    rows, stats = _read_all(src, splits)
+    assert sorted(rows) == sorted(r for r in a.expected() if not (r[1] == 0 and 10 <= r[2] < 20))
+    assert _lost(stats) == list(range(10, 20))
+    assert sum(st.missing_files for st in stats) == 1  # the file once, by its first piece
+    assert all(st.skipped for st in stats if st.missing_file_bytes)
+
+
+def test_a_piece_read_before_its_file_was_deleted_reports_only_the_rest(tmp_path: Path) -> None:
+    """One task read the first piece of the middle file, then retention deleted it, then another
+    task opened the second piece: only 15..19 are reported lost, and that task's summary says
+    something was skipped."""
+    logs = tmp_path / "logs"
+    a = three_segments(logs)
+    src, splits = _pieces_of(logs)
+    path = str(_segment(logs, 10))
+    first = [s for s in splits if any(r.path == path and r.start == 0 for r in s.ranges)]
+    rest = [s for s in splits if s not in first]
+    rows, stats = _read_all(src, first)
+    for f in _segment(logs, 10).parent.glob(f"{10:020d}.*"):
+        f.unlink()
+    more, more_stats = _read_all(src, rest)
+    assert sorted(rows + more) == sorted(
+        r for r in a.expected() if not (r[1] == 0 and 15 <= r[2] < 20)
+    )
+    assert _lost(stats + more_stats) == list(range(15, 20))
+    assert any(st.skipped for st in more_stats)
+
+
 # ------------------------------------------------------------------ the last segment
 
 

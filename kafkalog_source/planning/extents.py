@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..format.batch import BatchHeader
 from ..options import EARLIEST, LATEST
@@ -39,6 +39,8 @@ class Extent:
     compacted_below: int = NO_LOWER  # gaps below this offset are compaction
     fail_on_missing: bool = False  # the planner's failOnDataLoss (see SegmentRange)
     deleted_is_loss: bool = False  # the request's deleted_is_loss (see SegmentRange)
+    # position -> first offset of the v2 batch there, for the batches the cuts start at
+    batch_offsets: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -40,6 +40,8 @@ def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]
     try:
         if prev is None and ext.end - cur > max_split // 2:
             prev = p.header(ext.start)  # read only for an extent to cut
+        if prev is not None and prev.magic >= 2 and prev.position == ext.start:
+            ext.batch_offsets[ext.start] = prev.base_offset
         while prev is not None and ext.end - cur > max_split // 2:
             cut = ext.start + ((cur - ext.start) // max_split + 1) * max_split
             if cut >= ext.end:
@@ -49,6 +51,8 @@ def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]
                 break
             out.append((cur, h.position))
             cur, prev = h.position, h
+            if h.magic >= 2:  # (a legacy entry's offset is its last one)
+                ext.batch_offsets[h.position] = h.base_offset
     finally:
         p.close()
     out.append((cur, ext.end))
@@ -117,6 +121,8 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
         compacted_below=ext.compacted_below,
         fail_on_missing=ext.fail_on_missing,
         deleted_is_loss=ext.deleted_is_loss,
+        start_offset=ext.batch_offsets.get(start),
+        end_offset=ext.batch_offsets.get(end) if end != ext.end else None,
     )
 
 

@@ -145,6 +145,9 @@ def _plan(
                 all_probes = [p for _, c in copies for p in c]
                 group = copies[0][1]
                 group_extents, lost = merge_extents(in_merge[gkey], copies, options)
+                for ext in group_extents:  # this read's rules for a file deleted since
+                    ext.fail_on_missing = options.fail_on_data_loss
+                    ext.deleted_is_loss = options.deleted_is_loss
                 if options.offset_gaps == "compacted":
                     lost = []
                 _report(pkey, lost, group, group_extents, options, pruning)

@@ -103,6 +103,10 @@ class SegmentRange:
     # warning, and the read goes on; otherwise the read fails (DataLossError under the
     # planner's failOnDataLoss, FileNotFoundError else), unless ignoreMissingFiles.
     deleted_is_loss: bool = False
+    # The first offsets of the v2 batches at ``start`` and at ``end`` (where the next piece of
+    # the file begins), when the planner read them cutting the file; None otherwise.
+    start_offset: int | None = None
+    end_offset: int | None = None
 
 
 @dataclass(frozen=True)

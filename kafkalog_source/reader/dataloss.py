@@ -39,41 +39,49 @@ class DataLossChecks:
                 capped=False,
             )
 
-    def _deleted_file(self, exc: FileNotFoundError) -> None:
+    def _deleted_file(self, exc: FileNotFoundError, opened: bool = False) -> None:
         """The range's file was deleted after the read was planned (retention deleted the
-        segment while a stream's micro-batch waited, or a copy was replaced). Under the
-        planner's failOnDataLoss: :class:`DataLossError` naming the offsets. Otherwise (a stream
-        with failOnDataLoss=false, ``rng.deleted_is_loss``) its offsets are counted as missing,
-        with a warning, its bytes as a missing file's, and the read goes on."""
+        segment while a stream's micro-batch waited, or a copy was replaced), before it was
+        opened or (``opened``: an object in a store, between two ranged reads) after some of it
+        was read. Under the planner's failOnDataLoss: :class:`DataLossError` naming the offsets
+        not read. Otherwise (``ignoreMissingFiles``, or a stream with failOnDataLoss=false:
+        ``rng.deleted_is_loss``) the bytes not read count as a missing file's, the offsets not
+        read (when the plan tells them) as missing with a warning, and the read goes on."""
         rng, st = self.rng, self.stats
-        span = deleted_offsets(rng)
+        after = self._prev_last if opened and self._prev_last >= 0 else None
+        spans = lost_spans(rng, after)
         what = (
-            f"offsets {span[0]}..{span[1]}"
-            if span is not None
-            else f"the offsets in its bytes {rng.start}..{rng.end}"
+            ", ".join(f"offsets {a}..{b}" for a, b in spans)
+            if spans
+            else f"the offsets in its bytes [{rng.start}, {rng.end})"
         )
         why = "the file was deleted after the read was planned (retention, or the copy replaced)"
-        if rng.fail_on_missing:
+        if rng.fail_on_missing and not self.opts.ignore_missing_files:
             raise DataLossError(
                 f"failOnDataLoss: {why}: {what} are lost; set failOnDataLoss=false to count "
                 "them and go on",
                 rng.path,
                 rng.start,
-                span[0] if span is not None else None,
             ) from exc
-        size = rng.end - rng.start
-        st.missing_files += rng.counts_file
-        st.bytes_total += size
+        if opened:  # its bytes are in bytes_total already: the ones not decoded are lost
+            size = max(self._range_total - (self._accounted() - self._accounted0), 0)
+        else:
+            size = rng.end - rng.start
+            st.bytes_total += size
+            st.missing_files += rng.counts_file
         st.missing_file_bytes += size
-        message = f"kafkalog: {rng.path}: {why}: {what} are lost (failOnDataLoss=false)"
+        report = rng.deleted_is_loss and bool(spans)
+        message = f"kafkalog: {rng.path}: {why}: {what} are lost"
         st.record(
             ReadEvent("missing file", "deleted", rng.path, rng.start, None, size, message),
-            level=logging.WARNING if span is None else logging.DEBUG,  # else: the offsets warn
+            level=logging.DEBUG if report else logging.WARNING,  # else: the offsets warn
             capped=False,
         )
-        if span is not None:
-            lost = MissingOffsets(rng.topic, rng.partition, span[0], span[1], why, rng.path)
-            self._report_missing((lost,), logged=False)
+        if report:
+            lost = tuple(
+                MissingOffsets(rng.topic, rng.partition, a, b, why, rng.path) for a, b in spans
+            )
+            self._report_missing(lost, logged=False)
 
     def _check_gaps(self, table: np.ndarray) -> tuple[int, DataLossError] | None:
         """Consecutive batches must leave no offsets out (checked under failOnDataLoss, above
@@ -185,19 +193,54 @@ class DataLossChecks:
 
 
 def deleted_offsets(rng: SegmentRange) -> tuple[int, int] | None:
-    """``(first, last)`` of the offsets a range held, from what the plan knows without its file:
-    the first range of the file in the read starts at the file's base offset (a range from byte
-    0) or at the read's lower bound (the planner starts it at the batch holding that offset),
-    and a range that ends the file ends before the next file's base offset, or at the read's
-    upper bound. None when either end cannot be told (a piece of a file cut in several)."""
-    if not rng.counts_file:
-        return None
-    starts = [rng.offset_lo] if rng.offset_lo != NO_LOWER else []
+    """``(first, last)`` of the offsets a range held, from what the plan knows without its
+    file; None when either end cannot be told exactly.
+
+    The range starts at the file's base offset (from byte 0), at the batch whose first offset
+    the planner read where it cut the file (``start_offset``), or, for the first range of its
+    extent, at the read's lower bound (the planner starts the extent at the batch holding it).
+    It ends before the batch where the next piece begins (``end_offset``, also the read's upper
+    bound where the planner ended the extent there), or, ending the file, before the next
+    file's base offset or the read's upper bound. Records outside the read's bounds count
+    neither way."""
+    tight_start = [rng.start_offset] if rng.start_offset is not None else []
     if rng.start == 0 and rng.segment_base_offset is not None:
-        starts.append(rng.segment_base_offset)
-    ends = [rng.offset_hi] if rng.offset_hi != NO_LIMIT else []
-    if rng.at_file_end and rng.next_base_offset is not None:
-        ends.append(rng.next_base_offset)
-    if not starts or not ends or min(ends) <= max(starts):
+        tight_start.append(rng.segment_base_offset)
+    if rng.counts_file and rng.offset_lo != NO_LOWER:
+        tight_start.append(rng.offset_lo)
+    tight_end = [rng.end_offset] if rng.end_offset is not None else []
+    if rng.at_file_end:
+        if rng.next_base_offset is not None:
+            tight_end.append(rng.next_base_offset)
+        if rng.offset_hi != NO_LIMIT:
+            tight_end.append(rng.offset_hi)
+    if not tight_start or not tight_end or rng.end <= rng.start:
         return None
-    return max(starts), min(ends) - 1
+    first = max([*tight_start, rng.offset_lo])
+    last = min([*tight_end, rng.offset_hi]) - 1
+    return (first, last) if last >= first else None
+
+
+def lost_spans(rng: SegmentRange, after: int | None = None) -> list[tuple[int, int]]:
+    """The offsets of ``rng`` lost with its file (:func:`deleted_offsets`), after offset
+    ``after`` when some were read, less those the planner already reported missing for the
+    range (``rng.missing``): ``[(first, last), ...]``, empty when they cannot be told."""
+    span = deleted_offsets(rng)
+    if span is None:
+        return []
+    first, last = span
+    if after is not None:
+        first = max(first, after + 1)
+    spans = [(first, last)] if first <= last else []
+    for m in rng.missing:
+        cut: list[tuple[int, int]] = []
+        for a, b in spans:
+            if m.last < a or m.first > b:
+                cut.append((a, b))
+                continue
+            if a < m.first:
+                cut.append((a, m.first - 1))
+            if m.last < b:
+                cut.append((m.last + 1, b))
+        spans = cut
+    return spans

@@ -136,6 +136,8 @@ class RangeReader(
             else:
                 src = open_source(rng.path, self.opts.store)
         except FileNotFoundError as exc:
+            if rng.end <= rng.start:
+                return  # a range that holds nothing (it carries the plan's missing offsets)
             if self.opts.ignore_missing_files:
                 self._skip_missing_file()
                 return
@@ -146,6 +148,11 @@ class RangeReader(
         try:
             self.stats.segments += rng.counts_file
             yield from self._read(src)
+        except FileNotFoundError as exc:
+            # an object deleted after it was opened, found by a later ranged read
+            if not (self.opts.ignore_missing_files or rng.deleted_is_loss or rng.fail_on_missing):
+                raise
+            self._deleted_file(exc, opened=True)  # raises DataLossError under failOnDataLoss
         except CorruptDataError as exc:
             if not self.opts.ignore_corrupt_files:
                 raise

@@ -44,6 +44,20 @@ def spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema)
 
 
+def _by_name(t: pa.Schema | pa.DataType) -> object:
+    """A type with its struct fields in name order, to compare types whose fields came in
+    another order (plain JSON's, typed from the values in the order they appear)."""
+    if isinstance(t, pa.Schema):
+        return [(f.name, _by_name(f.type), f.nullable) for f in t]
+    if pa.types.is_struct(t):
+        return ("struct", sorted((f.name, _by_name(f.type), f.nullable) for f in t))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return ("list", _by_name(t.value_type))
+    if pa.types.is_map(t):
+        return ("map", _by_name(t.key_type), _by_name(t.item_type))
+    return str(t)
+
+
 def _types(schema: pa.Schema, payloads: PayloadPlan) -> str:
     """The decoded columns' types in ``schema``, for a message."""
     added = {f.name for f in payloads.fields}
@@ -68,17 +82,19 @@ class KafkaLogPayloadReader(DataSourceReader):
         :func:`plan_payloads` gave when Spark asked for the schema (None: the user gave it):
         when the schemas loaded now give other column types (a version registered since, or
         plain JSON values with new fields), the reader keeps decoding with ``planned``, whose
-        types the DataFrame declares, and says so."""
+        types the DataFrame declares, and says so (silently when only the order of plain JSON's
+        fields moved)."""
         payloads, every = plan_payloads(options)
         if planned is not None and not every.equals(planned[1]):
-            log.warning(
-                "kafkalog: the payload schemas changed since this DataFrame was created (its "
-                "decoded columns would now be %s; they were %s): it keeps decoding with the "
-                "schemas it was created with, and values written with newer ones are undecodable "
-                "there; read the data again (spark.read...) to get the new columns",
-                _types(every, planned[0]),
-                _types(planned[1], planned[0]),
-            )
+            if _by_name(every) != _by_name(planned[1]):  # else: plain JSON's fields reordered
+                log.warning(
+                    "kafkalog: the payload schemas changed since this DataFrame was created "
+                    "(its decoded columns would now be %s; they were %s): it keeps decoding "
+                    "with the schemas it was created with, and values that do not fit them go "
+                    "through mode; read the data again (spark.read...) for the new columns",
+                    _types(every, planned[0]),
+                    _types(planned[1], planned[0]),
+                )
             payloads, every = planned
         names = match_columns(schema, every, "the kafkalog source with valueFormat/keyFormat")
         added = {f.name for f in payloads.fields}

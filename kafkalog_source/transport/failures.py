@@ -23,6 +23,11 @@ _DENIED = re.compile(
     r"|AuthenticationException|Failed to get token"
     r"|\bHTTP status 40[13]\b|\] 40[13] |\b40[13] (?:Forbidden|Unauthorized)"
 )
+# an object that is not there (any more): a read of an object deleted after it was opened
+_NOT_FOUND = re.compile(
+    r"NO_SUCH_KEY|NoSuchKey|RESOURCE_NOT_FOUND|\bHTTP status 404\b|BlobNotFound|\] 404 "
+    r"|\bNOT_FOUND\b"
+)
 # a host that does not resolve: a wrong endpoint or bucket, not a passing failure
 _NOT_TRANSIENT = re.compile(r"resolve host|curlCode: 6\b|Name or service not known", re.IGNORECASE)
 _TRANSIENT = (
@@ -63,6 +68,15 @@ def access_denied(exc: BaseException) -> bool:
     return bool(_DENIED.search(str(exc)))
 
 
+def not_found(exc: BaseException) -> bool:
+    """Whether ``exc`` says the object does not exist (pyarrow raises ``FileNotFoundError``
+    only when an open finds nothing; a read of an object deleted since comes back as a plain
+    ``OSError`` naming the store's not-found error)."""
+    if isinstance(exc, FileNotFoundError):
+        return True
+    return bool(_NOT_FOUND.search(str(exc))) and not access_denied(exc)
+
+
 def transient(exc: BaseException) -> str | None:
     """What passing failure ``exc`` is ("timeout", "connection", "throttling", "server
     error"), when another attempt may succeed; None when a retry cannot fix it."""
@@ -89,4 +103,4 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-__all__ = ["access_denied", "describe", "store_errors", "transient"]
+__all__ = ["access_denied", "describe", "not_found", "store_errors", "transient"]

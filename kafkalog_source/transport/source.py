@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import logging
 import os
 import threading
@@ -37,7 +38,7 @@ from typing import Any
 from ..errors import AccessDeniedError, FileChangedError, StorageError
 from ..options import STORE_OF_SCHEME, StoreOptions
 from ..redact import redact_uri, scrub
-from .failures import access_denied, describe, store_errors, transient
+from .failures import access_denied, describe, not_found, store_errors, transient
 from .fanout import bounded_map, current_limiter
 from .filesystems import (
     Location,
@@ -289,6 +290,14 @@ class RemoteFileSource(ByteSource):
                 said = scrub(describe(exc), self.store.secrets())
                 if access_denied(exc):
                     raise remote_access_denied(self.location.uri, said, start, end) from exc
+                if hasattr(self, "_file") and (not_found(exc) or self._gone()):
+                    # a read of an object deleted since it was opened: the store answers a GET
+                    # with not found, or with an error its client cannot read (pyarrow's S3
+                    # client: INTERNAL_FAILURE, "Failed to flush response stream"); one HEAD
+                    # tells which
+                    raise FileNotFoundError(
+                        errno.ENOENT, f"object deleted after it was opened ({said})", self._shown
+                    ) from exc
                 kind = transient(exc)
                 if kind is None:
                     raise StorageError(
@@ -318,6 +327,18 @@ class RemoteFileSource(ByteSource):
                 )
                 time.sleep(delay)
                 attempt += 1
+
+    def _gone(self) -> bool:
+        """Whether the object no longer exists (one metadata request; False when that fails
+        too: the read's own error is reported then)."""
+        from pyarrow.fs import FileType
+
+        try:
+            info = self.location.fs.get_file_info(self.location.path)
+        except Exception:  # noqa: BLE001 - the read's error is what the caller reports
+            return False
+        self._count(0)
+        return bool(info.type == FileType.NotFound)
 
     def _fetch(self, pos: int, n: int) -> bytes:
         data = self._retrying(lambda: self._file.read_at(n, pos), pos, pos + n)
