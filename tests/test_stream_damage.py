@@ -380,6 +380,30 @@ def test_a_piece_read_before_its_file_was_deleted_reports_only_the_rest(tmp_path
     assert any(st.skipped for st in more_stats)
 
 
+def test_ignore_missing_files_names_the_offsets_of_a_file_deleted_after_planning(
+    tmp_path: Path,
+) -> None:
+    """A batch read with ignoreMissingFiles skips a segment deleted after planning, as Spark's
+    file sources do, and says which offsets went with it (before: only its bytes)."""
+    from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
+
+    logs = tmp_path / "logs"
+    a = three_segments(logs)
+    opts = parse_options(paths=str(logs), ignoreMissingFiles="true")
+    splits = plan(batch_request(opts))
+    for f in _segment(logs, 10).parent.glob(f"{10:020d}.*"):
+        f.unlink()
+    rows: list[Row] = []
+    st = ReadStats()
+    for split in splits:
+        for batch in read_split(split, opts, output_projection(opts), st):
+            rows += rows_of(batch)
+    assert sorted(rows) == sorted(r for r in a.expected() if not (r[1] == 0 and 10 <= r[2] < 20))
+    assert (st.missing_files, st.missing_offsets, st.unaccounted_bytes) == (1, 10, 0)
+    assert _lost([st]) == list(range(10, 20))
+
+
 # ------------------------------------------------------------------ the last segment
 
 

@@ -43,10 +43,11 @@ class DataLossChecks:
         """The range's file was deleted after the read was planned (retention deleted the
         segment while a stream's micro-batch waited, or a copy was replaced), before it was
         opened or (``opened``: an object in a store, between two ranged reads) after some of it
-        was read. Under the planner's failOnDataLoss: :class:`DataLossError` naming the offsets
-        not read. Otherwise (``ignoreMissingFiles``, or a stream with failOnDataLoss=false:
-        ``rng.deleted_is_loss``) the bytes not read count as a missing file's, the offsets not
-        read (when the plan tells them) as missing with a warning, and the read goes on."""
+        was read. Under the planner's failOnDataLoss (and no ignoreMissingFiles):
+        :class:`DataLossError` naming the offsets not read. Otherwise (``ignoreMissingFiles``,
+        or a stream with failOnDataLoss=false: ``rng.deleted_is_loss``) the bytes not read
+        count as a missing file's, the offsets not read (when the plan tells them) as missing
+        with a warning, and the read goes on."""
         rng, st = self.rng, self.stats
         after = self._prev_last if opened and self._prev_last >= 0 else None
         spans = lost_spans(rng, after)
@@ -56,6 +57,8 @@ class DataLossChecks:
             else f"the offsets in its bytes [{rng.start}, {rng.end})"
         )
         why = "the file was deleted after the read was planned (retention, or the copy replaced)"
+        if self.opts.ignore_missing_files:
+            why = f"ignoreMissingFiles: {why}; skipped it"
         if rng.fail_on_missing and not self.opts.ignore_missing_files:
             raise DataLossError(
                 f"failOnDataLoss: {why}: {what} are lost; set failOnDataLoss=false to count "
@@ -70,7 +73,7 @@ class DataLossChecks:
             st.bytes_total += size
             st.missing_files += rng.counts_file
         st.missing_file_bytes += size
-        report = rng.deleted_is_loss and bool(spans)
+        report = bool(spans)
         message = f"kafkalog: {rng.path}: {why}: {what} are lost"
         st.record(
             ReadEvent("missing file", "deleted", rng.path, rng.start, None, size, message),

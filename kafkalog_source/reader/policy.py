@@ -184,19 +184,6 @@ class CorruptPolicy:
             raw = self._src.read(rs.position, rs.resume - rs.position)
         self._framing_error(rs.exc, rs.position, rs.resume - rs.position, rs.base, raw)
 
-    def _skip_missing_file(self) -> None:
-        """ignoreMissingFiles: the range's file disappeared after planning; count its bytes."""
-        rng, st = self.rng, self.stats
-        st.missing_files += rng.counts_file
-        st.bytes_total += rng.end - rng.start
-        st.missing_file_bytes += rng.end - rng.start
-        message = f"ignoreMissingFiles: {rng.path} disappeared; skipped it"
-        st.record(
-            ReadEvent("missing file", "disappeared", rng.path, None, None, rng.end - rng.start,
-                      message),
-            capped=False,
-        )  # fmt: skip
-
     def _skip_rest_of_file(self, exc: CorruptDataError) -> None:
         """ignoreCorruptFiles: stop reading the range at ``exc``; count the rest of it."""
         st = self.stats

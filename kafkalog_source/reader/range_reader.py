@@ -138,10 +138,7 @@ class RangeReader(
         except FileNotFoundError as exc:
             if rng.end <= rng.start:
                 return  # a range that holds nothing (it carries the plan's missing offsets)
-            if self.opts.ignore_missing_files:
-                self._skip_missing_file()
-                return
-            if rng.deleted_is_loss or rng.fail_on_missing:
+            if self.opts.ignore_missing_files or rng.deleted_is_loss or rng.fail_on_missing:
                 self._deleted_file(exc)  # raises DataLossError under failOnDataLoss
                 return
             raise
