@@ -380,6 +380,23 @@ def test_a_piece_read_before_its_file_was_deleted_reports_only_the_rest(tmp_path
     assert any(st.skipped for st in more_stats)
 
 
+def test_a_micro_batch_ending_inside_a_deleted_segment_loses_only_its_own_offsets(
+    tmp_path: Path,
+) -> None:
+    """The micro-batch ends at offset 15, inside the middle segment (10..19): the planner ends
+    that range at the batch holding 15, so its deletion loses 10..14, not the file's 10..19."""
+    logs = tmp_path / "logs"
+    three_segments(logs)
+    opts = parse_options(paths=str(logs), failOnDataLoss="false")
+    src = StreamSource(opts, stream_fail_on_data_loss(opts))
+    splits = src.plan({P0: 0, ("orders", 1): 0}, {P0: 15, ("orders", 1): 8})
+    for f in _segment(logs, 10).parent.glob(f"{10:020d}.*"):
+        f.unlink()
+    rows, stats = _read_all(src, splits)
+    assert sorted(o for _, p, o, _ in rows if p == 0) == list(range(10))
+    assert _lost(stats) == list(range(10, 15))
+
+
 def test_ignore_missing_files_names_the_offsets_of_a_file_deleted_after_planning(
     tmp_path: Path,
 ) -> None:
