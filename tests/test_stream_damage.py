@@ -421,6 +421,38 @@ def test_ignore_missing_files_names_the_offsets_of_a_file_deleted_after_planning
     assert _lost([st]) == list(range(10, 20))
 
 
+def test_a_deleted_file_in_pieces_does_not_count_the_plans_missing_offsets_again(
+    tmp_path: Path,
+) -> None:
+    """The recovery point says the partition held 0..29, the file holds 0..19 (the planner
+    reports 20..29 missing, once, on the partition's first range); the file, read in four
+    pieces, is deleted: its pieces report 0..19, and 20..29 are not counted a second time."""
+    from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
+
+    logs = tmp_path / "logs"
+    a = Archive(logs)
+    a.append(0, batches=4, per_batch=5)
+    a.sync()
+    (logs / "recovery-point-offset-checkpoint").write_text("0\n1\norders 0 30\n")
+    opts = parse_options(
+        paths=str(logs),
+        ignoreMissingFiles="true",
+        maxPartitionBytes="150",
+        startingOffsets='{"orders": {"0": -2}}',
+        endingOffsets='{"orders": {"0": 30}}',
+    )
+    splits = plan(batch_request(opts))
+    assert sum(len(s.ranges) for s in splits) > 2
+    for f in (logs / "orders-0").glob("*.log"):
+        f.unlink()
+    st = ReadStats()
+    for split in splits:
+        for _ in read_split(split, opts, output_projection(opts), st):
+            pass
+    assert _lost([st]) == list(range(30)) and st.missing_offsets == 30
+
+
 # ------------------------------------------------------------------ the last segment
 
 

@@ -41,6 +41,9 @@ class Extent:
     deleted_is_loss: bool = False  # the request's deleted_is_loss (see SegmentRange)
     # position -> first offset of the v2 batch there, for the batches the cuts start at
     batch_offsets: dict[int, int] = field(default_factory=dict)
+    end_bound: int | None = None  # the offset bound the extent was ended at (end_position)
+    merged: bool = False  # a run of replicas=merge
+    reported: tuple[MissingOffsets, ...] = ()  # what the planner reported for the partition
 
 
 @dataclass
@@ -183,13 +186,17 @@ def _segment_extent(
             start = r.position
             start_header = r.header
     ends_at_time = ts_end is not None and i == ts_end[0] and hi > ts_end[1].last_offset
+    end_bound = None
     if hi < NO_LIMIT and (nxt is None or nxt > hi) and not ends_at_time:
-        end = min(end, p.end_position(hi))
+        bounded = p.end_position(hi)
+        if bounded < end:
+            end, end_bound = bounded, hi
     if start >= end:
         return None
     if start_header is not None and start_header.position != start:
         start_header = None  # read when the extent is cut (packing), not for every segment
     ext = Extent(p, start, end, start_header, b.lo, b.hi, order=0)
+    ext.end_bound = end_bound
     ext.last_segment = i == len(probes) - 1 or base is None
     if ts_start is not None and i == ts_start[0] and start == ts_start[1].position:
         ext.timestamp_start = b.ts_start

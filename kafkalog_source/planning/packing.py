@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..transport.fanout import bounded_map
 from .extents import Extent
 from .request import PlanRequest
-from .splits import NO_LIMIT, SegmentRange
+from .splits import SegmentRange
 
 
 @dataclass(order=True)
@@ -123,18 +123,19 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
         deleted_is_loss=ext.deleted_is_loss,
         start_offset=ext.batch_offsets.get(start),
         end_offset=_end_offset(ext, end),
+        offsets_exact=not ext.merged and seg.snapshot is None,
+        partition_missing=ext.reported,
     )
 
 
 def _end_offset(ext: Extent, end: int) -> int | None:
     """The first offset of the batch at ``end``: where the planner cut the extent there, the
-    batch it read; where the extent itself ends inside its file, the read's upper bound (the
-    planner ends an extent at the batch holding it); None at the end of the file."""
+    batch it read; where the extent itself ends inside its file at an upper offset bound (the
+    planner ends it at the first batch past the bound, pushed filters included), that bound;
+    None otherwise (the end of the file, or an end set by a timestamp rule)."""
     if end != ext.end:
         return ext.batch_offsets.get(end)
-    if end != ext.probe.seg.size and ext.offset_hi != NO_LIMIT and ext.timestamp_end is None:
-        return ext.offset_hi
-    return None
+    return ext.end_bound
 
 
 def max_split_bytes(options: PlanRequest, total_bytes: int) -> int:

@@ -148,6 +148,7 @@ def _plan(
                 for ext in group_extents:  # this read's rules for a file deleted since
                     ext.fail_on_missing = options.fail_on_data_loss
                     ext.deleted_is_loss = options.deleted_is_loss
+                    ext.merged = True
                 if options.offset_gaps == "compacted":
                     lost = []
                 _report(pkey, lost, group, group_extents, options, pruning)
@@ -368,6 +369,8 @@ def _report(
         ext.last_segment = True
         extents.append(ext)
     extents[0].missing = tuple(missing)
+    for ext in extents:
+        ext.reported = tuple(missing)
 
 
 def _warn_unknown_partitions(options: PlanRequest, groups: dict[tuple, list]) -> None:

@@ -107,6 +107,12 @@ class SegmentRange:
     # the file begins), when the planner read them cutting the file; None otherwise.
     start_offset: int | None = None
     end_offset: int | None = None
+    # Whether the plan's offset facts bound what this range's file holds, so a deleted file's
+    # offsets can be told: not for a run of merged replicas (other copies hold the neighbouring
+    # offsets) nor a KRaft snapshot (its offsets are not the log's). And every range of the
+    # partition gets the offsets the planner reported missing (not to count them twice).
+    offsets_exact: bool = True
+    partition_missing: tuple[MissingOffsets, ...] = ()
 
 
 @dataclass(frozen=True)

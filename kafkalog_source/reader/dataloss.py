@@ -156,7 +156,10 @@ class DataLossChecks:
         if not rng.at_file_end:
             if not self.opts.fail_on_data_loss:
                 return
-            head = src.read(rng.end, 17)
+            try:
+                head = src.read(rng.end, 17)
+            except FileNotFoundError:
+                return  # deleted after the range was read whole: the next range reports it
             if len(head) < 17 or head[16] != 2:
                 return  # end of data, or a legacy entry (its first offset is not in its header)
             base = offset_field(head)
@@ -206,6 +209,8 @@ def deleted_offsets(rng: SegmentRange) -> tuple[int, int] | None:
     bound where the planner ended the extent there), or, ending the file, before the next
     file's base offset or the read's upper bound. Records outside the read's bounds count
     neither way."""
+    if not rng.offsets_exact:
+        return None
     tight_start = [rng.start_offset] if rng.start_offset is not None else []
     if rng.start == 0 and rng.segment_base_offset is not None:
         tight_start.append(rng.segment_base_offset)
@@ -227,7 +232,8 @@ def deleted_offsets(rng: SegmentRange) -> tuple[int, int] | None:
 def lost_spans(rng: SegmentRange, after: int | None = None) -> list[tuple[int, int]]:
     """The offsets of ``rng`` lost with its file (:func:`deleted_offsets`), after offset
     ``after`` when some were read, less those the planner already reported missing for the
-    range (``rng.missing``): ``[(first, last), ...]``, empty when they cannot be told."""
+    partition (``rng.partition_missing``): ``[(first, last), ...]``, empty when they cannot be
+    told."""
     span = deleted_offsets(rng)
     if span is None:
         return []
@@ -235,7 +241,7 @@ def lost_spans(rng: SegmentRange, after: int | None = None) -> list[tuple[int, i
     if after is not None:
         first = max(first, after + 1)
     spans = [(first, last)] if first <= last else []
-    for m in rng.missing:
+    for m in (*rng.missing, *rng.partition_missing):
         cut: list[tuple[int, int]] = []
         for a, b in spans:
             if m.last < a or m.first > b:

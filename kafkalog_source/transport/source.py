@@ -290,15 +290,16 @@ class RemoteFileSource(ByteSource):
                 said = scrub(describe(exc), self.store.secrets())
                 if access_denied(exc):
                     raise remote_access_denied(self.location.uri, said, start, end) from exc
-                if hasattr(self, "_file") and (not_found(exc) or self._gone()):
-                    # a read of an object deleted since it was opened: the store answers a GET
-                    # with not found, or with an error its client cannot read (pyarrow's S3
-                    # client: INTERNAL_FAILURE, "Failed to flush response stream"); one HEAD
-                    # tells which
+                # a read of an object deleted since it was opened: the store answers its GET
+                # with not found, or with an error its client cannot read (pyarrow's S3 client:
+                # INTERNAL_FAILURE, "Failed to flush response stream", retried as a server
+                # error); before the read fails for good, one HEAD tells which
+                kind = transient(exc)
+                final = kind is None or attempt >= self.store.retries
+                if hasattr(self, "_file") and (not_found(exc) or (final and self._gone())):
                     raise FileNotFoundError(
                         errno.ENOENT, f"object deleted after it was opened ({said})", self._shown
                     ) from exc
-                kind = transient(exc)
                 if kind is None:
                     raise StorageError(
                         f"read failed ({said}); not retried: not a timeout, a dropped "
@@ -334,7 +335,11 @@ class RemoteFileSource(ByteSource):
         from pyarrow.fs import FileType
 
         try:
-            info = self.location.fs.get_file_info(self.location.path)
+            if self._limiter is None:
+                info = self.location.fs.get_file_info(self.location.path)
+            else:
+                with self._limiter:  # a request like any other: it holds a permit
+                    info = self.location.fs.get_file_info(self.location.path)
         except Exception:  # noqa: BLE001 - the read's error is what the caller reports
             return False
         self._count(0)
