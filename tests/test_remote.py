@@ -271,6 +271,8 @@ def test_an_object_deleted_after_it_was_opened(s3_server) -> None:
     read = [o for b in got for o in b.column("offset").to_pylist()]
     assert read == sorted(read) and st.unaccounted_bytes == 0 and st.missing_file_bytes > 0
     assert st.missing_offsets == 30 - len(read)
+    assert not read  # the first window came after the delete: nothing of it was read,
+    assert (st.missing_files, st.segments) == (1, 0)  # a missing file, not a segment read
     strict = replace(rng, deleted_is_loss=False, fail_on_missing=True)
     with pytest.raises(DataLossError, match="are lost"):
         list(read_range(strict, opts, output_projection(opts), ReadStats(), None, opener))

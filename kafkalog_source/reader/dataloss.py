@@ -68,6 +68,9 @@ class DataLossChecks:
             ) from exc
         if opened:  # its bytes are in bytes_total already: the ones not decoded are lost
             size = max(self._range_total - (self._accounted() - self._accounted0), 0)
+            if after is None and size == self._range_total:  # nothing of it was read
+                st.segments -= rng.counts_file
+                st.missing_files += rng.counts_file
         else:
             size = rng.end - rng.start
             st.bytes_total += size
