@@ -40,7 +40,7 @@ def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]
     try:
         if prev is None and ext.end - cur > max_split // 2:
             prev = p.header(ext.start)  # read only for an extent to cut
-        if prev is not None and prev.magic >= 2 and prev.position == ext.start:
+        if prev is not None and prev.magic >= 2:  # the batch at ext.start
             ext.batch_offsets[ext.start] = prev.base_offset
         while prev is not None and ext.end - cur > max_split // 2:
             cut = ext.start + ((cur - ext.start) // max_split + 1) * max_split

@@ -145,9 +145,7 @@ def _plan(
                 all_probes = [p for _, c in copies for p in c]
                 group = copies[0][1]
                 group_extents, lost = merge_extents(in_merge[gkey], copies, options)
-                for ext in group_extents:  # this read's rules for a file deleted since
-                    ext.fail_on_missing = options.fail_on_data_loss
-                    ext.deleted_is_loss = options.deleted_is_loss
+                for ext in group_extents:
                     ext.merged = True
                 if options.offset_gaps == "compacted":
                     lost = []
@@ -189,6 +187,9 @@ def _plan(
                 group_extents = done[1]
                 for ext in group_extents:
                     ext.order = len(extents)
+                    # this read's failOnDataLoss, and its rule for a file deleted after planning
+                    ext.fail_on_missing = options.fail_on_data_loss
+                    ext.deleted_is_loss = options.deleted_is_loss
                     extents.append(ext)
             if not extents:
                 return []
@@ -242,8 +243,8 @@ def _account(
 ) -> None:
     """Check one partition log against its own evidence (:mod:`.evidence`): raise under
     failOnDataLoss, else warn and hand the missing offsets to the partition's first extent (its
-    reader counts them in ReadStats). Every extent learns the next segment's base offset, where
-    compaction ends and this read's failOnDataLoss, for the reader's own checks; a start past
+    reader counts them in ReadStats). Every extent learns the next segment's base offset and where
+    compaction ends, for the reader's own checks; a start past
     the last batch of a segment that is not the last is checked here (no reader sees it)."""
     ckpt = None
     if pkey is not None:
@@ -258,8 +259,6 @@ def _account(
     for ext in extents:
         ext.next_base_offset = bases.get(id(ext.probe))
         ext.compacted_below = ev.compacted_below
-        ext.fail_on_missing = options.fail_on_data_loss
-        ext.deleted_is_loss = options.deleted_is_loss
     missing = ev.missing
     past = _start_past_data(pkey, group, extents, options, pruning, ev.compacted_below, bases)
     if past is not None:

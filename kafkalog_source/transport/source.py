@@ -266,7 +266,9 @@ class RemoteFileSource(ByteSource):
         self._limiter = current_limiter()  # requests in flight, shared with other sources
         self._pieces: list[tuple[int, bytes]] = []  # fetched ahead (prefetch), by position
         self._pinned = False
-        self._file = self._retrying(lambda: location.fs.open_input_file(location.path), 0, 0)
+        self._file = self._retrying(
+            lambda: location.fs.open_input_file(location.path), 0, 0, opening=True
+        )
         super().__init__(location.uri, self._file.size())
         self._lock = threading.Lock()
         self._count(0)  # the metadata request of the open
@@ -274,9 +276,10 @@ class RemoteFileSource(ByteSource):
         self._seq_end: int | None = None  # None: not sequential
         self._pool: ThreadPoolExecutor | None = None
 
-    def _retrying(self, call: Any, start: int, end: int) -> Any:
+    def _retrying(self, call: Any, start: int, end: int, opening: bool = False) -> Any:
         """``call()``, retried with backoff when it fails in a way a retry can fix; StorageError
-        (AccessDeniedError) naming the error that ended the read otherwise."""
+        (AccessDeniedError) naming the error that ended the read otherwise; a read (not the
+        ``opening`` call) of an object deleted since raises ``FileNotFoundError``."""
         attempt = 0
         while True:
             try:
@@ -296,7 +299,7 @@ class RemoteFileSource(ByteSource):
                 # error); before the read fails for good, one HEAD tells which
                 kind = transient(exc)
                 final = kind is None or attempt >= self.store.retries
-                if hasattr(self, "_file") and (not_found(exc) or (final and self._gone())):
+                if not opening and (not_found(exc) or (final and self._gone())):
                     raise FileNotFoundError(
                         errno.ENOENT, f"object deleted after it was opened ({said})", self._shown
                     ) from exc
