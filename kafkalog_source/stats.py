@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 log = logging.getLogger("kafkalog")
 
 MAX_PROBLEMS = 100  # messages in ``ReadStats.problems`` (the first events')
 MAX_EVENTS = 10_000  # events kept in ``ReadStats.events``; the rest are counted only
 MAX_LOGGED_PER_FILE = 5  # warnings logged per file; the rest are counted, and summed up once
+# The attribute that marks the log record of a read's summary line (see log_summary): a command
+# that sums up several reads itself leaves these out and prints its own.
+SUMMARY_RECORD = "kafkalog_summary"
 
 # Why bytes of a file were not decoded: the ReadStats field that counts each reason.
 SKIP_REASONS = {
@@ -30,8 +34,9 @@ class ReadEvent:
 
     ``kind`` is a key of :data:`SKIP_REASONS` for the skips that are counted there ("malformed",
     "truncated tail", "zero tail", "corrupt file", "missing file"), "missing offsets" (offsets
-    the archive should hold and does not: ``base_offset`` is the first of them), or "missing
-    path" / "swap file" (discovery). ``message`` is the line that is logged.
+    the archive should hold and does not: ``base_offset`` is the first of them and
+    ``last_offset`` the last), or "missing path" / "swap file" (discovery). ``message`` is the
+    line that is logged.
     """
 
     kind: str
@@ -41,6 +46,7 @@ class ReadEvent:
     base_offset: int | None = None  # of the batch, when known
     bytes: int = 0  # bytes not decoded because of it (0 when counted elsewhere or unknown)
     message: str = ""
+    last_offset: int | None = None  # "missing offsets": the last of them
 
     @property
     def detail(self) -> str:
@@ -64,7 +70,8 @@ class ReadStats:
     ``bytes_decoded + sum(skipped_bytes_by_reason().values()) == bytes_total``.
     """
 
-    segments: int = 0
+    segments: int = 0  # files read, each counted once (by the read of its first piece)
+    pieces: int = 0  # ranges read of files that another range counts (a file cut into pieces)
     batches: int = 0
     records: int = 0
     bytes_read: int = 0  # bytes of whole batches the framing scan went over
@@ -184,9 +191,49 @@ class ReadStats:
             or (self.bytes_total and self.unaccounted_bytes)
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The counters and kept events as plain data (JSON), for a report that crosses
+        processes (a Spark task's, see :mod:`kafkalog_source.spark.reports`)."""
+        out: dict[str, Any] = {
+            name: getattr(self, name)
+            for name in self.__dataclass_fields__
+            if name not in ("events", "_logged")
+        }
+        out["events"] = [asdict(e) for e in self.events]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReadStats:
+        """The stats :meth:`to_dict` gave (names it does not know are ignored)."""
+        known = set(cls.__dataclass_fields__) - {"events", "_logged"}
+        stats = cls(**{k: v for k, v in data.items() if k in known})
+        fields = set(ReadEvent.__dataclass_fields__)
+        stats.events = [
+            ReadEvent(**{k: v for k, v in e.items() if k in fields}) for e in data.get("events", [])
+        ]
+        return stats
+
+    def _sources(self) -> str:
+        """``from N segments``; for a read of pieces only (a Spark task whose pieces of a file
+        another task counts), ``from P pieces of segments``."""
+        if self.pieces and not self.segments:
+            n = self.pieces
+            return (
+                f"from {n} piece{'' if n == 1 else 's'} of {'a segment' if n == 1 else 'segments'}"
+            )
+        return f"from {self.segments} segment{'' if self.segments == 1 else 's'}"
+
+    def missing_offset_runs(self) -> list[tuple[str | None, int, int]]:
+        """``(path, first, last)`` of each run of missing offsets kept in the events."""
+        return [
+            (e.path, e.base_offset, e.last_offset if e.last_offset is not None else e.base_offset)
+            for e in self.events_of("missing offsets")
+            if e.base_offset is not None
+        ]
+
     def summary(self) -> str:
         """One line for logs."""
-        parts = [f"{self.records} records in {self.batches} batches from {self.segments} segments"]
+        parts = [f"{self.records} records in {self.batches} batches {self._sources()}"]
         if self.bytes_total:
             parts.append(f"decoded {self.bytes_decoded} of {self.bytes_total} bytes")
         if self.malformed_batches:
@@ -205,7 +252,8 @@ class ReadStats:
             )
         if self.missing_ranges:
             parts.append(
-                f"{self.missing_offsets} offsets missing from the archive in "
+                f"{self.missing_offsets} offset{'' if self.missing_offsets == 1 else 's'} "
+                "missing from the archive in "
                 f"{self.missing_ranges} range{'' if self.missing_ranges == 1 else 's'}"
             )
         if self.undecodable_records:
@@ -228,3 +276,10 @@ class ReadStats:
         if self.unlogged_problems:
             parts.append(f"{self.unlogged_problems} problems not logged")
         return "; ".join(parts)
+
+
+def log_summary(stats: ReadStats) -> None:
+    """Log the summary line of a read that skipped or missed anything (a WARNING marked with
+    :data:`SUMMARY_RECORD`); nothing for a clean read."""
+    if stats.skipped:
+        log.warning("kafkalog: %s", stats.summary(), extra={SUMMARY_RECORD: True})

@@ -331,6 +331,17 @@ def test_short_tail_in_the_last_segment_ends_quietly(tmp_path: Path, caplog) -> 
     assert stats.truncated_tail_bytes == len(data) - 20 - complete
     assert_accounted(stats, tree_size(part))
     assert any("append in progress" in r.getMessage() for r in caplog.records)
+    # the cut batch's header names its offsets: they are missing, which verify reports as an
+    # error (the tail itself is a warning)
+    assert stats.missing_ranges == 1
+    result = run_cli("verify", "--quiet", str(part))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ": warning: byte " in result.stdout and "are missing: the last batch" in result.stdout
+    # fewer bytes than a header that names offsets: nothing says which are missing, the tail
+    # ends the file quietly (as Kafka's reader treats an append in progress)
+    last.write_bytes(data[: complete + 20])
+    rows, stats = read(part)
+    assert stats.truncated_tails == 1 and stats.missing_ranges == 0
     result = run_cli("verify", "--quiet", str(part))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "warning" in result.stdout

@@ -183,11 +183,11 @@ def test_last_segment_cut_short(tmp_path: Path, name: str) -> None:
     assert ".index" in stats.events_of("missing offsets")[0].reason
     with pytest.raises(DataLossError, match="cut short"):
         kl.read_table(str(part), failOnDataLoss=True)
-    # without an index or checkpoint nothing says more was written: a quiet truncated tail,
-    # as Kafka's own reader treats an append in progress
+    # without an index or checkpoint, the cut batch's own header still names its offsets
+    # (its base offset and lastOffsetDelta; a legacy entry its last offset): they are missing
     log.with_suffix(".index").unlink()
     got, stats = read(str(part))
-    assert missing(stats) == [] and stats.truncated_tails == 1
+    assert missing(stats) == [(first_lost, _last_offset(cut))] and stats.truncated_tails == 1
 
 
 def cut_len(e: Entry) -> int:
@@ -230,7 +230,7 @@ def test_real_broker_partition_cut_in_half(tmp_path: Path, keep_index: bool) -> 
     # verify knows what every read knows: the same evidence, an error (exit 1)
     res = run_cli("verify", str(logdir), "--quiet")
     assert res.returncode == 1
-    assert "orders-0: error: offsets 8663..17211 are missing" in res.stdout
+    assert "orders-0: error: offsets 8663..17211 (8549 offsets) are missing" in res.stdout
     assert "recovery-point-offset-checkpoint" in res.stdout
 
 
@@ -249,7 +249,7 @@ def test_real_missing_active_segment_found_by_checkpoints() -> None:
     assert read(str(ARTHUR / "__consumer_offsets-19"), endingOffsets="latest")[0] == got
     res = run_cli("verify", str(ARTHUR / "__consumer_offsets-19"), "--quiet")
     assert res.returncode == 1
-    assert "error: offsets 258527..330478 are missing" in res.stdout
+    assert "error: offsets 258527..330478 (71952 offsets) are missing" in res.stdout
 
 
 # ---------------------------------------------------------------------- checkpoints and rules
@@ -269,7 +269,7 @@ def test_log_start_checkpoint_finds_missing_first_segments(tmp_path: Path) -> No
     assert "log-start-offset-checkpoint" in stats.events_of("missing offsets")[0].reason
     res = run_cli("verify", str(part), "--quiet")
     assert res.returncode == 1
-    assert f"error: offsets 0..{segs[1][1] - 1} are missing" in res.stdout
+    assert f"error: offsets 0..{segs[1][1] - 1} ({segs[1][1]} offsets) are missing" in res.stdout
     assert "log-start-offset-checkpoint" in res.stdout
 
 
@@ -281,7 +281,7 @@ def test_offset_gaps_rule_and_cleaner_checkpoint(tmp_path: Path) -> None:
         f.unlink()
     assert len(missing(read(str(part))[1])) == 1
     res = run_cli("verify", str(part), "--strict", "--quiet")
-    assert res.returncode == 1 and "are in no segment file" in res.stdout
+    assert res.returncode == 1 and "no file holds them" in res.stdout
     assert missing(read(str(part), offsetGaps="compacted")[1]) == []
     kl.read_table(str(part), offsetGaps="compacted", failOnDataLoss=True)  # no raise
     _checkpoint(

@@ -31,6 +31,7 @@ assert V2_HEADER.size == V2_HEADER_SIZE
 V2_CRC_AT = 17  # the CRC-32C, which covers the batch from the attributes on
 V2_CRC_FROM = 21
 V2_ATTRIBUTES_AT = 21
+V2_LAST_OFFSET_DELTA_AT = 23
 V2_PRODUCER_ID_AT = 43
 V2_RECORDS_COUNT_AT = 57
 # from the CRC through recordsCount (the fields a resync checks)
@@ -58,6 +59,26 @@ def size_field(buf: bytes | memoryview, at: int = 0) -> int:
 def offset_field(buf: bytes | memoryview, at: int = 0) -> int:
     """The offset field of the batch at ``buf[at]`` (v2: its base offset)."""
     return int.from_bytes(buf[at : at + 8], "big", signed=True)
+
+
+def header_offsets(head: bytes | memoryview) -> tuple[int | None, int] | None:
+    """The offsets a batch names in its first bytes, before its CRC can vouch for them: a v2
+    batch's ``(base offset, base offset + lastOffsetDelta)`` (27 bytes needed), a legacy
+    entry's ``(None, its offset)`` (the last inner offset of a compressed wrapper; 17 bytes).
+    None when too few bytes are there, or the fields cannot be a batch's (an unknown magic, a
+    negative offset or delta)."""
+    if len(head) < PREFIX_SIZE:
+        return None
+    offset, magic = offset_field(head), head[MAGIC_AT]
+    if offset < 0 or magic > 2:
+        return None
+    if magic < 2:
+        return None, offset
+    at = V2_LAST_OFFSET_DELTA_AT
+    if len(head) < at + 4:
+        return None
+    delta = int.from_bytes(head[at : at + 4], "big", signed=True)
+    return (offset, offset + delta) if delta >= 0 else None
 
 
 def stored_crc(head: bytes | memoryview, magic: int) -> int:

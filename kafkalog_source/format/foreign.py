@@ -71,8 +71,11 @@ _KAFKA_SEGMENTS = (
 )
 
 
+LOOKS_LIKE = "this looks like "  # how every description starts
+
+
 def _sentence(what: str, todo: str) -> str:
-    return f"this looks like {what}, not a Kafka segment: {todo}"
+    return f"{LOOKS_LIKE}{what}, not a Kafka segment: {todo}"
 
 
 def _is_redpanda(head: bytes) -> bool:

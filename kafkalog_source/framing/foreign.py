@@ -13,7 +13,7 @@ base offset absurd (above 2**58), or is a CRC over 57 bytes.
 from __future__ import annotations
 
 from ..errors import CorruptDataError
-from ..format.foreign import HEAD_BYTES, describe_foreign
+from ..format.foreign import HEAD_BYTES, LOOKS_LIKE, describe_foreign
 from ..transport.source import ByteSource
 
 
@@ -21,8 +21,8 @@ def explain_foreign(exc: CorruptDataError, source: ByteSource) -> CorruptDataErr
     """``exc``, the error of a file's first batch (at byte 0), with what the file looks like
     leading its reason when its first bytes tell (the same error class; the base offset, which
     such bytes make meaningless, left out); ``exc`` itself otherwise."""
-    if exc.position != 0:
-        return exc
+    if exc.position != 0 or exc.reason.startswith(LOOKS_LIKE):
+        return exc  # not a first batch, or already told (a tail at byte 0: headers.py)
     try:
         head = source.read(0, min(HEAD_BYTES, source.size))
     except OSError:

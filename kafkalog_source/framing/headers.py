@@ -15,6 +15,7 @@ from ..format.batch import (
     V2_HEADER_SIZE,
 )
 from ..format.batch import PREFIX as _PREFIX
+from ..format.foreign import HEAD_BYTES, describe_foreign
 from ..transport.source import ByteSource, as_source
 
 
@@ -83,6 +84,7 @@ def classify_stop(
                 path,
                 pos,
             )
+        _raise_if_foreign(src, path, pos, end, f"{remaining} stray bytes")
         return Tail("short", pos, remaining)
     offset, size, _, magic = _PREFIX.unpack_from(prefix, 0)
     if size < LEGACY_MIN_SIZE:
@@ -130,4 +132,17 @@ def classify_stop(
         exc = RecordStructureError(problem, path, pos, offset if plausible else None)
         exc.resume_at = true_end  # where the next batch starts, when the CRC says so
         raise exc
+    _raise_if_foreign(src, path, pos, end, runs_past)
     return Tail("truncated", pos, remaining)
+
+
+def _raise_if_foreign(src: ByteSource, path: str, pos: int, end: int, reason: str) -> None:
+    """A file whose first batch would be a truncated tail may not be a Kafka segment at all (a
+    Redpanda segment's little-endian header reads as a batch running past the end): when its
+    first bytes say what it is (:func:`~..format.foreign.describe_foreign`), that is damage at
+    byte 0, as for any other unreadable first batch."""
+    if pos != 0:
+        return
+    note = describe_foreign(bytes(src.read(0, min(HEAD_BYTES, end))))
+    if note is not None:
+        raise RecordStructureError(f"{note} (as a Kafka batch: {reason})", path, 0, None)

@@ -15,7 +15,7 @@ from ..errors import OptionError
 from ..options import ReadOptions, parse_options
 from ..planning.request import pieces_request
 from ..planning.splits import NO_LIMIT, SegmentRange, Split
-from ..stats import ReadStats
+from ..stats import ReadStats, log_summary
 from ..transport.filesystems import using_store
 from . import tuning as knobs
 from .parallel import ordered_batches
@@ -155,8 +155,7 @@ def _ordered_batches(
     finally:
         if ahead is not None:
             ahead.close()
-    if st.skipped:
-        log.warning("kafkalog: %s", st.summary())
+    log_summary(st)
 
 
 def _projection(opts: ReadOptions, columns: list[str] | tuple[str, ...] | None) -> Projection:

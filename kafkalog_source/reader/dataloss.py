@@ -8,7 +8,14 @@ import logging
 import numpy as np
 
 from ..errors import DataLossError, FileChangedError
-from ..format.batch import offset_field
+from ..format.batch import (
+    LOG_OVERHEAD,
+    PREFIX_SIZE,
+    V2_LAST_OFFSET_DELTA_AT,
+    header_offsets,
+    offset_field,
+    size_field,
+)
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAGIC, H_POS
 from ..planning.splits import NO_LIMIT, NO_LOWER, MissingOffsets, SegmentRange
 from ..stats import ReadEvent
@@ -34,6 +41,7 @@ class DataLossChecks:
                     m.first,
                     0,
                     f"kafkalog: {m.message()}",
+                    last_offset=m.last,
                 ),
                 level=logging.DEBUG if logged else logging.WARNING,
                 capped=False,
@@ -70,6 +78,7 @@ class DataLossChecks:
             size = max(self._range_total - (self._accounted() - self._accounted0), 0)
             if after is None and size == self._range_total:  # nothing of it was read
                 st.segments -= rng.counts_file
+                st.pieces -= not rng.counts_file
                 st.missing_files += rng.counts_file
         else:
             size = rng.end - rng.start
@@ -88,6 +97,48 @@ class DataLossChecks:
                 MissingOffsets(rng.topic, rng.partition, a, b, why, rng.path) for a, b in spans
             )
             self._report_missing(lost, logged=False)
+
+    def _truncated_batch_lost(self, src: ByteSource, pos: int, left: int) -> None:
+        """The last segment ends inside its final batch (``left`` bytes from ``pos``) whose
+        header is whole enough to name its offsets: those offsets existed (the broker assigned
+        them) and this copy does not hold them. Under failOnDataLoss (the read's, or the
+        planner's for the partition): :class:`DataLossError`; otherwise they are counted and
+        reported as missing offsets, less those the planner already reported (a cut segment's
+        ``.index`` or checkpoints name them too). A header too short to name them says nothing
+        (only the tail's bytes are counted, as before)."""
+        rng = self.rng
+        named = header_offsets(src.read(pos, V2_LAST_OFFSET_DELTA_AT + 4))
+        if named is None:
+            return
+        first, last = named
+        after = self._prev_last if self._prev_last >= 0 else None
+        if after is None and rng.start == 0 and rng.segment_base_offset is not None:
+            after = rng.segment_base_offset - 1
+        if first is None:  # a legacy entry names its last offset only
+            first = after + 1 if after is not None else last
+        if after is not None:
+            first = max(first, after + 1)
+        first, last = max(first, rng.offset_lo), min(last, rng.offset_hi - 1)
+        spans = unreported(rng, first, last)
+        if not spans:
+            return
+        size = LOG_OVERHEAD + size_field(src.read(pos, PREFIX_SIZE))
+        why = cut_batch_reason(
+            pos, named[0] if named[0] is not None else first, named[1], left, size
+        )
+        if self.opts.fail_on_data_loss or rng.fail_on_missing:
+            a, b = spans[0]
+            raise DataLossError(
+                f"failOnDataLoss: offsets {a}..{b} are missing: {why}; set failOnDataLoss=false "
+                "to read what is there (the missing offsets are then reported)",
+                rng.path,
+                pos,
+                named[0],
+            )
+        lost = tuple(
+            MissingOffsets(rng.topic, rng.partition, a, b, why, rng.path) for a, b in spans
+        )
+        self._report_missing(lost, logged=False)
 
     def _check_gaps(self, table: np.ndarray) -> tuple[int, DataLossError] | None:
         """Consecutive batches must leave no offsets out (checked under failOnDataLoss, above
@@ -201,6 +252,16 @@ class DataLossChecks:
         self._report_missing((lost,), logged=False)
 
 
+def cut_batch_reason(pos: int, first: int, last: int, left: int, size: int) -> str:
+    """Why offsets ``first..last`` are missing when the last batch of the last segment (at byte
+    ``pos``, ``size`` bytes long) is cut ``left`` bytes in: the words every front end uses."""
+    return (
+        f"the last batch of the last segment (byte {pos}) is cut short: its header names "
+        f"offsets {first}..{last}, but the file ends {left:,} bytes into its {size:,} bytes (a "
+        "copy taken while the broker wrote, or a file cut short)"
+    )
+
+
 def deleted_offsets(rng: SegmentRange) -> tuple[int, int] | None:
     """``(first, last)`` of the offsets a range held, from what the plan knows without its
     file; None when either end cannot be told exactly.
@@ -243,6 +304,12 @@ def lost_spans(rng: SegmentRange, after: int | None = None) -> list[tuple[int, i
     first, last = span
     if after is not None:
         first = max(first, after + 1)
+    return unreported(rng, first, last)
+
+
+def unreported(rng: SegmentRange, first: int, last: int) -> list[tuple[int, int]]:
+    """The offsets ``first..last`` less those the planner already reported missing for the
+    partition (``rng.missing``, ``rng.partition_missing``): ``[(first, last), ...]``."""
     spans = [(first, last)] if first <= last else []
     for m in (*rng.missing, *rng.partition_missing):
         cut: list[tuple[int, int]] = []

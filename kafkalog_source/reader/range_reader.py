@@ -144,6 +144,7 @@ class RangeReader(
             raise
         try:
             self.stats.segments += rng.counts_file
+            self.stats.pieces += not rng.counts_file
             yield from self._read(src)
         except FileNotFoundError as exc:
             # an object deleted after it was opened, found by a later ranged read
@@ -328,6 +329,8 @@ class RangeReader(
                 )
             )
             return end
+        if tail.kind == "truncated":
+            self._truncated_batch_lost(src, pos, n)  # raises under failOnDataLoss
         self.stats.truncated_tails += 1
         self.stats.truncated_tail_bytes += n
         what = "an incomplete final batch" if tail.kind == "truncated" else "stray bytes"
