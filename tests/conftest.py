@@ -96,14 +96,49 @@ def require_shared(path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark():
-    """One local SparkSession for the whole test session, configured from conf/."""
+def spark_reports_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the shared SparkSession's Python workers write their warnings and each task its
+    ReadStats (kafkalog_source/spark/reports.py), as under the kafkalog command's Spark."""
+    return tmp_path_factory.mktemp("spark-reports")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_reports_dir: Path):
+    """One local SparkSession for the whole test session, configured from conf/; its workers
+    report to ``spark_reports_dir`` (see the ``spark_reports`` fixture)."""
     pytest.importorskip("pyspark")
+    from kafkalog_source.spark.reports import ENV
     from kafkalog_source.spark.session import local_session
 
+    os.environ[ENV] = str(spark_reports_dir)  # inherited by the JVM and its Python workers
     session = local_session(app_name="kafkalog-tests", master="local[2]")
     yield session
     session.stop()
+
+
+class SparkReports:
+    """The shared SparkSession's worker reports: cleared before a Spark action, read after."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def clear(self) -> None:
+        for f in self.directory.iterdir():
+            f.unlink()
+
+    def read(self) -> tuple[list[str], Any]:
+        """(the warnings the workers logged, the sum of the tasks' ReadStats)."""
+        from kafkalog_source.spark.reports import read_reports
+
+        return read_reports(str(self.directory))
+
+
+@pytest.fixture
+def spark_reports(spark: Any, spark_reports_dir: Path) -> SparkReports:
+    """The shared SparkSession's worker reports, cleared."""
+    reports = SparkReports(spark_reports_dir)
+    reports.clear()
+    return reports
 
 
 # -- object storage: a real S3-compatible server (moto in server mode) on 127.0.0.1 --------------

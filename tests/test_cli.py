@@ -520,15 +520,28 @@ def test_verify_shared_fixtures():
     assert len(lines) == len(expected)
     for line, prefix in zip(lines, expected, strict=True):
         assert line.startswith(prefix) and "crc" in line
-    broker = run_cli(
+    # the fixtures hold copies of one partition (__cluster_metadata-0 of several projects):
+    # refused by verify as by every read, naming them
+    refused = run_cli(
         "verify", "--quiet", "-o", "recursiveFileLookup=true", str(require_shared(BROKER_WRITTEN))
+    )
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.startswith("kafkalog: error: __cluster_metadata-0 is in 5 directories")
+    broker = run_cli(
+        "verify",
+        "--quiet",
+        "-o",
+        "recursiveFileLookup=true",
+        "-o",
+        "replicas=separate",
+        str(require_shared(BROKER_WRITTEN)),
     )
     # every batch of every real broker's copy checks out; one copy left its active segment
     # out (over 4 MiB), and its checkpoints say so: verify reports what a read reports
     (line,) = broker.stdout.splitlines()
     assert broker.returncode == 1
     assert line.endswith(
-        "__consumer_offsets-19: error: offsets 258527..330478 are missing: "
+        "__consumer_offsets-19: error: offsets 258527..330478 (71952 offsets) are missing: "
         "00000000000000000000.log, the last segment, ends at offset 258526, but "
         "recovery-point-offset-checkpoint (330479) and replication-offset-checkpoint (330479) in "
         f"{line.split(' in ', 1)[1].split(' say ')[0]} say the log went on to offset 330478 (the "

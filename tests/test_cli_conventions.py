@@ -295,26 +295,27 @@ def _without_middle_segment(tmp_path: Path) -> Path:
 
 
 def test_verify_reports_a_missing_segment(tmp_path):
+    """A segment file missing between two others: the reader reports its offsets as missing
+    (a warning and ReadStats; DataLossError under failOnDataLoss), and verify says the same
+    thing, in the same words, as an error (exit 1) unless offsetGaps calls it compaction."""
     import kafkalog_source as kl
     from kafkalog_source.errors import DataLossError
 
     logs = _without_middle_segment(tmp_path)
-    later = logs / GAP_DIR / "00000000000000001096.log"
-    gap = (
-        f"{later}: {{}}: offsets 1048..1095 are in no segment file: the previous segment, "
-        "00000000000000001000.log, ends before offset 1048, and this file's name says it starts "
-        "at 1096"
-    )
-    plain = run_cli("verify", str(logs))
-    assert plain.returncode == 0, plain.stdout
-    assert gap.format("warning") in plain.stdout
-    assert plain.stdout.splitlines()[-1].endswith(": 1 warning")
-    strict = run_cli("verify", "--strict", "-q", str(logs))
-    assert strict.returncode == 1
-    assert strict.stdout.splitlines()[0].startswith(gap.format("warning"))
-    lossy = run_cli("verify", "-q", "-o", "failOnDataLoss=true", str(logs))
-    assert lossy.returncode == 1
-    assert lossy.stdout.splitlines()[0].startswith(gap.format("error"))
+    stats = kl.ReadStats()
+    kl.read_table(str(logs), stats=stats)
+    ((path, first, last),) = stats.missing_offset_runs()
+    assert (first, last) == (1048, 1095)
+    (event,) = stats.events_of("missing offsets")
+    plain = run_cli("verify", "-q", str(logs))
+    assert plain.returncode == 1
+    assert plain.stdout.splitlines() == [
+        f"{logs / GAP_DIR}: error: offsets 1048..1095 (48 offsets) are missing: {event.reason}"
+    ]
+    assert "a segment file missing from the copy" in event.reason
+    # compaction, by the rule every read applies
+    compacted = run_cli("verify", "-q", "-o", "offsetGaps=compacted", str(logs))
+    assert (compacted.returncode, compacted.stdout) == (0, "")
     # the reader agrees
     with pytest.raises(DataLossError, match="offsets 1048..1095 are missing"):
         kl.read_table(str(logs), failOnDataLoss="true")
@@ -388,8 +389,25 @@ def test_verify_takes_only_options_that_take_effect(tmp_path):
 
     small = run(str(good), "-o", "maxBatchBytes=1k")  # its batches are larger
     assert small.returncode == 1 and "maxBatchBytes" in small.stdout
-    assert run(str(logs), "-o", "failOnDataLoss=true").returncode == 1
-    assert run(str(logs)).returncode == 0
+    # a missing segment file is loss, unless offsetGaps calls it compaction
+    assert run(str(logs)).returncode == 1
+    assert run(str(logs), "-o", "offsetGaps=compacted").returncode == 0
+    # a gap between two batches of a segment is checked under failOnDataLoss (as by the reader)
+    manifest = json.loads((_samples() / "MANIFEST.json").read_text())
+    b1, b2 = manifest["files"]["magic2-none-0/00000000000000000000.log"]["batches"][1:3]
+    cut = tmp_path / "cut" / "magic2-none-0"
+    cut.mkdir(parents=True)
+    data = (_samples() / "magic2-none-0" / "00000000000000000000.log").read_bytes()
+    (cut / "00000000000000000000.log").write_bytes(data[: b1["position"]] + data[b2["position"] :])
+    assert run(str(cut)).returncode == 0
+    assert run(str(cut), "-o", "failOnDataLoss=true").returncode == 1
+    # copies of one partition are refused, as by every read, unless replicas=separate
+    copies = tmp_path / "copies"
+    for broker in ("b1", "b2"):
+        shutil.copytree(good, copies / broker / "orders-0")
+    refused = run(str(copies / "b1"), str(copies / "b2"))
+    assert refused.returncode == 1 and "orders-0 is in 2 directories" in refused.stderr
+    assert run(str(copies / "b1"), str(copies / "b2"), "-o", "replicas=separate").returncode == 0
     nested = tmp_path / "nested"
     shutil.copytree(good, nested / "a" / "b" / "orders-0")
     assert run(str(nested)).returncode == 1  # nothing found without recursion
@@ -400,9 +418,9 @@ def test_verify_takes_only_options_that_take_effect(tmp_path):
     os.utime(first, (1_000_000, 1_000_000))
     os.utime(last, (3_000_000, 3_000_000))
     before = run(str(logs), "-o", "modifiedBefore=2000000000")
-    assert first.name in before.stdout and last.name not in before.stdout
+    assert f"{first}: " in before.stdout and f"{last}: " not in before.stdout
     after = run(str(logs), "-o", "modifiedAfter=2000000000")
-    assert last.name in after.stdout and first.name not in after.stdout
+    assert f"{last}: " in after.stdout and f"{first}: " not in after.stdout
     missing = run(str(good), str(tmp_path / "nope"), "-o", "ignoreMissingFiles=true")
     assert missing.returncode == 0
     assert f"{tmp_path / 'nope'}: warning: path does not exist" in missing.stdout

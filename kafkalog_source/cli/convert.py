@@ -29,7 +29,6 @@ turned into a local relative one.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -37,9 +36,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..redact import redact_uri
+from ..stats import ReadStats
 from ..transport.filesystems import is_remote, local_path, resolve, scheme_of
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
+from .report import loss_note, print_summary, spark_task_reports
 
 ENGINES = ("spark", "arrow")
 FORMATS = ("parquet",)
@@ -106,15 +107,20 @@ def run(args: argparse.Namespace) -> int:
                 "what earlier runs wrote while the checkpoint says it is done"
             )
         discover(parse_options(options, paths=args.path).replace(allow_empty=True))
-        logging.getLogger("kafkalog").addHandler(logging.NullHandler())
-        rows, batches = convert_stream(
-            args.path, args.out, args.checkpoint, options, args.master, args.verbose,
-            wanted(args.quiet),
-        )  # fmt: skip
+        with spark_task_reports() as reports:
+            try:
+                rows, batches = convert_stream(
+                    args.path, args.out, args.checkpoint, options, args.master, args.verbose,
+                    wanted(args.quiet),
+                )  # fmt: skip
+            finally:
+                stats = reports.print()
+        print_summary(stats)
         if not args.quiet:
             print(
-                f"kafkalog: wrote {args.out} ({rows} new rows in {batches} micro-batch"
-                f"{'' if batches == 1 else 'es'}; checkpoint {args.checkpoint})",
+                f"kafkalog: wrote {redact_uri(args.out)} ({rows} new rows in {batches} "
+                f"micro-batch{'' if batches == 1 else 'es'}; checkpoint "
+                f"{redact_uri(args.checkpoint)}){loss_note(stats)}",
                 file=sys.stderr,
             )
         return 0
@@ -127,16 +133,21 @@ def run(args: argparse.Namespace) -> int:
             f"OUT {out.shown} contains PATH {redact_uri(args.path)}; choose another directory"
         )
     check_out(out, args.mode)
-    logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     if args.engine == "arrow":
-        convert_arrow(args.path, out, options, args.mode, wanted(args.quiet))
+        stats = ReadStats()
+        convert_arrow(args.path, out, options, args.mode, wanted(args.quiet), stats)
     else:
-        convert_spark(
-            args.path, out, options, args.mode, args.master, args.verbose,
-            wanted(args.quiet),
-        )  # fmt: skip
+        with spark_task_reports() as reports:
+            try:
+                convert_spark(
+                    args.path, out, options, args.mode, args.master, args.verbose,
+                    wanted(args.quiet),
+                )  # fmt: skip
+            finally:
+                stats = reports.print()
+    print_summary(stats)
     if not args.quiet:
-        print(summary_line(out.shown, out), file=sys.stderr)
+        print(summary_line(out.shown, out) + loss_note(stats), file=sys.stderr)
     return 0
 
 
@@ -231,9 +242,16 @@ def summary_line(shown: str, out: OutputDir) -> str:
     return f"kafkalog: wrote {shown} ({rows} rows in {n} partition{'' if n == 1 else 's'})"
 
 
-def convert_arrow(path: str, out: OutputDir, options: dict[str, str], mode: str, show: bool) -> int:
+def convert_arrow(
+    path: str,
+    out: OutputDir,
+    options: dict[str, str],
+    mode: str,
+    show: bool,
+    stats: ReadStats | None = None,
+) -> int:
     """Stream the reader's batches into a Hive-partitioned Parquet dataset at ``out`` (local or
-    remote, through its filesystem); return the rows.
+    remote, through its filesystem); return the rows. ``stats`` gets the read's accounting.
 
     Batches from :func:`~kafkalog_source.iter_batches` are gathered into chunks of about
     ``CHUNK_BYTES`` and each chunk goes through one ``write_dataset`` call (its own
@@ -246,12 +264,11 @@ def convert_arrow(path: str, out: OutputDir, options: dict[str, str], mode: str,
     from ..layout.discovery import discover
     from ..options import parse_options
     from ..reader import iter_batches, output_projection
-    from ..stats import ReadStats
 
     opts = parse_options(options, paths=path)
     schema = output_projection(opts).schema
     total = sum(s.size for s in discover(opts))
-    stats = ReadStats()
+    stats = stats if stats is not None else ReadStats()
     progress = Progress("convert", total, show)
     partitioning = ds.partitioning(
         pa.schema([schema.field(name) for name in PARTITION_COLUMNS]), flavor="hive"

@@ -170,7 +170,7 @@ def register(subparsers: Any) -> None:
         "no progress display",
         f"maxBatchBytes=256m (dump uses {', '.join(DUMP_OPTIONS[1:])} too)",
     )
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, reader_warnings=False)
 
 
 def run(args: argparse.Namespace) -> int:

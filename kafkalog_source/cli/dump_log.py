@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from ..errors import CorruptDataError
-from ..format.batch import PREFIX_SIZE, BatchHeader
+from ..format.batch import LOG_OVERHEAD, PREFIX_SIZE, BatchHeader, size_field
 from ..format.names import CONTROL_TYPE_IDS, base_offset_from_name
 from ..framing.headers import Tail
 from ..framing.walk import walk_classified
@@ -207,6 +207,7 @@ class LogDump:
             pending.clear()
 
         walker = walk_classified(src, path, 0, limit)
+        last_offset: int | None = None  # of the last complete batch
         error: CorruptDataError | None = None
         while True:
             try:
@@ -219,6 +220,7 @@ class LogDump:
             if isinstance(item, Tail):
                 tail = item
                 break
+            last_offset = item.last_offset
             if pending and (
                 len(pending) >= seg.CHUNK_BATCHES
                 or item.end - pending[0].position > seg.CHUNK_BYTES
@@ -251,6 +253,8 @@ class LogDump:
                     f"Found {tail.skipped_bytes} invalid bytes at the end of "
                     f"{os.path.basename(path)}"
                 )
+        if tail is not None and tail.kind == "truncated":
+            self._cut_batch(src, path, tail, last_offset)
         if stats is not None:
             for event in stats.events_of("malformed", "corrupt file"):
                 # the message less its "DROPMALFORMED: " / "ignoreCorruptFiles: " prefix
@@ -258,6 +262,28 @@ class LogDump:
                 self.exit_code = max(self.exit_code, EXIT_INCOMPLETE)  # bad data: exit 1
         if pairs:
             self.non_consecutive.append((seg.shown_path(path), pairs))
+
+    def _cut_batch(self, src: ByteSource, path: str, tail: Tail, after: int | None) -> None:
+        """A final batch cut short whose header names its offsets: they are missing, said in
+        the reader's words (:func:`~kafkalog_source.reader.dataloss.cut_batch_reason`)."""
+        from ..format.batch import V2_LAST_OFFSET_DELTA_AT, header_offsets
+        from ..reader.dataloss import cut_batch_reason
+
+        named = header_offsets(src.read(tail.position, V2_LAST_OFFSET_DELTA_AT + 4))
+        if named is None:
+            return
+        first = named[0] if named[0] is not None else (after + 1 if after is not None else named[1])
+        if after is not None:
+            first = max(first, after + 1)
+        if first > named[1]:
+            return
+        size = LOG_OVERHEAD + size_field(src.read(tail.position, PREFIX_SIZE))
+        why = cut_batch_reason(tail.position, first, named[1], tail.skipped_bytes, size)
+        n = named[1] - first + 1
+        self.warn(
+            f"warning: {seg.shown_path(path)}: offsets "
+            f"{first}..{named[1]} ({n} offset{'' if n == 1 else 's'}) are missing: {why}"
+        )
 
     def _batch(self, path: str, h: BatchHeader, valid: bool) -> None:
         ts_type = seg.timestamp_type_name(h)

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with _store_of(args):
+        with _store_of(args), _reader_warnings(args):
             return int(args.run(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("kafkalog: interrupted", file=sys.stderr)
@@ -99,6 +99,17 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"kafkalog: error: {one_line(exc)}", file=sys.stderr)
         return exit_code(exc)
+
+
+def _reader_warnings(args: argparse.Namespace) -> Any:
+    """A context in which the reader's warnings are ``kafkalog: warning:`` lines on stderr
+    (:mod:`.report`), unless the command prints what the reader found itself (``dump``,
+    ``verify``: ``reader_warnings=False`` in their defaults)."""
+    from contextlib import nullcontext
+
+    from .report import warnings_to_stderr
+
+    return warnings_to_stderr() if getattr(args, "reader_warnings", True) else nullcontext()
 
 
 # the options that say how remote stores are reached, besides fs.<store>.<argument>

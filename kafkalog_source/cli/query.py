@@ -22,7 +22,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from ..stats import ReadStats
 from .common import CommandError, add_common_arguments, command_options, non_negative
+from .report import print_summary, spark_task_reports
 from .sqlview import VIEW, unknown_view_hint, views
 
 ENGINES = ("duckdb", "spark")
@@ -108,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "duckdb":
         from .query_duckdb import run_query
 
-        table = run_query(found, args.sql, args.max_rows, wanted(args.quiet))
+        stats = ReadStats()
+        table = run_query(found, args.sql, args.max_rows, wanted(args.quiet), stats)
         print(format_table(table, args.max_rows, args.max_width))
+        print_summary(stats)
         return 0
 
     quiet_python_loggers(verbose=args.verbose)
@@ -117,25 +121,28 @@ def run(args: argparse.Namespace) -> int:
 
     extra = {"spark.ui.showConsoleProgress": "true"} if wanted(args.quiet) else None
     master = args.master or DEFAULT_MASTER
-    spark = local_session("kafkalog-query", master=master, extra_conf=extra)
-    try:
-        if not args.verbose:
-            spark.sparkContext.setLogLevel("OFF")
-        for view in found:
-            reader = spark.read.format("kafkalog").options(**view.options)
-            reader.load(view.paths).createOrReplaceTempView(view.name)
+    with spark_task_reports() as reports:
+        spark = local_session("kafkalog-query", master=master, extra_conf=extra)
         try:
-            result = spark.sql(args.sql)
-        except Exception as e:
-            missing = _missing_table(e)
-            if missing is None:
-                raise
-            hint = unknown_view_hint(missing, [v.name for v in found])
-            raise CommandError(f"{one_line(e).rstrip('.')}. {hint}") from None
-        table = result.limit(args.max_rows + 1).toArrow()
-    finally:
-        spark.stop()
+            if not args.verbose:
+                spark.sparkContext.setLogLevel("OFF")
+            for view in found:
+                reader = spark.read.format("kafkalog").options(**view.options)
+                reader.load(view.paths).createOrReplaceTempView(view.name)
+            try:
+                result = spark.sql(args.sql)
+            except Exception as e:
+                missing = _missing_table(e)
+                if missing is None:
+                    raise
+                hint = unknown_view_hint(missing, [v.name for v in found])
+                raise CommandError(f"{one_line(e).rstrip('.')}. {hint}") from None
+            table = result.limit(args.max_rows + 1).toArrow()
+        finally:
+            spark.stop()
+            stats = reports.print()
     print(format_table(table, args.max_rows, args.max_width))
+    print_summary(stats)
     return 0
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..stats import ReadStats
 from .common import CommandError
 from .sqlview import View, unknown_view_hint
 
@@ -47,8 +48,11 @@ def import_duckdb() -> Any:
     return duckdb
 
 
-def run_query(views: list[View], sql: str, max_rows: int, progress: bool) -> pa.Table:
-    """Run ``sql`` over ``views``; return at most ``max_rows + 1`` rows as an Arrow table."""
+def run_query(
+    views: list[View], sql: str, max_rows: int, progress: bool, stats: ReadStats | None = None
+) -> pa.Table:
+    """Run ``sql`` over ``views``; return at most ``max_rows + 1`` rows as an Arrow table.
+    ``stats`` gets the accounting of every view read (one sum)."""
     duckdb = import_duckdb()
     from ..options import parse_options
     from ..reader import prepare
@@ -74,7 +78,7 @@ def run_query(views: list[View], sql: str, max_rows: int, progress: bool) -> pa.
             used = [n for n in full.names if any(n in s for s in scans)]
             if not used:  # count(*) alone: rows, no values; a constant column is the cheapest
                 used = ["partition" if "partition" in full.names else full.names[0]]
-            reader = prepared[v.name].open(columns=used)
+            reader = prepared[v.name].open(columns=used, stats=stats)
             stream = _full_width(reader, full, captured)
             if len(scans) > 1:  # a stream is read once; this query reads the view several times
                 con.register(v.name, stream.read_all())

@@ -1,39 +1,35 @@
 """``kafkalog verify PATH...``: check an archive of Kafka segments, for backup checks in cron.
 
 PATH is a ``.log`` file, a partition directory or a log directory (as the data source reads
-them). For every segment it checks:
+them). Verify first reads everything selected as every read does (:func:`read_everything`: the
+data source's reader, planned the same way, with ``verifyChecksums=true``,
+``mode=DROPMALFORMED`` and every missing offset reported), and reports what that read found in
+its words: the diagnosis and the totals are the reader's. On top of it, it checks what a read
+does not:
 
-* **CRCs and structure.** The data source's reader decodes every batch the header walk finds
-  (range by range) with ``verifyChecksums=true`` and ``mode=DROPMALFORMED``: every v2 batch
-  CRC-32C, every v0/v1 message CRC-32 (inner messages of compressed wrappers included),
-  decompression and record structure. Each batch it had to skip
-  (:class:`~kafkalog_source.stats.ReadStats`) is an error, reported with the reader's own message
-  (file, byte position, base offset, reason). Bytes after unreadable framing are not decoded.
+* **What the read found.** Each batch the reader skipped (a bad CRC, v0/v1 inner messages
+  included, decompression, record structure, unreadable framing, a damaged length field, after
+  which the reader resumes where the batch's CRC says it ends) is an error with the reader's
+  message (byte position, base offset, reason). Offsets the partition lacks are errors naming the
+  partition directory, the offsets and the evidence (:mod:`~..planning.evidence`: an empty
+  segment that is not the last, a segment file missing between two others, the last segment cut
+  short by its indexes, checkpoints or its cut last batch's own header, ...), with the
+  ``offsetGaps`` rule of reads. Copies of one partition in several directories are refused as
+  every read refuses them (exit 1, naming them), unless ``-o replicas=separate``; a file that is
+  not a Kafka segment fails at byte 0 saying what it looks like.
 * **Offset order.** Within a partition directory, batch by batch across its segments: each v2
   batch's base offset must be above the previous batch's last offset (each legacy entry's offset
-  above the previous one), and record offsets must increase. Gaps are fine (compaction, aborted
-  data, markers); overlaps and steps back are errors. A segment's first offset must not be below
-  the base offset in its file name, and its last offset must be below the next segment's.
-* **Missing offsets.** What every read checks (:mod:`~..planning.evidence`): an empty segment
-  that is not the last, ``.index`` / ``.timeindex`` entries past the last segment's end, and the
-  log directory's checkpoints past the log's end or below its first segment. Each hole is an
-  error naming the partition directory, the offsets and the evidence, with the ``offsetGaps``
-  rule of reads.
-* **Offset gaps between files.** Each segment's base offset (its 20-digit name) must be the
-  previous segment's next offset (its last batch's last offset + 1, or its own base offset when it
-  holds no batch). A gap means offsets in no file: a segment file missing from the copy, or, on a
-  compacted topic, records the cleaner removed. It is a warning (an error with ``--strict``), and
-  an error with ``-o failOnDataLoss=true``, which also makes a gap between two consecutive batches
-  of a segment an error (as the reader's ``failOnDataLoss`` does: v2 batches). A gap between
-  files below the cleaner's checkpoint (any, with ``offsetGaps=compacted``) is compaction, and
-  a gap already reported as missing offsets is not reported twice.
+  above the previous one), and record offsets must increase. Gaps inside a segment are fine
+  (compaction, aborted data, markers) unless ``-o failOnDataLoss=true``, which makes a gap
+  between two consecutive batches of a segment an error (as the reader's ``failOnDataLoss``
+  does: v2 batches); overlaps and steps back are errors. A segment's first offset must not be
+  below the base offset in its file name, and its last offset must be below the next segment's.
 * **Tails.** A truncated final batch, fewer than 17 stray bytes, or a zero-filled tail
   (preallocation, or a crash) is a *warning* in the last segment of a partition (the active
   segment: a copy taken while the broker was writing or after a crash looks like this, and the
-  broker itself recovers it) and an *error* in any other segment (a rolled segment is never
-  written again, so a damaged tail there means a damaged copy). Unreadable framing (a size field
-  below 14 that is not a zero fill, an unknown magic byte, a final batch whose declared size
-  exceeds ``maxBatchBytes``: a damaged length field, not an append) is an error everywhere.
+  broker itself recovers it; the offsets a cut final batch's header names are missing offsets,
+  an error, as above) and an *error* in any other segment (a rolled segment is never written
+  again, so a damaged tail there means a damaged copy).
 * **.index** (SEGMENT_SPEC §5.4): the length is a multiple of 8; entries increase in offset and
   position; each position is the start of a batch; each entry's offset is the last offset of the
   batch at that position *or of a later batch before the next entry's position* (one append may
@@ -54,40 +50,39 @@ allowed, unless ``--strict``), 1 when anything is wrong (a missing path, or a pa
 segment file, included), 2 for usage errors.
 
 Reader options (``-o``): only those that change what verify does are accepted
-(:data:`VERIFY_OPTIONS`): ``maxBatchBytes`` (the decoder's cap), ``failOnDataLoss`` (gaps become
-errors), ``offsetGaps`` (which gaps are compaction), the file selection (``recursiveFileLookup``, ``pathGlobFilter``, ``modifiedBefore``,
-``modifiedAfter``), ``ignoreMissingFiles`` (a missing path becomes a warning) and
-``allowEmpty``. Every other option is a usage error: verify always checks every batch of every
+(:data:`VERIFY_OPTIONS`): ``maxBatchBytes`` (the decoder's cap), ``failOnDataLoss`` (gaps between
+batches become errors), ``offsetGaps`` (which gaps are compaction), ``replicas`` (``separate``:
+check each copy of a partition), the file selection (``recursiveFileLookup``,
+``pathGlobFilter``, ``modifiedBefore``, ``modifiedAfter``), ``ignoreMissingFiles`` (a missing path
+becomes a warning) and ``allowEmpty``. Every other option is a usage error: verify always checks every batch of every
 selected file, whole, with checksums.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator
 from typing import Any
 
-from ..errors import StorageError
-from ..layout.checkpoints import read_log_dir_checkpoints
-from ..layout.discovery import parent_directory, parse_partition_dir
+from ..errors import KafkaLogError, StorageError
+from ..layout.discovery import parent_directory
 from ..layout.files import open_source
-from ..planning.evidence import partition_evidence
-from ..planning.probe import SegmentProbe
-from ..planning.splits import NO_LOWER, MissingOffsets
-from . import segments as seg
+from ..stats import ReadEvent, ReadStats
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 from .verify_indexes import check_offset_index, check_time_index, check_txn_index
 from .verify_log import (
+    ROW_COLUMNS,
     PartitionState,
+    RowFacts,
     SegmentReport,
     check_batch_gaps,
     check_batch_offsets,
     check_record_offsets,
-    read_rows,
+    collect_rows,
+    holes_of,
+    report_events,
     walk_segment,
 )
 
@@ -101,6 +96,7 @@ VERIFY_OPTIONS = (
     "remoteRetries",
     "failOnDataLoss",
     "offsetGaps",
+    "replicas",
     "recursiveFileLookup",
     "pathGlobFilter",
     "modifiedBefore",
@@ -108,6 +104,16 @@ VERIFY_OPTIONS = (
     "ignoreMissingFiles",
     "allowEmpty",
 )
+# How verify's read is made, whatever the options: every batch decoded with its checksum, a
+# bad one skipped and reported, control records and metadata for the checks, and every missing
+# offset reported rather than raised (failOnDataLoss only adds verify's own gap checks).
+READ_OPTIONS = {
+    "verifyChecksums": "true",
+    "mode": "DROPMALFORMED",
+    "includeControlRecords": "true",
+    "includeMetadata": "true",
+    "failOnDataLoss": "false",
+}
 
 
 def register(subparsers: Any) -> None:
@@ -116,10 +122,11 @@ def register(subparsers: Any) -> None:
         "verify",
         help="check CRCs, offsets, indexes and tails of segment files (exit 1 on problems)",
         description=(
-            "Check every segment under PATH: CRCs and record structure (with the data "
-            "source's decoder), offset order, .index/.timeindex/.txnindex against the log, "
-            "truncated or zero-filled tails. Prints problems, one summary line per segment and "
-            "a total. Exit 0 when clean, 1 when anything is wrong (or PATH is missing or holds no "
+            "Check every segment under PATH: the data source's read of it (CRCs, record "
+            "structure, missing offsets, copies of one partition, files that are not segments), "
+            "offset order, .index/.timeindex/.txnindex against the log, truncated or "
+            "zero-filled tails. Prints problems, one summary line per segment and a total. "
+            "Exit 0 when clean, 1 when anything is wrong (or PATH is missing or holds no "
             "segment file), 2 for usage errors."
         ),
     )
@@ -130,14 +137,15 @@ def register(subparsers: Any) -> None:
         "print only the problems",
         f"failOnDataLoss=true; verify takes {', '.join(VERIFY_OPTIONS)}",
     )
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, reader_warnings=False)
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify every segment under the paths; print problems and summaries."""
+    import logging
+
     from ..layout.discovery import discover, segment_bases
     from ..options import parse_options
-    from ..stats import ReadStats
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     for item in args.option:
@@ -146,8 +154,11 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"verify: option {key!r} is fixed by the command")
     extra = command_options(args.option, "verify", VERIFY_OPTIONS)
     selection = parse_options(extra, paths=list(args.paths))
-    cap = {k: v for k, v in extra.items() if k.lower() == "maxbatchbytes"}
-    options = seg.reader_options(True, "DROPMALFORMED", **cap)
+    if selection.replicas == "merge":
+        raise CommandError(
+            "verify: replicas=merge reads one copy of each offset; verify checks every copy: "
+            "use replicas=separate"
+        )
     found_stats = ReadStats()
     # A missing path, or a path with no segment file, fails here (exit 1) unless
     # ignoreMissingFiles / allowEmpty; the missing paths skipped become warnings.
@@ -166,19 +177,24 @@ def run(args: argparse.Namespace) -> int:
     totals.warnings += skipped
     for line in skipped:
         out.write(line + "\n")
-    done = 0
+    stats = ReadStats()
+    facts: dict[str, RowFacts] = {}
     try:
+        stopped = read_everything(args.paths, extra, stats, facts, progress, total_bytes)
+        by_path: dict[str, list[ReadEvent]] = {}
+        for e in stats.events:
+            by_path.setdefault(e.path or "", []).append(e)
+        if stopped is not None:
+            where = getattr(stopped, "path", None) or "verify"
+            totals.error(where, f"the read stopped: {stopped}")
+            out.write(totals.errors[-1] + "\n")
+        done = 0
         for directory, segs in groups.items():
+            for line in _missing_lines(directory, stats):
+                totals.errors.append(line)
+                out.write(line + "\n")
             later = segment_bases(directory, selection.store)
-            missing, compacted_below = partition_report(
-                directory, segs, selection.offset_gaps, later
-            )
-            for m in missing:
-                totals.error(directory, f"offsets {m.first}..{m.last} are missing: {m.reason}")
-                out.write(totals.errors[-1] + "\n")
             state = PartitionState()
-            previous: SegmentReport | None = None
-            previous_base: int | None = None
             for i, s in enumerate(segs):
                 if s.base_offset is not None:
                     nxt = [b for b in later if b > s.base_offset]
@@ -192,27 +208,15 @@ def run(args: argparse.Namespace) -> int:
                     next_base,
                     is_last,
                     state,
-                    options,
+                    facts.get(s.path, RowFacts()),
+                    by_path.get(s.path, []),
                     progress,
-                    done,
+                    (total_bytes + done) // 2,
                     selection.fail_on_data_loss,
                 )
-                if previous is not None and previous_base is not None and s.base_offset is not None:
-                    before = [b for b in later if b < s.base_offset]
-                    if before and before[-1] == previous_base:  # its neighbour in the directory
-                        _check_gap_between_files(
-                            previous,
-                            s.base_offset,
-                            report,
-                            selection.fail_on_data_loss,
-                            compacted_below,
-                            missing,
-                        )
-                previous, previous_base = report, s.base_offset
                 done += s.size
                 progress.close()
-                lines = report.errors + report.warnings
-                for line in lines:
+                for line in report.errors + report.warnings:
                     out.write(line + "\n")
                 if not args.quiet:
                     out.write(_summary(report.path, report) + "\n")
@@ -238,49 +242,59 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if bad else EXIT_OK
 
 
-def partition_report(
-    directory: str, segs: list[Any], rule: str, bases: list[int] | None = None
-) -> tuple[list[MissingOffsets], int]:
-    """What the partition's own evidence says is missing (the check every read makes:
-    :func:`~..planning.evidence.partition_evidence`), and the offset below which gaps are
-    compaction by the ``offsetGaps`` rule."""
-    key = parse_partition_dir(directory.rstrip("/").rsplit("/", 1)[-1])
-    ckpt = read_log_dir_checkpoints(parent_directory(directory)) if key is not None else None
-    probes = [SegmentProbe(s) for s in sorted(segs, key=lambda s: s.base_offset or 0)]
-    try:
-        ev = partition_evidence(key, probes, ckpt, rule, bases)
-    finally:
-        for p in probes:
-            p.close()
-    return ev.missing, ev.compacted_below
+def read_everything(
+    paths: list[str],
+    extra: dict[str, str],
+    stats: ReadStats,
+    facts: dict[str, RowFacts],
+    progress: Progress,
+    total_bytes: int,
+) -> BaseException | None:
+    """The data source's read of every selected segment, planned as every read is (the
+    partition's evidence of missing offsets, copies of one partition, the last segment of each),
+    with :data:`READ_OPTIONS`: its rows folded into ``facts`` per segment and its accounting in
+    ``stats``. Returns the error that stopped the read midway (the rest is then unread), or
+    None; an error before anything was read (bad options, copies of one partition refused)
+    is raised."""
+    from ..reader import iter_batches
 
-
-def _check_gap_between_files(
-    previous: SegmentReport,
-    base: int,
-    report: SegmentReport,
-    fail_on_data_loss: bool,
-    compacted_below: int = NO_LOWER,
-    missing: Sequence[MissingOffsets] = (),
-) -> None:
-    """The segment's name (base offset) must be the previous segment's next offset; a gap below
-    the cleaner's checkpoint (``offsetGaps``) is compaction, and one the partition's evidence
-    already reported is not reported twice."""
-    after = previous.next_offset
-    if after is None or base <= after:
-        return  # an overlap is reported by the batch offset checks
-    if base - 1 < compacted_below or any(m.first <= after and base - 1 <= m.last for m in missing):
-        return
-    message = (
-        f"offsets {after}..{base - 1} are in no segment file: the previous segment, "
-        f"{os.path.basename(previous.path)}, ends before offset {after}, and this file's name "
-        f"says it starts at {base} (a segment file missing from the copy, or records removed by "
-        "compaction)"
+    options = {**extra, **READ_OPTIONS}
+    batches = iter_batches(
+        paths[0] if len(paths) == 1 else list(paths),
+        stats=stats,
+        columns=ROW_COLUMNS,
+        **options,
     )
-    if fail_on_data_loss:
-        report.error(report.path, message + "; failOnDataLoss")
-    else:
-        report.warning(report.path, message)
+
+    def shown(it: Iterator[Any]) -> Iterator[Any]:
+        for rb in it:
+            yield rb
+            progress.update(min(stats.bytes_read, total_bytes) // 2)
+
+    try:
+        collect_rows(shown(batches), facts)
+    except (KafkaLogError, OSError) as exc:
+        if not stats.bytes_total and not facts:
+            raise
+        return exc
+    return None
+
+
+def _missing_lines(directory: str, stats: ReadStats) -> list[str]:
+    """The reader's missing offsets of the partition in ``directory`` (their events name the
+    file that should hold them), as verify's errors, in the reader's words."""
+    lines = []
+    for e in stats.events_of("missing offsets"):
+        if e.path is None or parent_directory(e.path) != directory or e.base_offset is None:
+            continue
+        first = e.base_offset
+        last = e.last_offset if e.last_offset is not None else first
+        n = last - first + 1
+        lines.append(
+            f"{directory}: error: offsets {first}..{last} ({n} offset{'' if n == 1 else 's'}) "
+            f"are missing: {e.reason}"
+        )
+    return lines
 
 
 def _count(n: int, noun: str, plural: str | None = None) -> str:
@@ -311,35 +325,36 @@ def verify_segment(
     next_base: int | None,
     is_last: bool,
     state: PartitionState,
-    options: Any,
+    rows: RowFacts,
+    events: list[ReadEvent],
     progress: Progress,
     done: int,
     fail_on_data_loss: bool = False,
 ) -> SegmentReport:
-    """Check one segment and its index files; ``state`` carries the partition's last offsets."""
+    """Check one segment and its index files against what the reader found in it (``rows``,
+    ``events``); ``state`` carries the partition's last offsets."""
     report = SegmentReport(path)
+    report_events(path, events, is_last, report)
     try:
         src = open_source(path)
     except OSError as e:
-        report.error(
-            path, f"cannot open: {e.reason if isinstance(e, StorageError) else e.strerror}"
-        )
+        if not any(ev.kind == "missing file" for ev in events):
+            report.error(
+                path, f"cannot open: {e.reason if isinstance(e, StorageError) else e.strerror}"
+            )
         return report
     try:
         size = src.size
         report.size = size
-        headers, walk_end = walk_segment(
-            src, path, size, is_last, report, progress, done, options.max_batch_bytes
-        )
+        headers, walk_end = walk_segment(src, path, size, holes_of(events), report, progress, done)
     finally:
         src.close()
     report.batches = len(headers)
+    report.records = rows.count
     report.next_offset = headers[-1].last_offset + 1 if headers else base
     flagged = check_batch_offsets(path, headers, base, next_base, state, report)
     if fail_on_data_loss:
         check_batch_gaps(path, headers, flagged, report)
-    rows = read_rows(path, headers, state, options, report, progress, done)
-    report.records = rows.count
     check_record_offsets(path, rows, headers, base, flagged, state, report)
     if base is not None and path.endswith(".log"):
         stem = path[: -len(".log")]

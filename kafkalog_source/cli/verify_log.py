@@ -1,21 +1,21 @@
-"""``kafkalog verify``, the log checks of one segment: the batch header walk and its tail, batch
-and record offsets, and the reader's decode (CRCs and structure). The checks are specified in
-:mod:`.verify`; the index checks are in :mod:`.verify_indexes`."""
+"""``kafkalog verify``, the log checks of one segment: what the reader found in it (its events and
+its rows, :func:`collect_rows`), the batch header walk around what the reader skipped, batch and
+record offsets. The checks are specified in :mod:`.verify`; the index checks are in
+:mod:`.verify_indexes`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptDataError, StorageError
 from ..format.batch import BatchHeader
-from ..framing.headers import Tail
-from ..framing.walk import walk_classified
+from ..framing.walk import HeaderWalk
+from ..stats import ReadEvent
 from ..transport.source import ByteSource
-from . import segments as seg
 from .progress import Progress
 
 LISTED = 20  # problems of one kind listed per file; the rest are counted
@@ -55,55 +55,88 @@ def walk_segment(
     src: ByteSource,
     path: str,
     size: int,
-    is_last: bool,
+    holes: list[tuple[int, int]],
     report: SegmentReport,
     progress: Progress,
     done: int,
-    max_batch_bytes: int | None = None,
 ) -> tuple[list[BatchHeader], int]:
-    """Every batch header (framing layer), and the tail; returns the headers and where they end.
-    A tail that cannot be an append in progress (too big, not a batch, not the last segment)
-    is unreadable framing, an error."""
+    """Every batch header of the segment (framing layer), around ``holes``: the byte spans
+    ``[start, end)`` the reader skipped in it (malformed batches, with the end the reader
+    resumed at after a damaged length field; tails). Where the walk stops inside a hole it
+    goes on at the hole's end, as the reader did; a header that starts inside a hole (framed
+    from bytes the reader found damaged) is left out. Returns the headers and where the last
+    of them ends. A stop that no hole explains is unreadable framing the reader did not report
+    (an error)."""
     headers: list[BatchHeader] = []
     end = 0
-    try:
-        for item in walk_classified(src, path, 0, size, is_last, max_batch_bytes):
-            if isinstance(item, Tail):
-                _tail(path, item, is_last, report)
-                break
-            headers.append(item)
-            end = item.end
+    pos = 0
+    spans = sorted(holes)
+    while pos < size:
+        walk: HeaderWalk[BatchHeader] = HeaderWalk(src, pos, size)
+        for h in walk:
+            if any(a < h.position < b for a, b in spans):
+                continue
+            headers.append(h)
+            end = h.end
             progress.update(done + end // 2)
-    except CorruptDataError as exc:
-        at = exc.position if exc.position is not None else end
-        report.error(
-            path,
-            f"byte {at}: unreadable batch framing ({exc.reason}); the last {size - at} bytes "
-            "of the file cannot be walked",
-        )
+        stop = walk.stop
+        if stop is None or stop.position >= walk.end:
+            break
+        hole = next(((a, b) for a, b in spans if a <= stop.position < b), None)
+        if hole is None:
+            report.error(
+                path,
+                f"byte {stop.position}: unreadable batch framing; the last "
+                f"{size - stop.position} bytes of the file cannot be walked",
+            )
+            break
+        pos = hole[1]
     return headers, end
 
 
-def _tail(path: str, tail: Tail, is_last: bool, report: SegmentReport) -> None:
-    if tail.kind == "clean":
-        return
-    what = {
-        "truncated": "a truncated final batch",
-        "zeros": "a zero-filled tail",
-        "short": "stray bytes too short for a batch header",
-    }[tail.kind]
-    if is_last:
-        report.warning(
-            path,
-            f"byte {tail.position}: {what} ({tail.skipped_bytes} bytes) in the last segment "
-            "(an active segment copied mid-write, preallocated, or left by a crash)",
-        )
-    else:
-        report.error(
-            path,
-            f"byte {tail.position}: {what} ({tail.skipped_bytes} bytes) in a segment that is not "
-            "the last of its partition",
-        )
+# What the reader skipped in a file: the event kinds that are spans of its bytes.
+HOLE_KINDS = ("malformed", "truncated tail", "zero tail", "corrupt file")
+
+
+def holes_of(events: list[ReadEvent]) -> list[tuple[int, int]]:
+    """The byte spans of a file the reader did not decode, from its events."""
+    return [
+        (e.position, e.position + e.bytes)
+        for e in events
+        if e.kind in HOLE_KINDS and e.position is not None and e.bytes > 0
+    ]
+
+
+def report_events(path: str, events: list[ReadEvent], is_last: bool, report: SegmentReport) -> None:
+    """What the reader found in one file, as verify's lines: each malformed batch, a file it
+    stopped reading, a file gone, an error; a tail (a truncated final batch, stray bytes, a zero
+    fill) is a warning in the last segment of a partition and an error in any other (a rolled
+    segment is never written again, so a damaged tail there means a damaged copy)."""
+    malformed = [e for e in events if e.kind == "malformed"]
+    for e in malformed[:_LISTED_MALFORMED]:
+        report.error(path, e.detail)  # the reader's message, less the path
+    if len(malformed) > _LISTED_MALFORMED:
+        report.error(path, f"{len(malformed) - _LISTED_MALFORMED} more malformed batches")
+    for e in events:
+        if e.kind in ("corrupt file", "missing file"):
+            report.error(path, e.message.split(": ", 1)[-1] if e.message else e.reason)
+        elif e.kind in ("truncated tail", "zero tail"):
+            what = {
+                "zero-filled tail": "a zero-filled tail",
+                "stray bytes": "stray bytes too short for a batch header",
+            }.get(e.reason, "a truncated final batch")
+            if is_last:
+                report.warning(
+                    path,
+                    f"byte {e.position}: {what} ({e.bytes} bytes) in the last segment "
+                    "(an active segment copied mid-write, preallocated, or left by a crash)",
+                )
+            else:
+                report.error(
+                    path,
+                    f"byte {e.position}: {what} ({e.bytes} bytes) in a segment that is not the "
+                    "last of its partition",
+                )
 
 
 def check_batch_offsets(
@@ -185,79 +218,68 @@ class RowFacts:
     per_batch: dict[int, tuple[int, int]] = field(default_factory=dict)
     # records whose offset does not exceed the previous record's: (batch position, offset, prev)
     out_of_order: list[tuple[int, int, int]] = field(default_factory=list)
+    first: tuple[int, int] | None = None  # (batch position, offset) of the first record
     last_offset: int | None = None
 
+    def add(self, offsets: np.ndarray, stamps: np.ndarray, positions: np.ndarray, rb: Any) -> None:
+        """Fold in rows of this segment (in file order): offsets, timestamps in ms (-1 for
+        none), batch positions, and the record batch (for its control column)."""
+        import pyarrow.compute as pc
 
-def read_rows(
-    path: str,
-    headers: list[BatchHeader],
-    state: PartitionState,
-    options: Any,
-    report: SegmentReport,
-    progress: Progress,
-    done: int,
-) -> RowFacts:
-    """Decode the segment with the data source's reader, range by range; its skipped batches
-    become errors. Record offsets are checked on the way (they must increase)."""
+        n = len(offsets)
+        if not n:
+            return
+        if self.first is None:
+            self.first = (int(positions[0]), int(offsets[0]))
+        before = np.empty(n, np.int64)
+        before[0] = self.last_offset if self.last_offset is not None else offsets[0] - 1
+        before[1:] = offsets[:-1]
+        for i in np.flatnonzero(offsets <= before)[:1000].tolist():
+            self.out_of_order.append((int(positions[i]), int(offsets[i]), int(before[i])))
+        self.last_offset = int(offsets[-1])
+        starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
+        maxima = np.maximum.reduceat(stamps, starts)
+        for p, o, m in zip(
+            positions[starts].tolist(), offsets[starts].tolist(), maxima.tolist(), strict=True
+        ):
+            seen = self.per_batch.get(p)
+            self.per_batch[p] = (o, m) if seen is None else (seen[0], max(seen[1], m))
+        control = rb.column("control")
+        if control.null_count < n:
+            types = pc.struct_field(control, [0]).to_pylist()
+            self.aborts.update(
+                o for o, t in zip(offsets.tolist(), types, strict=True) if t == "ABORT"
+            )
+        self.count += n
+
+
+# The reader's columns verify needs.
+ROW_COLUMNS = ("offset", "timestamp", "batchPosition", "control", "segmentPath")
+
+
+def collect_rows(batches: Iterator[Any], facts: dict[str, RowFacts]) -> None:
+    """Fold the reader's record batches (:data:`ROW_COLUMNS`) into ``facts``, per segment."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..stats import ReadStats
-
-    stats = ReadStats()
-    rows = RowFacts()
-    prev = state.last_record if state.last_record is not None else np.iinfo(np.int64).min
-    columns = ("offset", "timestamp", "batchPosition", "control")
-    half = headers[-1].end // 2 if headers else 0
-    try:
-        for chunk in seg.chunks(headers):
-            start, end = chunk[0].position, chunk[-1].end
-            for rb in seg.read_rows(path, start, end, columns, options, stats):
-                n = rb.num_rows
-                if not n:
-                    continue
-                offsets = rb.column(0).to_numpy()
-                stamps = pc.fill_null(rb.column(1).cast(pa.int64()), -1000).to_numpy() // 1000
-                positions = rb.column(2).to_numpy()
-                before = np.empty(n, np.int64)
-                before[0] = prev
-                before[1:] = offsets[:-1]
-                for i in np.flatnonzero(offsets <= before)[:1000].tolist():
-                    rows.out_of_order.append((int(positions[i]), int(offsets[i]), int(before[i])))
-                prev = int(offsets[-1])
-                starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
-                maxima = np.maximum.reduceat(stamps, starts)
-                for p, o, m in zip(
-                    positions[starts].tolist(),
-                    offsets[starts].tolist(),
-                    maxima.tolist(),
-                    strict=True,
-                ):
-                    seen = rows.per_batch.get(p)
-                    rows.per_batch[p] = (o, m) if seen is None else (seen[0], max(seen[1], m))
-                control = rb.column(3)
-                if control.null_count < n:
-                    types = pc.struct_field(control, [0]).to_pylist()
-                    rows.aborts.update(
-                        o for o, t in zip(offsets.tolist(), types, strict=True) if t == "ABORT"
-                    )
-                rows.count += n
-            progress.update(done + half + end // 2)
-    except CorruptDataError as exc:
-        report.error(path, f"the reader stopped: {exc}")
-    except OSError as e:
-        report.error(
-            path, f"cannot read: {e.reason if isinstance(e, StorageError) else e.strerror or e}"
-        )
-    if rows.count:
-        rows.last_offset = prev
-    listed = stats.events_of("malformed")[:_LISTED_MALFORMED]
-    for event in listed:
-        report.error(path, event.detail)  # the reader's message, less the path
-    shown = len(listed)
-    if stats.malformed_batches > shown:
-        report.error(path, f"{stats.malformed_batches - shown} more malformed batches")
-    return rows
+    for rb in batches:
+        n = rb.num_rows
+        if not n:
+            continue
+        offsets = rb.column("offset").to_numpy()
+        stamps = pc.fill_null(rb.column("timestamp").cast(pa.int64()), -1000).to_numpy() // 1000
+        positions = rb.column("batchPosition").to_numpy()
+        paths = rb.column("segmentPath")
+        # a record batch holds one range's rows: one file, unless a runs boundary says more
+        cuts = [0, n]
+        if paths[0] != paths[n - 1] or pc.count_distinct(paths).as_py() > 1:
+            same = pc.equal(paths.slice(1), paths.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            cuts = [0, *(np.flatnonzero(~same) + 1).tolist(), n]
+        for a, b in pairwise(cuts):
+            path = paths[a].as_py()
+            facts.setdefault(path, RowFacts()).add(
+                offsets[a:b], stamps[a:b], positions[a:b], rb.slice(a, b - a)
+            )
 
 
 def check_record_offsets(
@@ -284,6 +306,18 @@ def check_record_offsets(
             )
     if listed > LISTED:
         report.error(path, f"{listed - LISTED} more records out of offset order")
+    if (
+        rows.first is not None
+        and state.last_record is not None
+        and rows.first[1] <= state.last_record
+    ):
+        pos, first = rows.first
+        if pos not in flagged:
+            report.error(
+                path,
+                f"byte {pos}: record offset {first} does not follow the previous record's "
+                f"offset {state.last_record} (offsets must increase)",
+            )
     if rows.last_offset is not None:
         state.last_record = rows.last_offset
     if headers and base is not None and headers[0].magic < 2:

@@ -87,6 +87,7 @@ from ..planning.pruning import Pruning
 from ..planning.request import batch_request
 from .filters import pruning_from_filters
 from .partitions import SplitPartition, read_partition
+from .reports import capture
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -116,6 +117,7 @@ class KafkaLogDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
+        capture()  # in a kafkalog command's local Spark, its warnings go to the command
         # Parse once, here, on the driver: a bad option fails before any task is planned.
         given = {k: v for k, v in self.options.items() if k.lower() not in SPARK_TABLE_KEYS}
         self.read_options: ReadOptions = parse_options(given)

@@ -16,8 +16,14 @@ from ..arrow.schema import Projection
 from ..options import ReadOptions
 from ..planning.splits import Split
 from ..stats import ReadStats
+from .reports import capture, write_stats
 
 log = logging.getLogger("kafkalog")
+
+# Every Python worker that plans or reads this source imports this module (Spark unpickles the
+# reader and its partitions there): in a kafkalog command's local Spark, its warnings go to
+# the command from the start (spark/reports.py).
+capture()
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ def read_partition(
         return
     from ..reader import read_split  # numba and the kernels: executors only, not planning
 
+    reporting = capture()  # a kafkalog command's local Spark: it prints the reports
     stats = ReadStats()
     batches = read_split(partition.split, options, projection, stats)
     if then is not None:
@@ -50,7 +57,10 @@ def read_partition(
         if rename is not None:
             batch = pa.RecordBatch.from_arrays(batch.columns, schema=rename)
         yield batch
-    log_summary(partition.split, stats)
+    if reporting:
+        write_stats(stats)
+    else:
+        log_summary(partition.split, stats)
     _freeze_worker_heap()
 
 

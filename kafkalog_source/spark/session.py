@@ -93,8 +93,16 @@ def _python_path_for_workers() -> None:
 def local_session(
     app_name: str, master: str = "local[2]", extra_conf: dict | None = None
 ) -> SparkSession:
-    """Build (or reuse) a local SparkSession with kafkalog's settings and the source registered."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    """Build (or reuse) a local SparkSession with kafkalog's settings and the source registered.
+
+    Spark starts its Python workers (the one that looks data sources up among them) with
+    ``PYSPARK_PYTHON``, else the ``python3`` on ``PATH``: a job run as ``.venv/bin/python job.py``
+    without the virtual environment on ``PATH`` would get another Python, without kafkalog
+    (``[DATA_SOURCE_NOT_FOUND]``). So the workers get this process's Python, unless
+    ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` names one."""
+    conf = session_conf(extra_conf)
+    if "spark.pyspark.python" not in conf:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     _python_path_for_workers()
 
     from pyspark.sql import SparkSession
@@ -102,7 +110,7 @@ def local_session(
     from .datasource import KafkaLogDataSource
 
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in session_conf(extra_conf).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     # Spark auto-discovers the source through the pyspark_kafkalog module when it is importable
