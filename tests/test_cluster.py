@@ -188,6 +188,13 @@ def run_cluster_job(tmp_path: Path, reads: dict[str, Any]) -> tuple[dict[str, An
     spec_path.write_text(json.dumps(spec))
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYSPARK_PYTHON")}
     env.update(PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(driver_cache), SPARK_LOCAL_IP="127.0.0.1")
+    # the job runs as `.venv/bin/python job.py` with the virtual environment off PATH (as a
+    # scheduler runs it): Spark's workers would start the python3 on PATH, without kafkalog,
+    # unless local_session gives them this Python (issue 30: [DATA_SOURCE_NOT_FOUND])
+    venv_bin = Path(sys.executable).parent.resolve()
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != venv_bin
+    )
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "cluster_job.py"), str(spec_path)],
