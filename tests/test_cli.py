@@ -218,7 +218,14 @@ def test_dump_deep_matches_kafka_dump_log_text(manifest, tmp_path):
     compacted_rows = [r["offset"] for r in manifest["compacted-0/00000000000000000000.log"]["rows"]]
     pairs = zip(compacted_rows[:-1], compacted_rows[1:], strict=True)
     gaps = [(a, b) for a, b in pairs if b != a + 1]
+    # and, first, the offsets the cut batch's header names, in the reader's words (kafkalog's)
+    cut = f"offsets {last['baseOffset']}..{last['lastOffset']}"
     assert out.stderr.splitlines() == [
+        f"kafkalog: warning: {truncated}: {cut} ({last['lastOffset'] - last['baseOffset'] + 1} "
+        f"offsets) are missing: the last batch of the last segment (byte {last['position']}) is "
+        f"cut short: its header names {cut}, but the file ends "
+        f"{last['sizeInBytes'] - 100:,} bytes into its {last['sizeInBytes']:,} bytes (a copy "
+        "taken while the broker wrote, or a file cut short)",
         f"Non-consecutive offsets in {SAMPLES / 'compacted-0/00000000000000000000.log'}",
         *[f"  {a} is followed by {b}" for a, b in gaps],
     ]
