@@ -18,14 +18,16 @@ BROKER_WRITTEN = SHARED / "fixtures" / "broker-written"
 CONSOLE_SCRIPT = Path(sys.executable).parent / "kafkalog"
 
 
-def run_cli(*args: str, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, timeout: float = 300, extra_env: dict[str, str] | None = None, **kwargs: Any
+) -> subprocess.CompletedProcess:
     """Run the installed ``kafkalog`` script, or ``python -m kafkalog_source.cli.main`` (in the
-    checkout's root unless ``cwd`` says where)."""
+    checkout's root unless ``cwd`` says where), with ``extra_env`` in its environment."""
     if CONSOLE_SCRIPT.exists():
         cmd = [str(CONSOLE_SCRIPT), *args]
     else:
         cmd = [sys.executable, "-m", "kafkalog_source.cli.main", *args]
-    env = dict(os.environ)
+    env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     if "stdout" not in kwargs and "stderr" not in kwargs:
         kwargs["capture_output"] = True
@@ -110,8 +112,10 @@ def spark(spark_reports_dir: Path):
     from kafkalog_source.spark.reports import ENV
     from kafkalog_source.spark.session import local_session
 
-    os.environ[ENV] = str(spark_reports_dir)  # inherited by the JVM and its Python workers
-    session = local_session(app_name="kafkalog-tests", master="local[2]")
+    # the JVM and its Python workers see the directory; this process does not
+    session = local_session(
+        app_name="kafkalog-tests", master="local[2]", env={ENV: str(spark_reports_dir)}
+    )
     yield session
     session.stop()
 

@@ -204,7 +204,7 @@ def run_cluster_job(tmp_path: Path, reads: dict[str, Any]) -> tuple[dict[str, An
         cwd=tmp_path,
         timeout=1800,
     )
-    assert proc.returncode == 0, proc.stderr[-5000:]
+    assert proc.returncode == 0, proc.stderr[:6000]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     out["timings"]["subprocess"] = time.monotonic() - start
     print("cluster job seconds:", {k: round(v, 1) for k, v in out["timings"].items()})

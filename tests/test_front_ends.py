@@ -12,7 +12,8 @@ Front ends: the Arrow API (``read_table``, ``iter_batches``, ``open_reader``), S
 read and a stream, in the shared session, whose workers report their ReadStats), and the
 command: ``query`` and ``convert`` on DuckDB/Arrow and on Spark, ``verify`` and ``dump``. The
 exit rule is one: 0 when the read completed (whatever it reported), 1 when it failed; ``verify``
-exits 1 when the read failed or reported anything.
+exits 1 when the read failed or reported missing offsets or a skipped batch (a last segment's
+tail alone is a warning).
 """
 
 from __future__ import annotations
@@ -132,23 +133,28 @@ def _cut_last_batch(tmp: Path, m: dict[str, Any], sample: str, name: str, cut: i
     )
 
 
-def _flipped_length(tmp: Path, m: dict[str, Any], mode: str) -> Case:
-    """One bit of the second batch's length field flipped: the batch's CRC says where it really
-    ends, so the other modes skip exactly that batch and read on."""
-    part = _copy(tmp / f"flip-{mode}", MULTI)
+def _flipped_length(
+    tmp: Path, m: dict[str, Any], mode: str, at: int = 10, bit: int = 0x01, name: str = ""
+) -> Case:
+    """One bit of the second batch's length field flipped (``at`` 10: the size field's third
+    byte; 0x01 makes the batch shorter, 0x04 longer); or, at 24, its lastOffsetDelta (inside
+    the CRC): the batch's CRC says where it really ends, so the other modes skip exactly that
+    batch and read on."""
+    label = name or f"flipped-{mode.lower()}"
+    part = _copy(tmp / label, MULTI)
     name = "00000000000000001048.log"
     second = m[f"{MULTI}/{name}"]["batches"][1]
     data = bytearray((part / name).read_bytes())
-    data[second["position"] + 10] ^= 0x01
+    data[second["position"] + at] ^= bit
     (part / name).write_bytes(bytes(data))
     if mode == "FAILFAST":
-        return Case("flipped-failfast", str(part), {}, Truth(1))
+        return Case(label, str(part), {}, Truth(1))
     return Case(
-        "flipped-dropmalformed",
+        label,
         str(part),
         {"mode": mode},
         Truth(0, (), (("malformed", second["sizeInBytes"]),)),
-        144 - second["count"],
+        144 - second["count"] + (mode == "PERMISSIVE"),  # PERMISSIVE: the batch as one row
     )
 
 
@@ -182,6 +188,8 @@ def _cases(tmp: Path) -> list[Case]:
         _cut_last_batch(tmp, m, MULTI, "00000000000000001096.log", 100),
         _flipped_length(tmp, m, "DROPMALFORMED"),
         _flipped_length(tmp, m, "FAILFAST"),
+        _flipped_length(tmp, m, "DROPMALFORMED", 10, 0x04, "flipped-length-longer"),
+        _flipped_length(tmp, m, "PERMISSIVE", 24, 0x10, "damaged-offset-delta"),
         _copies(tmp, m),
         _redpanda(tmp, m),
     ]
@@ -303,6 +311,8 @@ def _expected(case: Case, got: Truth) -> None:
         f"cut-{MULTI}",
         "flipped-dropmalformed",
         "flipped-failfast",
+        "flipped-length-longer",
+        "damaged-offset-delta",
         "copies",
         "redpanda",
         *(f"cut-{s}" for s in CUT_SAMPLES),
@@ -327,11 +337,14 @@ def test_every_in_process_front_end_tells_the_same_truth(name, cases, capfd, tmp
     strict = arrow(case, _strict(case))
     assert strict.status == (1 if truth.status or truth.missing else 0), case.name
     assert query(capfd, case, _strict(case)).status == strict.status
-    # verify: exit 1 when a read fails or reports anything; the same missing offsets
+    # verify: exit 1 when a read fails or reports loss; the same missing offsets
     code, said = verify(capfd, case)
     assert code == (1 if truth.status or truth.summary else 0), (case.name, said)
     for first, last in truth.missing:
         assert f"offsets {first}..{last} (" in said, (case.name, said)
+    if [r for r, _ in truth.skipped] == ["malformed"] and not truth.missing:
+        # the batch the reader skipped, and nothing verify would build on its damaged header
+        assert said.count(": error: ") == 1, said
 
 
 def test_the_failures_are_named_alike(cases, capfd):
@@ -426,11 +439,18 @@ def test_the_spark_engines_of_the_command_say_what_duckdb_says(cases, tmp_path, 
     for i, name in enumerate(["emptied", "missing-middle", f"cut-{MULTI}", "cut-magic1-gzip-0"]):
         shutil.copytree(cases[name].path, archive / f"t{i}-0")
     options = ["-o", "mode=DROPMALFORMED"]
-    sql = "SELECT count(*) AS n FROM kafkalog"
+    # a self-join: Spark scans the view twice (DuckDB holds it in memory and reads it once);
+    # each split is still counted once
+    sql = "SELECT count(*) AS n FROM kafkalog a JOIN kafkalog b USING (topic, partition, offset)"
     duck = _run(capfd, "query", *options, str(archive), sql)
     assert duck[0] == 0
-    on_spark = run_cli("query", *options, str(archive), sql, "--engine", "spark")
+    # the command's Spark workers run its own Python, whatever PYSPARK_PYTHON names
+    on_spark = run_cli(
+        "query", *options, str(archive), sql, "--engine", "spark",
+        extra_env={"PYSPARK_PYTHON": shutil.which("python3") or "python3"},
+    )  # fmt: skip
     assert on_spark.returncode == 0, on_spark.stderr
+    assert duck[1] == on_spark.stdout  # the same count
     assert _cli_truth(0, on_spark.stderr) == _cli_truth(0, duck[2])
     assert _warnings(on_spark.stderr) == _warnings(duck[2])
     arrow_out = _run(
@@ -488,3 +508,43 @@ def test_verify_reads_a_real_partition_split_into_segments(tmp_path, capfd):
     assert code == 0, out + err
     assert out.splitlines()[-1].startswith("total: 3 segments in 1 partition directory: ")
     assert f", {len(expected)} records, " in out.splitlines()[-1]
+
+
+def test_dump_of_a_directory_says_what_the_planner_finds(cases, capfd, tmp_path):
+    """dump of a directory: the offsets the partition's evidence says are missing, and copies
+    of one partition given as two directories, said first, in the reader's words."""
+    case = cases["emptied"]
+    code, _, err = _run(capfd, "dump", case.path)
+    (first, last), = case.expect.missing  # fmt: skip
+    assert code == 0 and f"offsets {first}..{last} (48 offsets) are missing" in err, err
+    copies = Path(cases["copies"].path).parent
+    code, _, err = _run(capfd, "dump", str(copies / "broker1"), str(copies / "broker2"))
+    assert code == 0 and "orders-0 is in 2 directories" in err, err
+
+
+def test_dump_goes_on_where_the_reader_resumes(cases, capfd):
+    """A damaged length field: dump says what the reader says and dumps the batches after it
+    (exit 1: a batch could not be shown)."""
+    m = _manifest()
+    batches = m[f"{MULTI}/00000000000000001048.log"]["batches"]
+    for name in ("flipped-dropmalformed", "flipped-length-longer"):
+        log = Path(cases[name].path) / "00000000000000001048.log"
+        code, out, err = _run(capfd, "dump", str(log))
+        assert code == 1, (name, err[-2000:])
+        assert (
+            "length field damaged" in err
+            and f"the dump goes on at byte {batches[2]['position']}" in err
+        )
+        shown = [int(x.split()[1]) for x in out.splitlines() if x.startswith("baseOffset: ")]
+        assert shown == [b["baseOffset"] for b in batches if b is not batches[1]], name
+
+
+def test_store_options_for_no_path_are_named_once() -> None:
+    from kafkalog_source.cli.main import unused_store_options
+
+    args = (("s3", "secret_key", "TOPSECRET"), ("s3", "region", "eu"))
+    (line,) = unused_store_options(args, ["/local/logs"])
+    assert "'fs.s3.region', 'fs.s3.secret_key' have no effect" in line
+    assert "TOPSECRET" not in line
+    # convert's OUT in the store: the options are used
+    assert unused_store_options(args, ["/local/logs", "s3://lake/kafka"]) == []

@@ -40,7 +40,7 @@ from ..stats import ReadStats
 from ..transport.filesystems import is_remote, local_path, resolve, scheme_of
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
-from .report import loss_note, print_summary, spark_task_reports
+from .report import TaskReports, loss_note, print_summary, spark_task_reports
 
 ENGINES = ("spark", "arrow")
 FORMATS = ("parquet",)
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 rows, batches = convert_stream(
                     args.path, args.out, args.checkpoint, options, args.master, args.verbose,
-                    wanted(args.quiet),
+                    wanted(args.quiet), reports,
                 )  # fmt: skip
             finally:
                 stats = reports.print()
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 convert_spark(
                     args.path, out, options, args.mode, args.master, args.verbose,
-                    wanted(args.quiet),
+                    wanted(args.quiet), reports,
                 )  # fmt: skip
             finally:
                 stats = reports.print()
@@ -356,6 +356,15 @@ def require_hadoop_filesystem(spark: Any, uri: str, what: str, fix: str) -> None
         )
 
 
+def _session(reports: TaskReports | None, app_name: str, master: str, extra: dict[str, str]) -> Any:
+    """The command's local Spark (reporting to ``reports``), or a plain local session."""
+    if reports is not None:
+        return reports.session(app_name, master, extra)
+    from ..spark.session import local_session
+
+    return local_session(app_name, master=master, extra_conf=extra, own_python=True)
+
+
 def convert_spark(
     path: str,
     out: OutputDir,
@@ -364,19 +373,20 @@ def convert_spark(
     master: str,
     verbose: bool,
     show: bool,
+    reports: TaskReports | None = None,
 ) -> int | None:
-    """``spark.read.format("kafkalog")`` → ``partitionBy("topic", "partition").parquet(OUT)``.
+    """``spark.read.format("kafkalog")`` → ``partitionBy("topic", "partition").parquet(OUT)``
+    (``reports``: where the workers report what they read).
 
     Spark writes OUT through Hadoop: a remote OUT whose scheme has no Hadoop FileSystem in this
     Spark is refused before anything is read or written."""
-    from ..spark.session import local_session
     from .query import quiet_python_loggers
 
     quiet_python_loggers(verbose=verbose)
     extra = dict(SPARK_WRITE_CONF)
     if show:
         extra["spark.ui.showConsoleProgress"] = "true"
-    spark = local_session("kafkalog-convert", master=master, extra_conf=extra)
+    spark = _session(reports, "kafkalog-convert", master, extra)
     try:
         if not verbose:
             spark.sparkContext.setLogLevel("OFF")
@@ -404,6 +414,7 @@ def convert_stream(
     master: str,
     verbose: bool,
     show: bool,
+    reports: TaskReports | None = None,
 ) -> tuple[int, int]:
     """``spark.readStream.format("kafkalog")`` with ``Trigger.AvailableNow`` into
     ``partitionBy("topic", "partition")`` Parquet at OUT, the checkpoint in ``checkpoint``:
@@ -412,11 +423,10 @@ def convert_stream(
     FileSystem for is refused before the stream starts."""
     import time
 
-    from ..spark.session import local_session
     from .query import quiet_python_loggers
 
     quiet_python_loggers(verbose=verbose)
-    spark = local_session("kafkalog-convert-stream", master=master, extra_conf=SPARK_WRITE_CONF)
+    spark = _session(reports, "kafkalog-convert-stream", master, SPARK_WRITE_CONF)
     seen: dict[int, int] = {}
     try:
         if not verbose:

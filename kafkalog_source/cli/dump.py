@@ -239,6 +239,8 @@ def expand_directories(
     from ..options import parse_options
 
     out: list[str | Exception] = []
+    directories: list[str] = []
+    found: list[Any] = []
     for path in paths:
         if not _is_directory(path):
             out.append(path)
@@ -248,6 +250,8 @@ def expand_directories(
         except KafkaLogError as exc:
             out.append(exc)
             continue
+        directories.append(path)
+        found.extend(segments)
         for segment in segments:
             if not verify_index_only:
                 out.append(segment.path)
@@ -256,7 +260,26 @@ def expand_directories(
                 index = sibling_path(segment.path, suffix)
                 if file_stat(index) is not None:
                     out.append(index)
+    if directories and not verify_index_only:
+        _say_what_a_read_finds(parse_options(options or {}, paths=directories), found)
     return out
+
+
+def _say_what_a_read_finds(opts: Any, segments: list[Any]) -> None:
+    """What a read of a directory would say before decoding anything, as warnings (the dump
+    goes on, file by file): the offsets the partition's own evidence says are missing (an
+    empty segment, a segment file missing between two others, indexes or checkpoints past the
+    end), copies of one partition. The planner's check, in its words."""
+    from ..errors import KafkaLogError
+    from ..planning.planner import plan
+    from ..planning.request import batch_request
+    from .report import warnings_to_stderr
+
+    with warnings_to_stderr():
+        try:
+            plan(batch_request(opts.replace(fail_on_data_loss=False)), segments)
+        except KafkaLogError as exc:  # copies of one partition, ...: said, the dump goes on
+            logging.getLogger("kafkalog").warning("%s", exc)
 
 
 class Dumper(LogDump, IndexDump):
@@ -271,6 +294,7 @@ class Dumper(LogDump, IndexDump):
     ) -> None:
         self.out = out
         self.err = err
+        self._spans: dict[tuple[str, int], list[tuple[int, int, str]]] = {}  # the reader's skips
         self.style = args.format  # text | scala | jsonl
         self.jsonl = args.format == "jsonl"
         self.scala = args.format == "scala"

@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from ..errors import CorruptDataError
-from ..format.batch import LOG_OVERHEAD, PREFIX_SIZE, BatchHeader, size_field
+from ..format.batch import PREFIX_SIZE, BatchHeader
 from ..format.names import CONTROL_TYPE_IDS, base_offset_from_name
 from ..framing.headers import Tail
 from ..framing.walk import walk_classified
@@ -215,11 +215,30 @@ class LogDump:
             except StopIteration:
                 break
             except CorruptDataError as exc:
-                error = exc
-                break
+                at = exc.position if exc.position is not None else 0
+                skipped = self._reader_skip(src, path, limit, at, pending)
+                if skipped is None:
+                    error = exc
+                    break
+                # the batch the reader skipped (a damaged length field: its CRC says where it
+                # ends), in the reader's words; the dump goes on after it, as the reader does
+                at, resume, detail = skipped
+                pending[:] = [h for h in pending if h.position < at]
+                self.fail(EXIT_INCOMPLETE, f"{path}: {detail}; the dump goes on at byte {resume}")
+                walker = walk_classified(src, path, resume, limit)
+                continue
             if isinstance(item, Tail):
-                tail = item
-                break
+                skipped = None
+                if item.kind == "truncated":
+                    skipped = self._reader_skip(src, path, limit, item.position, pending)
+                if skipped is None:
+                    tail = item
+                    break
+                at, resume, detail = skipped
+                pending[:] = [h for h in pending if h.position < at]
+                self.fail(EXIT_INCOMPLETE, f"{path}: {detail}; the dump goes on at byte {resume}")
+                walker = walk_classified(src, path, resume, limit)
+                continue
             last_offset = item.last_offset
             if pending and (
                 len(pending) >= seg.CHUNK_BATCHES
@@ -263,26 +282,70 @@ class LogDump:
         if pairs:
             self.non_consecutive.append((seg.shown_path(path), pairs))
 
+    def _reader_spans(self, src: ByteSource, path: str, limit: int) -> list[tuple[int, int, str]]:
+        """The batches the reader skips reading the file in DROPMALFORMED: (position, where it
+        resumed, its reason), in file order; read once per file, only after damage."""
+        from ..arrow.schema import projection_for
+        from ..planning.splits import SegmentRange
+        from ..reader import RangeReader
+        from ..stats import ReadStats
+
+        key = (path, limit)
+        if key not in self._spans:
+            options = seg.reader_options(True, "DROPMALFORMED", **self.reader_options)
+            rng = SegmentRange(
+                path, 0, limit, at_file_end=limit == src.size, offset_lo=seg.LOWEST_OFFSET
+            )
+            stats = ReadStats()
+            try:
+                for _ in RangeReader(rng, options, projection_for(["offset"]), stats):
+                    pass
+            except (CorruptDataError, OSError):
+                pass
+            self._spans[key] = [
+                (e.position, e.position + e.bytes, e.detail)
+                for e in stats.events_of("malformed")
+                if e.position is not None
+            ]
+        return self._spans[key]
+
+    def _reader_skip(
+        self,
+        src: ByteSource,
+        path: str,
+        limit: int,
+        stop: int,
+        walked: list[BatchHeader],
+    ) -> tuple[int, int, str] | None:
+        """Where the reader skipped the damage the walk stopped at (byte ``stop``: an
+        unreadable header, or a final batch running past the end), and read on: a batch it
+        skipped covering ``stop``, or one the walk took with a length its CRC does not match
+        (a damaged length field: the walk went past the batch's true end). (position, resume,
+        reason); None when the reader could not read on either (the rest of the file is
+        lost)."""
+        if stop <= 0:
+            return None
+        ends = {h.position: h.end for h in walked}
+        for at, resume, detail in self._reader_spans(src, path, limit):
+            if resume >= limit or resume <= at:
+                continue
+            if at <= stop < resume or (at in ends and ends[at] != resume and at < stop):
+                return at, resume, detail
+        return None
+
     def _cut_batch(self, src: ByteSource, path: str, tail: Tail, after: int | None) -> None:
         """A final batch cut short whose header names its offsets: they are missing, said in
-        the reader's words (:func:`~kafkalog_source.reader.dataloss.cut_batch_reason`)."""
-        from ..format.batch import V2_LAST_OFFSET_DELTA_AT, header_offsets
-        from ..reader.dataloss import cut_batch_reason
+        the reader's words (:func:`~kafkalog_source.reader.dataloss.cut_batch`)."""
+        from ..reader.dataloss import cut_batch
 
-        named = header_offsets(src.read(tail.position, V2_LAST_OFFSET_DELTA_AT + 4))
-        if named is None:
+        base = base_offset_from_name(path) if after is None else None
+        cut = cut_batch(src, tail.position, tail.skipped_bytes, after, base)
+        if cut is None:
             return
-        first = named[0] if named[0] is not None else (after + 1 if after is not None else named[1])
-        if after is not None:
-            first = max(first, after + 1)
-        if first > named[1]:
-            return
-        size = LOG_OVERHEAD + size_field(src.read(tail.position, PREFIX_SIZE))
-        why = cut_batch_reason(tail.position, first, named[1], tail.skipped_bytes, size)
-        n = named[1] - first + 1
+        n = cut.last - cut.first + 1
         self.warn(
-            f"warning: {seg.shown_path(path)}: offsets "
-            f"{first}..{named[1]} ({n} offset{'' if n == 1 else 's'}) are missing: {why}"
+            f"warning: {seg.shown_path(path)}: offsets {cut.first}..{cut.last} "
+            f"({n} offset{'' if n == 1 else 's'}) are missing: {cut.reason}"
         )
 
     def _batch(self, path: str, h: BatchHeader, valid: bool) -> None:

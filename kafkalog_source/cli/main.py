@@ -126,7 +126,43 @@ def _store_of(args: argparse.Namespace) -> Any:
     store = {
         k: v for k, v in items.items() if k.lower().startswith("fs.") or k.lower() in _STORE_OPTIONS
     }
-    return using_store(parse_options(store).store if store else None)
+    parsed = parse_options(store).store if store else None
+    if parsed is not None:
+        for line in unused_store_options(parsed.args, _path_arguments(args)):
+            print(f"kafkalog: warning: {line}", file=sys.stderr)
+    return using_store(parsed)
+
+
+def _path_arguments(args: argparse.Namespace) -> list[str]:
+    """Every path a command was given: what it reads, and what it writes (OUT, --checkpoint)."""
+    out: list[str] = []
+    for name in ("path", "paths", "files", "out", "checkpoint"):
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(v for v in value if isinstance(v, str))
+    for item in getattr(args, "files_opt", None) or []:
+        out.extend(f for f in item.split(",") if f)
+    return out
+
+
+def unused_store_options(args: tuple[tuple[str, str, Any], ...], paths: list[str]) -> list[str]:
+    """A warning for ``fs.<store>.*`` options given for a store none of ``paths`` is in (names
+    only, never a value): a key meant for ``s3://`` given with local paths does nothing."""
+    from ..options import STORE_OF_SCHEME
+    from ..transport.filesystems import scheme_of
+
+    used = {STORE_OF_SCHEME.get(scheme_of(p) or "file", scheme_of(p) or "file") for p in paths}
+    unused = sorted({f"fs.{s}.{a}" for s, a, _ in args if s not in used})
+    if not unused or not paths:
+        return []
+    where = ", ".join(sorted(used))
+    return [
+        f"option{'' if len(unused) == 1 else 's'} {', '.join(repr(n) for n in unused)} "
+        f"{'has' if len(unused) == 1 else 'have'} no effect: no path is in that store (the "
+        f"paths are {'local' if where == 'file' else where})"
+    ]
 
 
 def exit_code(exc: BaseException) -> int:
@@ -203,7 +239,10 @@ def one_line(exc: BaseException) -> str:
         ]
     if ours and ("Traceback" in text or "PYTHON_DATA_SOURCE" in text):
         m = ours[-1]
-        return f"{m.group('cls')}: {_SQLSTATE.sub('', m.group('msg')).strip()}"
+        msg = _SQLSTATE.sub("", m.group("msg")).strip()
+        if "kafkalog_source" in m.group(0):
+            return msg  # kafkalog's own error, as the in-process engines print it
+        return f"{m.group('cls')}: {msg}"
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     first = _SQLSTATE.sub("", first).strip()
     return first or type(exc).__name__

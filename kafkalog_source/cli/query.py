@@ -117,12 +117,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     quiet_python_loggers(verbose=args.verbose)
-    from ..spark.session import local_session
-
     extra = {"spark.ui.showConsoleProgress": "true"} if wanted(args.quiet) else None
     master = args.master or DEFAULT_MASTER
     with spark_task_reports() as reports:
-        spark = local_session("kafkalog-query", master=master, extra_conf=extra)
+        spark = reports.session("kafkalog-query", master, extra)
         try:
             if not args.verbose:
                 spark.sparkContext.setLogLevel("OFF")

@@ -14,23 +14,23 @@ decoded, what it skipped and why, which offsets the archive lacks. The commands 
   whatever it reported.
 
 On the Spark engine the reads run in Spark's Python workers. The command gives them a
-directory (:class:`TaskReports`, through the environment the local Spark's workers inherit);
-each worker writes its warnings and each task its ReadStats there instead of logging them
-(:mod:`kafkalog_source.spark.reports`), and the command prints them as the in-process engines
-do. With a ``--master`` whose executors do not share this machine's disk, nothing arrives and
-the summary says where to look instead.
+directory (:class:`TaskReports`, through the environment the local Spark's JVM and workers
+inherit); each worker writes its warnings and each task its ReadStats there instead of logging
+them (:mod:`kafkalog_source.spark.reports`; a split read twice, by a retried task or a query that
+scans a view twice, counts once), and the command prints them as the in-process engines do.
+With a ``--master`` that is not local, executors elsewhere do not see the directory: the command
+says that their warnings and summaries are in their own logs.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..stats import SUMMARY_RECORD, ReadStats
 
@@ -45,6 +45,11 @@ def warning_line(message: str) -> str:
     return WARNING + message
 
 
+# The warning lines a command printed: each once (a path listed twice, a warning of the planner
+# logged here and again in a Spark worker)
+_SAID: set[str] = set()
+
+
 class _StderrWarnings(logging.Handler):
     """The ``kafkalog`` logger's warnings as ``kafkalog: warning: ...`` lines; a read's own
     summary line is left out (the command prints the sum of its reads)."""
@@ -52,15 +57,14 @@ class _StderrWarnings(logging.Handler):
     def __init__(self, stream: TextIO | None) -> None:
         super().__init__(logging.WARNING)
         self.stream = stream
-        self.said: set[str] = set()  # a warning said once (a path listed twice, say)
 
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(record, SUMMARY_RECORD, False):
             return
         line = warning_line(record.getMessage())
-        if line in self.said:
+        if line in _SAID:
             return
-        self.said.add(line)
+        _SAID.add(line)
         try:
             stream = self.stream or sys.stderr
             stream.write(line + "\n")
@@ -74,6 +78,7 @@ def warnings_to_stderr(stream: TextIO | None = None) -> Iterator[None]:
     """While open, the ``kafkalog`` logger's warnings go to stderr as ``kafkalog: warning:``
     lines (and nowhere else: not through Python's last-resort handler as bare messages)."""
     logger = logging.getLogger("kafkalog")
+    _SAID.clear()
     handler = _StderrWarnings(stream)
     logger.addHandler(handler)
     propagate = logger.propagate
@@ -116,6 +121,25 @@ class TaskReports:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
+        self.master = "local"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What the local Spark's environment gets: the directory, under the name its workers
+        look for (:data:`kafkalog_source.spark.reports.ENV`)."""
+        from ..spark.reports import ENV
+
+        return {ENV: self.directory}
+
+    def session(self, app_name: str, master: str, extra_conf: dict[str, str] | None = None) -> Any:
+        """The command's local SparkSession: its workers run this Python (the one with this
+        kafkalog, whatever ``PYSPARK_PYTHON`` says) and report to this directory."""
+        from ..spark.session import local_session
+
+        self.master = master
+        return local_session(
+            app_name, master=master, extra_conf=extra_conf, own_python=True, env=self.env
+        )
 
     def collect(self) -> tuple[list[str], ReadStats]:
         """The warnings the workers logged (each once, in the order logged) and the sum of the
@@ -129,26 +153,28 @@ class TaskReports:
         sum of the tasks' ReadStats."""
         messages, stats = self.collect()
         out = stream or sys.stderr
+        if not self.master.startswith("local"):
+            messages.append(
+                f"the Spark master ({self.master}) is not on this machine: its executors' "
+                "warnings and task summaries are in their own logs, and the summary here counts "
+                "only what reached this machine"
+            )
         for message in messages:
-            out.write(warning_line(message) + "\n")
+            line = warning_line(message)
+            if line not in _SAID:
+                _SAID.add(line)
+                out.write(line + "\n")
         out.flush()
         return stats
 
 
 @contextmanager
 def spark_task_reports() -> Iterator[TaskReports]:
-    """A :class:`TaskReports` directory, named in the environment that a Spark started in this
-    process (and its Python workers) inherits; removed afterwards."""
-    from ..spark.reports import ENV
-
+    """A :class:`TaskReports` directory, removed afterwards; its ``env`` names it to the local
+    Spark the command starts (``local_session(env=...)``): only that JVM and its Python workers
+    see it, not this process."""
     directory = tempfile.mkdtemp(prefix="kafkalog-reports-")
-    before = os.environ.get(ENV)
-    os.environ[ENV] = directory
     try:
         yield TaskReports(directory)
     finally:
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before
         shutil.rmtree(directory, ignore_errors=True)

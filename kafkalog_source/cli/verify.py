@@ -66,6 +66,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import KafkaLogError, StorageError
+from ..format.batch import BatchHeader
 from ..layout.discovery import parent_directory
 from ..layout.files import open_source
 from ..stats import ReadEvent, ReadStats
@@ -88,7 +89,6 @@ from .verify_log import (
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
-_FIXED_OPTIONS = {"verifychecksums", "mode", "includecontrolrecords", "includemetadata"}
 VERIFY_OPTIONS = (
     "maxBatchBytes",
     "readAheadBytes",
@@ -114,6 +114,8 @@ READ_OPTIONS = {
     "includeMetadata": "true",
     "failOnDataLoss": "false",
 }
+# what -o may not change (failOnDataLoss may: it adds verify's own checks)
+_FIXED_OPTIONS = {k.lower() for k in READ_OPTIONS} - {"failondataloss"}
 
 
 def register(subparsers: Any) -> None:
@@ -349,18 +351,32 @@ def verify_segment(
         headers, walk_end = walk_segment(src, path, size, holes_of(events), report, progress, done)
     finally:
         src.close()
+    # batches the reader skipped: the index entries that fall on them are not checked again
+    skipped = frozenset(
+        e.position for e in events if e.kind == "malformed" and e.position is not None
+    )
+    spans = tuple(_offsets_around(p, headers) for p in sorted(skipped))
     report.batches = len(headers)
     report.records = rows.count
-    report.next_offset = headers[-1].last_offset + 1 if headers else base
     flagged = check_batch_offsets(path, headers, base, next_base, state, report)
     if fail_on_data_loss:
         check_batch_gaps(path, headers, flagged, report)
     check_record_offsets(path, rows, headers, base, flagged, state, report)
     if base is not None and path.endswith(".log"):
         stem = path[: -len(".log")]
-        check_offset_index(stem + ".index", base, headers, walk_end, is_last, report)
-        check_time_index(stem + ".timeindex", base, headers, rows, is_last, report)
+        check_offset_index(stem + ".index", base, headers, walk_end, is_last, report, skipped)
+        check_time_index(stem + ".timeindex", base, headers, rows, is_last, report, spans)
         check_txn_index(stem + ".txnindex", base, rows, report)
     if headers:
         state.last_offset = headers[-1].last_offset
     return report
+
+
+def _offsets_around(position: int, headers: list[BatchHeader]) -> tuple[int, int]:
+    """The offsets a skipped batch at ``position`` may hold, as an exclusive span: after the
+    last batch before it, before the first batch after it."""
+    before = [h.last_offset for h in headers if h.position < position]
+    after = [
+        h.base_offset if h.magic >= 2 else h.last_offset for h in headers if h.position > position
+    ]
+    return (before[-1] if before else -(2**63), after[0] if after else 2**63)

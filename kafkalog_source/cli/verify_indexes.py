@@ -74,7 +74,10 @@ def check_offset_index(
     walk_end: int,
     is_last: bool,
     report: SegmentReport,
+    skipped: frozenset[int] = frozenset(),
 ) -> None:
+    """The ``.index`` against the batches (``skipped``: positions of batches the reader
+    skipped as malformed, reported already: entries pointing there are not checked)."""
     entries = _written_entries(path, OFFSET_INDEX_DTYPE, is_last, report)
     if entries is None:
         return
@@ -94,6 +97,8 @@ def check_offset_index(
             problem = f"{where}: negative relative offset or position"
         elif prev is not None and (rel <= prev[0] or pos <= prev[1]):
             problem = f"{where}: not after the previous entry (offsets and positions must increase)"
+        elif pos in skipped:
+            pass
         elif pos not in by_pos:
             if pos >= walk_end:
                 problem = f"{where}: points past the last complete batch (byte {walk_end})"
@@ -146,7 +151,11 @@ def check_time_index(
     rows: RowFacts,
     is_last: bool,
     report: SegmentReport,
+    skipped: tuple[tuple[int, int], ...] = (),
 ) -> None:
+    """The ``.timeindex`` against the batches (``skipped``: offset spans ``(after, before)``,
+    exclusive, around batches the reader skipped as malformed: entries there are not
+    checked)."""
     entries = _written_entries(path, TIME_INDEX_DTYPE, is_last, report)
     if entries is None:
         return
@@ -166,6 +175,8 @@ def check_time_index(
             problem = f"{where}: timestamp not above the previous entry's ({prev[0]})"
         elif prev is not None and offset < prev[1]:
             problem = f"{where}: offset below the previous entry's ({prev[1]})"
+        elif any(a < offset < b for a, b in skipped):
+            pass
         elif ordered:
             h = _batch_holding(offset, headers, lasts, rows)
             if h is None:

@@ -32,7 +32,6 @@ class SegmentReport:
     records: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    next_offset: int | None = None  # the offset after the last batch (the base when none)
 
     def error(self, where: str, message: str) -> None:
         """Record an error about file ``where``."""
@@ -60,29 +59,39 @@ def walk_segment(
     progress: Progress,
     done: int,
 ) -> tuple[list[BatchHeader], int]:
-    """Every batch header of the segment (framing layer), around ``holes``: the byte spans
+    """Every batch header of the segment (framing layer) outside ``holes``: the byte spans
     ``[start, end)`` the reader skipped in it (malformed batches, with the end the reader
-    resumed at after a damaged length field; tails). Where the walk stops inside a hole it
-    goes on at the hole's end, as the reader did; a header that starts inside a hole (framed
-    from bytes the reader found damaged) is left out. Returns the headers and where the last
-    of them ends. A stop that no hole explains is unreadable framing the reader did not report
-    (an error)."""
+    resumed at after a damaged length field; tails). A batch at a hole's start is the one the
+    reader skipped, whose header fields (its length, its offsets) are not to be trusted: it is
+    left out and the walk goes on at the hole's end, as the reader did; so does a walk that
+    stops inside a hole. Returns the headers and where the last of them ends. A stop that no
+    hole explains is unreadable framing the reader did not report (an error)."""
     headers: list[BatchHeader] = []
     end = 0
     pos = 0
     spans = sorted(holes)
+
+    def hole_at(at: int) -> tuple[int, int] | None:
+        return next(((a, b) for a, b in spans if a <= at < b), None)
+
     while pos < size:
         walk: HeaderWalk[BatchHeader] = HeaderWalk(src, pos, size)
+        restart = None
         for h in walk:
-            if any(a < h.position < b for a, b in spans):
-                continue
+            hole = hole_at(h.position)
+            if hole is not None:
+                restart = hole[1]
+                break
             headers.append(h)
             end = h.end
             progress.update(done + end // 2)
+        if restart is not None:
+            pos = restart
+            continue
         stop = walk.stop
         if stop is None or stop.position >= walk.end:
             break
-        hole = next(((a, b) for a, b in spans if a <= stop.position < b), None)
+        hole = hole_at(stop.position)
         if hole is None:
             report.error(
                 path,

@@ -61,12 +61,12 @@ def offset_field(buf: bytes | memoryview, at: int = 0) -> int:
     return int.from_bytes(buf[at : at + 8], "big", signed=True)
 
 
-def header_offsets(head: bytes | memoryview) -> tuple[int | None, int] | None:
+def header_offsets(head: bytes | memoryview) -> tuple[int | None, int | None] | None:
     """The offsets a batch names in its first bytes, before its CRC can vouch for them: a v2
-    batch's ``(base offset, base offset + lastOffsetDelta)`` (27 bytes needed), a legacy
-    entry's ``(None, its offset)`` (the last inner offset of a compressed wrapper; 17 bytes).
-    None when too few bytes are there, or the fields cannot be a batch's (an unknown magic, a
-    negative offset or delta)."""
+    batch's ``(base offset, base offset + lastOffsetDelta)`` (27 bytes needed; with 17 to 26,
+    ``(base offset, None)``), a legacy entry's ``(None, its offset)`` (the last inner offset of
+    a compressed wrapper; 17 bytes). None when too few bytes are there, or the fields cannot be
+    a batch's (an unknown magic, a negative offset or delta)."""
     if len(head) < PREFIX_SIZE:
         return None
     offset, magic = offset_field(head), head[MAGIC_AT]
@@ -76,7 +76,7 @@ def header_offsets(head: bytes | memoryview) -> tuple[int | None, int] | None:
         return None, offset
     at = V2_LAST_OFFSET_DELTA_AT
     if len(head) < at + 4:
-        return None
+        return offset, None
     delta = int.from_bytes(head[at : at + 4], "big", signed=True)
     return (offset, offset + delta) if delta >= 0 else None
 

@@ -53,11 +53,11 @@ from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
 from ..format.names import kraft_snapshot_id, segment_base_offset
-from ..options import STORE_OF_SCHEME, ReadOptions, StoreOptions
+from ..options import ReadOptions, StoreOptions
 from ..redact import redact_uri, scrub
 from ..stats import ReadEvent, ReadStats
 from ..transport.failures import access_denied, describe, store_errors
-from ..transport.filesystems import Location, is_remote, local_path, resolve, scheme_of
+from ..transport.filesystems import Location, is_remote, local_path, resolve
 from ..transport.source import local_access_denied, open_stored, remote_access_denied
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
@@ -733,27 +733,6 @@ def _look_deeper(collector: _Collector) -> str | None:
     )
 
 
-def _warn_unused_store_options(options: ReadOptions) -> None:
-    """Warn about ``fs.<store>.*`` options given for a store no path is in (names only, never
-    a value): a key meant for ``s3://`` given with a local path does nothing."""
-    if options.store is None or not options.store.args:
-        return
-    used = {
-        STORE_OF_SCHEME.get(scheme_of(p) or "file", scheme_of(p) or "file") for p in options.paths
-    }
-    unused = sorted({f"fs.{s}.{a}" for s, a, _ in options.store.args if s not in used})
-    if unused:
-        shown = ", ".join(repr(n) for n in unused)
-        where = ", ".join(sorted(used))
-        log.warning(
-            "option%s %s %s no effect: no path is in that store (the paths are %s)",
-            "" if len(unused) == 1 else "s",
-            shown,
-            "has" if len(unused) == 1 else "have",
-            "local" if where == "file" else where,
-        )
-
-
 def discover(
     options: ReadOptions, stats: ReadStats | None = None, allow_empty: bool | None = None
 ) -> list[SegmentFile]:
@@ -769,7 +748,6 @@ def discover(
     """
     if not options.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
-    _warn_unused_store_options(options)
     collector = _Collector(options, stats)
     for raw in options.paths:
         for path in _expand(raw, collector):

@@ -4,6 +4,7 @@ planner's report of offsets missing from the partition (:mod:`..planning.evidenc
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -100,32 +101,23 @@ class DataLossChecks:
 
     def _truncated_batch_lost(self, src: ByteSource, pos: int, left: int) -> None:
         """The last segment ends inside its final batch (``left`` bytes from ``pos``) whose
-        header is whole enough to name its offsets: those offsets existed (the broker assigned
-        them) and this copy does not hold them. Under failOnDataLoss (the read's, or the
-        planner's for the partition): :class:`DataLossError`; otherwise they are counted and
-        reported as missing offsets, less those the planner already reported (a cut segment's
-        ``.index`` or checkpoints name them too). A header too short to name them says nothing
-        (only the tail's bytes are counted, as before)."""
+        header is whole enough to name its offsets (:func:`cut_batch`): those offsets existed
+        and this copy does not hold them. Under failOnDataLoss (the read's, or the planner's
+        for the partition): :class:`DataLossError`; otherwise they are counted and reported as
+        missing offsets, less those the planner already reported (a cut segment's ``.index``
+        or checkpoints name them too). A header too short to name them says nothing (only the
+        tail's bytes are counted)."""
         rng = self.rng
-        named = header_offsets(src.read(pos, V2_LAST_OFFSET_DELTA_AT + 4))
-        if named is None:
-            return
-        first, last = named
         after = self._prev_last if self._prev_last >= 0 else None
-        if after is None and rng.start == 0 and rng.segment_base_offset is not None:
-            after = rng.segment_base_offset - 1
-        if first is None:  # a legacy entry names its last offset only
-            first = after + 1 if after is not None else last
-        if after is not None:
-            first = max(first, after + 1)
-        first, last = max(first, rng.offset_lo), min(last, rng.offset_hi - 1)
+        base = rng.segment_base_offset if rng.start == 0 else None
+        cut = cut_batch(src, pos, left, after, base)
+        if cut is None:
+            return
+        first, last = max(cut.first, rng.offset_lo), min(cut.last, rng.offset_hi - 1)
         spans = unreported(rng, first, last)
         if not spans:
             return
-        size = LOG_OVERHEAD + size_field(src.read(pos, PREFIX_SIZE))
-        why = cut_batch_reason(
-            pos, named[0] if named[0] is not None else first, named[1], left, size
-        )
+        why = cut.reason
         if self.opts.fail_on_data_loss or rng.fail_on_missing:
             a, b = spans[0]
             raise DataLossError(
@@ -133,7 +125,7 @@ class DataLossChecks:
                 "to read what is there (the missing offsets are then reported)",
                 rng.path,
                 pos,
-                named[0],
+                cut.first,
             )
         lost = tuple(
             MissingOffsets(rng.topic, rng.partition, a, b, why, rng.path) for a, b in spans
@@ -252,13 +244,48 @@ class DataLossChecks:
         self._report_missing((lost,), logged=False)
 
 
-def cut_batch_reason(pos: int, first: int, last: int, left: int, size: int) -> str:
-    """Why offsets ``first..last`` are missing when the last batch of the last segment (at byte
-    ``pos``, ``size`` bytes long) is cut ``left`` bytes in: the words every front end uses."""
-    return (
+@dataclass(frozen=True)
+class CutBatch:
+    """The offsets a final batch cut short names (``first..last``), and why they are missing,
+    in the words every front end uses."""
+
+    first: int
+    last: int
+    reason: str
+
+
+def cut_batch(
+    src: ByteSource, pos: int, left: int, after: int | None, base: int | None = None
+) -> CutBatch | None:
+    """What the batch at ``pos``, cut ``left`` bytes in at the end of the last segment, says is
+    missing: the offsets its header names (:func:`~..format.batch.header_offsets`), after
+    offset ``after`` (the last batch read before it), or from ``base`` (the segment's base
+    offset, when no batch came before it); None when its header is too short to name any."""
+    named = header_offsets(src.read(pos, V2_LAST_OFFSET_DELTA_AT + 4))
+    if named is None:
+        return None
+    first, last = named
+    if after is None and base is not None:
+        after = base - 1
+    if first is None:  # a legacy entry names its last offset only
+        first = after + 1 if after is not None else last
+    assert first is not None
+    if last is None:  # a v2 header cut before its lastOffsetDelta: its base offset existed
+        last = first
+        names = f"base offset {first} (its lastOffsetDelta is cut off)"
+    else:
+        names = f"offsets {named[0] if named[0] is not None else first}..{last}"
+    if after is not None:
+        first = max(first, after + 1)
+    if first > last:
+        return None
+    size = LOG_OVERHEAD + size_field(src.read(pos, PREFIX_SIZE))
+    return CutBatch(
+        first,
+        last,
         f"the last batch of the last segment (byte {pos}) is cut short: its header names "
-        f"offsets {first}..{last}, but the file ends {left:,} bytes into its {size:,} bytes (a "
-        "copy taken while the broker wrote, or a file cut short)"
+        f"{names}, but the file ends {left:,} bytes into its {size:,} bytes (a copy taken while "
+        "the broker wrote, or a file cut short)",
     )
 
 

@@ -84,9 +84,8 @@ from ..arrow.schema import (
 from ..errors import OptionError, PathError
 from ..options import ReadOptions, doc_ref, parse_options
 from ..planning.pruning import Pruning
-from ..planning.request import batch_request
 from .filters import pruning_from_filters
-from .partitions import SplitPartition, read_partition
+from .partitions import planned_partitions, read_partition
 from .reports import capture
 
 if TYPE_CHECKING:
@@ -132,6 +131,7 @@ class KafkaLogDataSource(DataSource):
     def schema(self) -> str | StructType:
         """The DDL of the columns these options produce (a StructType with decoded payloads:
         their types come from the reader schemas, loaded now)."""
+        capture()  # in a kafkalog command's local Spark, its warnings go to the command
         if _payloads(self.read_options):
             from .payloads import plan_payloads, spark_schema
 
@@ -273,14 +273,7 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
-        # Imported here, not at the top: only Spark's planning worker calls partitions(). The
-        # workers that look the source up and build it (its options and schema), and the
-        # executors, then skip the planner's modules (discovery, evidence, framing: ~90 ms).
-        from ..planning.planner import plan
-
-        return [
-            SplitPartition(s) for s in plan(batch_request(self.read_options), pruning=self.pruning)
-        ]
+        return planned_partitions(self.read_options, self.pruning)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split; an empty plan arrives as ``InputPartition(None)`` and yields nothing."""

@@ -16,9 +16,7 @@ from pyspark.sql.types import StructType
 from ..arrow.internal import DecodedSchema, decoded_schema
 from ..errors import OptionError
 from ..options import ReadOptions
-from ..planning.planner import plan
-from ..planning.request import batch_request
-from .partitions import SplitPartition, read_partition
+from .partitions import planned_partitions, read_partition
 
 
 def match_columns(schema: StructType, every: pa.Schema, what: str) -> list[str]:
@@ -73,7 +71,7 @@ class KafkaLogDecodedReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
-        return [SplitPartition(s) for s in plan(batch_request(self.raw_options))]
+        return planned_partitions(self.raw_options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split's records (an empty plan yields nothing)."""

@@ -14,16 +14,12 @@ from pyspark.sql.datasource import InputPartition
 
 from ..arrow.schema import Projection
 from ..options import ReadOptions
+from ..planning.pruning import Pruning
 from ..planning.splits import Split
 from ..stats import ReadStats
 from .reports import capture, write_stats
 
 log = logging.getLogger("kafkalog")
-
-# Every Python worker that plans or reads this source imports this module (Spark unpickles the
-# reader and its partitions there): in a kafkalog command's local Spark, its warnings go to
-# the command from the start (spark/reports.py).
-capture()
 
 
 @dataclass(frozen=True)
@@ -31,6 +27,21 @@ class SplitPartition(InputPartition):
     """One planned :class:`~kafkalog_source.planning.splits.Split`, as a Spark input partition."""
 
     split: Split
+
+
+def planned_partitions(
+    options: ReadOptions, pruning: Pruning | None = None
+) -> list[InputPartition]:
+    """Plan a batch read (indexes and batch headers only), each split as an input partition;
+    in a kafkalog command's local Spark, the planner's warnings go to the command."""
+    # Imported here, not at the top: only Spark's planning worker plans. The workers that look
+    # the source up and build it (its options and schema), and the executors, then skip the
+    # planner's modules (discovery, evidence, framing: ~90 ms).
+    from ..planning.planner import plan
+    from ..planning.request import batch_request
+
+    capture()
+    return [SplitPartition(s) for s in plan(batch_request(options), pruning=pruning)]
 
 
 def read_partition(
@@ -58,7 +69,7 @@ def read_partition(
             batch = pa.RecordBatch.from_arrays(batch.columns, schema=rename)
         yield batch
     if reporting:
-        write_stats(stats)
+        write_stats(stats, split_key(partition.split))
     else:
         log_summary(partition.split, stats)
     _freeze_worker_heap()
@@ -84,6 +95,11 @@ def _freeze_worker_heap() -> None:
     _heap_frozen = True
     gc.collect()  # what is garbage now must not be frozen
     gc.freeze()
+
+
+def split_key(split: Split) -> str:
+    """What a split reads (its ranges, with their bounds), as text: the same for the same work."""
+    return repr([(r.path, r.start, r.end, r.offset_lo, r.offset_hi) for r in split.ranges])
 
 
 def log_summary(split: Split, stats: ReadStats) -> None:

@@ -21,10 +21,8 @@ from pyspark.sql.types import StructType
 from ..arrow.schema import Projection, output_projection
 from ..options import ReadOptions
 from ..payloads.step import PayloadPlan
-from ..planning.planner import plan
-from ..planning.request import batch_request
 from .decoded import match_columns
-from .partitions import SplitPartition, read_partition
+from .partitions import planned_partitions, read_partition
 
 log = logging.getLogger("kafkalog")
 
@@ -111,7 +109,7 @@ class KafkaLogPayloadReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Plan the read (indexes and batch headers only) and wrap each split."""
-        return [SplitPartition(s) for s in plan(batch_request(self.read_options))]
+        return planned_partitions(self.read_options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one split's records and their payloads."""

@@ -12,6 +12,7 @@ go to the worker's log.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -61,13 +62,16 @@ def capture() -> bool:
     return True
 
 
-def write_stats(stats: ReadStats) -> None:
-    """Write one task's ReadStats to the command's directory (written whole, then renamed, so
-    the command never reads half a report)."""
+def write_stats(stats: ReadStats, key: str) -> None:
+    """Write one task's ReadStats to the command's directory, named by ``key`` (what the task
+    read: a split read again, by a retried task or by a query that scans a view twice, replaces
+    its report rather than adding to it); written whole, then renamed, so the command never
+    reads half a report."""
     directory = os.environ.get(ENV)
     if not directory:
         return
-    name = os.path.join(directory, f"stats-{uuid.uuid4().hex}.json")
+    digest = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
+    name = os.path.join(directory, f"stats-{digest}.json")
     try:
         with open(name + ".part", "w", encoding="utf-8") as f:
             json.dump(stats.to_dict(), f)

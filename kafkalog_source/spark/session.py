@@ -91,7 +91,11 @@ def _python_path_for_workers() -> None:
 
 
 def local_session(
-    app_name: str, master: str = "local[2]", extra_conf: dict | None = None
+    app_name: str,
+    master: str = "local[2]",
+    extra_conf: dict | None = None,
+    own_python: bool = False,
+    env: dict[str, str] | None = None,
 ) -> SparkSession:
     """Build (or reuse) a local SparkSession with kafkalog's settings and the source registered.
 
@@ -99,10 +103,18 @@ def local_session(
     ``PYSPARK_PYTHON``, else the ``python3`` on ``PATH``: a job run as ``.venv/bin/python job.py``
     without the virtual environment on ``PATH`` would get another Python, without kafkalog
     (``[DATA_SOURCE_NOT_FOUND]``). So the workers get this process's Python, unless
-    ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` names one."""
+    ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` names one (the data source workers of Spark
+    4.3 read only the environment: it gets the setting's value); with ``own_python`` (the
+    ``kafkalog`` command, whose reads need the Python it runs in) always. ``env``: variables
+    the JVM and its Python workers inherit, set in this process only while Spark starts."""
     conf = session_conf(extra_conf)
-    if "spark.pyspark.python" not in conf:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if own_python:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        conf.pop("spark.pyspark.python", None)
+    else:
+        # Spark 4.3's data source workers (lookup, creation) take the Python from the
+        # environment only, not from spark.pyspark.python: give them the same one
+        os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python", sys.executable))
     _python_path_for_workers()
 
     from pyspark.sql import SparkSession
@@ -112,7 +124,16 @@ def local_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    before = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     # Spark auto-discovers the source through the pyspark_kafkalog module when it is importable
     # (installed, or a checkout on PYTHONPATH). Registering it again would make Spark log a WARN
     # that it "replaced a statically registered data source", so register only when Spark does

@@ -43,6 +43,7 @@ from ..streaming.source import (
     stream_fail_on_data_loss,
 )
 from .partitions import SplitPartition, read_partition
+from .reports import capture
 
 log = logging.getLogger("kafkalog")
 
@@ -53,6 +54,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(
         self, options: ReadOptions, projection: Projection, rename: pa.Schema | None
     ) -> None:
+        capture()  # in a kafkalog command's local Spark, its warnings go to the command
         self.read_options = reader_options(options)
         self.projection = projection
         self.rename = rename
