@@ -12,6 +12,7 @@ The fuzz harness that found them is tests/decoder_fuzz.py (tests/test_fuzz_decod
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,12 @@ import pytest
 from conftest import kp_v2_batch
 from internal_encoder import encode, uvarint
 from test_internal_topics import kraft_snapshot
+from test_registry import schema_key, schema_value, subject_key
 
 import kafkalog_source as kl
 from kafkalog_source.errors import KafkaLogError, UndecodableRecordError
 from kafkalog_source.format.messages.schema import by_name
+from kafkalog_source.format.replay import replay
 
 MODES = ("FAILFAST", "DROPMALFORMED", "PERMISSIVE")
 
@@ -153,3 +156,55 @@ def test_snapshot_named_with_an_epoch_past_int32(tmp_path: Path, decode: str) ->
     rows = t.to_pylist()
     assert len(rows) == 5 and all("9999999999" in r["error"] for r in rows)
     assert {r["snapshot_end_epoch"] for r in rows} == {None}
+
+
+# ---------------------------------------------------------------------------------------------
+# the _schemas topic
+
+
+def _wire(schema_id: int, payload: bytes) -> bytes:
+    return b"\0" + struct.pack(">i", schema_id) + payload
+
+
+def _log_dir(
+    root: Path, schemas: list[tuple[bytes | None, bytes | None]], values: list[bytes | None]
+) -> Path:
+    """A log directory: ``_schemas-0`` holding ``schemas`` (key, value) and ``t-0`` holding
+    ``values``; returns ``t-0``."""
+    _partition(root, "_schemas", [(1, k, v, []) for k, v in schemas])
+    return _partition(root, "t", [(1, b"k", v, []) for v in values])
+
+
+def _finishes(fn: Any, seconds: float = 120.0) -> Any:
+    """``fn()``'s result; fails (instead of hanging the suite) when it has not returned in
+    ``seconds``. A hang detector, not a speed goal: the work is linear and takes milliseconds."""
+    import threading
+
+    box: list[Any] = []
+    t = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert box, f"did not return in {seconds} s"
+    return box[0]
+
+
+AVRO_INT = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
+
+
+def test_delete_subject_of_version_2147483647_does_not_hang(tmp_path: Path) -> None:
+    """One DELETE_SUBJECT record with ``"version": 2147483647`` (a valid int32) made the replay
+    walk every number up to it: every valueFormat read of the log directory spun for minutes.
+    The replay now visits only the versions the store holds; the subject's versions are
+    soft-deleted, their ids still resolve, and values still decode."""
+    schemas = [
+        (schema_key("t-value", 1), schema_value("t-value", 1, 1, AVRO_INT)),
+        (
+            subject_key("DELETE_SUBJECT", "t-value"),
+            json.dumps({"subject": "t-value", "version": 2147483647}).encode(),
+        ),
+    ]
+    reg = _finishes(lambda: replay([(k, v, i) for i, (k, v) in enumerate(schemas)]))
+    assert reg.versions("t-value", deleted=True) == [1] and reg.by_id(1).deleted
+    d = _log_dir(tmp_path, schemas, [_wire(1, b"\x04")])
+    t = _finishes(lambda: kl.read_table(d, valueFormat="avro", valueSchemaVersion=1))
+    assert t.column("value_decoded").to_pylist() == [{"a": 2}]

@@ -7,7 +7,7 @@ the methods of :class:`~kafkalog_source.format.registry.Registry` (``by_id``, ``
 - **A ``_schemas`` partition directory** (``.../_schemas-0``), **a log directory** holding one, or
   the same on a store (``s3://``, ``abfs://``, ``gs://``, ``hdfs://``, fsspec URLs, reached with
   the read's ``fs.*`` options): read by the caller's ``read`` (the reader layer, above this
-  one, passes its own read: :data:`ReadTopic`) and replayed as the registry replays its store (:func:`~kafkalog_source.format.registry.replay`).
+  one, passes its own read: :data:`ReadTopic`) and replayed as the registry replays its store (:func:`~kafkalog_source.format.replay.replay`).
   :func:`find_schemas_partition` finds the default one: the ``_schemas`` partition of the log
   directory being read.
 - **A directory of schema files** (local or on a store), laid out so that ``curl`` against a
@@ -59,8 +59,8 @@ from ..format.registry import (
     Registry,
     SchemaNotFoundError,
     SchemaReference,
-    replay,
 )
+from ..format.replay import replay
 from ..layout.discovery import parse_partition_dir
 from ..options import StoreOptions, check_path, scheme_of
 from ..redact import MASK, redact_uri, scrub, secret_strings

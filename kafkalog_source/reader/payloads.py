@@ -2,7 +2,7 @@
 chosen, and the read wrapped in the payload step (:mod:`..payloads.step`).
 
 Where the schemas come from (``schemaRegistry``): a ``_schemas`` partition or a log directory
-holding one (read here with the reader, replayed by :func:`..format.registry.replay`), a
+holding one (read here with the reader, replayed by :func:`..format.replay.replay`), a
 directory of schema files, or a live registry's ``http(s)://`` URL. Without the option, the
 ``_schemas`` partition of the log directory being read, if there is one.
 
