@@ -22,7 +22,7 @@ from conftest import BROKER_WRITTEN, kp_v2_batch, require_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalog_source.errors import AccessDeniedError
+from kafkalog_source.errors import AccessDeniedError, SchemasRecordError
 from kafkalog_source.format.registry import (
     HARD_DELETED,
     LIVE,
@@ -426,7 +426,7 @@ def test_load_from_segments(tmp_path: Path) -> None:
 def test_bad_record_in_segments_names_its_offset(tmp_path: Path) -> None:
     pairs = _history()[:3] + [(schema_key("x", 1), b"{oops")] + _history()[3:]
     part = _write_topic(tmp_path / "logs", pairs)
-    with pytest.raises(RegistryRecordError, match="offset 3"):
+    with pytest.raises(SchemasRecordError, match="offset 3"):
         load_registry(str(part))
     reg = load_registry(str(part), lenient=True)
     assert [s.offset for s in reg.skipped] == [3] and "orders-value" in reg.subjects()
