@@ -72,6 +72,7 @@ E_DECIMAL = 10  # a decimal beyond its precision or 16 bytes (err_arg: its byte 
 E_OVERFLOW = 11  # milliseconds beyond the microsecond range (err_arg: the value)
 E_BLOCK = 12  # an array/map block count larger than the bytes left allow (err_arg)
 E_TRAILING = 13  # bytes remain after the value (err_arg: how many)
+E_BOOL = 14  # a boolean byte other than 0 and 1 (err_arg: the byte)
 
 ENTRY_NULL = -1  # a null input: a null value, no error
 ENTRY_ERROR = -2  # an error found before decoding (Python knows it): a null value
@@ -433,8 +434,12 @@ def decode_avro(
                     err = E_TRUNCATED
                     arg = 1
                     break
+                bit = np.int64(buf[pos])
+                if bit > 1:  # the spec's booleans are the bytes 0 and 1 only
+                    err = E_BOOL
+                    arg = bit
+                    break
                 if col >= 0:
-                    bit = np.int64(1) if buf[pos] != 0 else np.int64(0)
                     if not put_int(lay, cnt, valid, ival, col, bit):
                         full = col
                         break

@@ -345,8 +345,12 @@ class AvroDecoder(PayloadDecoder):
         return f"does not parse as Avro with schema id {schema_id}{self.where(schema_id)}: {why}"
 
     def resolve_reason(self, schema_id: int, why: str) -> str:
-        """The reason of a value that does not resolve into the reader schema."""
-        assert self.reader is not None
+        """The reason of a value that does not resolve into the reader schema (as_json: that
+        has no JSON text)."""
+        if self.reader is None:
+            return (
+                f"schema id {schema_id}{self.where(schema_id)}: the value has no JSON text: {why}"
+            )
         return (
             f"schema id {schema_id}{self.where(schema_id)} cannot be resolved into the reader "
             f"schema (id {self.reader.id}): {why}"
@@ -441,6 +445,7 @@ class AvroDecoder(PayloadDecoder):
             K.E_ENUM: f"enum index {arg} does not exist",
             K.E_BLOCK: f"an array or map block of {arg} items does not fit in the value",
             K.E_TRAILING: f"{arg} bytes remain after the value",
+            K.E_BOOL: f"a boolean is the byte {arg} (Avro's booleans are the bytes 0 and 1)",
         }.get(code, f"kernel status {code}")
         return self.parse_reason(sid, f"{why}{where}{field_}")
 
@@ -597,8 +602,14 @@ def check_bounds(node: Node, payload: memoryview) -> None:
         k = n.kind
         if k == "null":
             return p
-        if k in ("boolean",):
-            return _need(p, 1)
+        if k == "boolean":
+            _need(p, 1)
+            if buf[p] > 1:
+                raise _Bounds(
+                    f"a boolean is the byte {buf[p]} (Avro's booleans are the bytes 0 and 1) "
+                    f"at byte {p + WIRE_PREFIX}"
+                )
+            return p + 1
         if k in ("int", "long", "enum"):
             return long_at(p)[1]
         if k == "float":
