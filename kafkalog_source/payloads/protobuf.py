@@ -245,11 +245,29 @@ def compile_schema(schema: RegisteredSchema, references: Mapping[str, Registered
             main_name = "_" + main_name
         texts[main_name] = schema.text
         fdps = _merge(binary, _protoc(texts, binary, [main_name]))
-    pool = _build_pool(fdps)
-    compiled = _Compiled(pool.FindFileByName(main_name))
+    try:  # the runtime's own limits (upb: a message of 64 KiB of fields at most, ...)
+        pool = _build_pool(fdps)
+        compiled = _Compiled(pool.FindFileByName(main_name))
+        for desc in _all_messages(compiled.file):
+            _message_class(desc)
+    except ValueError:
+        raise
+    except Exception as e:  # TypeError from the pool, KeyError for a missing file
+        raise ValueError(f"the protobuf runtime refuses it: {e}") from None
     with _CACHE_LOCK:
         _CACHE[key] = compiled
     return compiled.file
+
+
+def _all_messages(file: Any) -> list[Any]:
+    """Every message of ``file``, nested ones included."""
+    out: list[Any] = []
+    todo = list(file.message_types_by_name.values())
+    while todo:
+        d = todo.pop()
+        out.append(d)
+        todo.extend(d.nested_types)
+    return out
 
 
 def _merge(first: list[Any], second: list[Any]) -> list[Any]:
@@ -464,8 +482,27 @@ def _to_json(m: Any) -> str:
     return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
 
 
+class _Misfit(ValueError):
+    """A value that parsed but does not fit its column (``path`` names the field)."""
+
+    def __init__(self, why: str, path: str = "") -> None:
+        self.why = why
+        self.path = path
+        super().__init__(f"field {path}: {why}" if path else why)
+
+    def under(self, name: str) -> _Misfit:
+        """The same error one message further out."""
+        return _Misfit(self.why, f"{name}.{self.path}" if self.path else name)
+
+
+# google/protobuf/timestamp.proto: "Range is from 0001-01-01T00:00:00Z to
+# 9999-12-31T23:59:59.999999999Z", nanos in [0, 999999999] (json_format refuses others too)
+TIMESTAMP_SECONDS = (-62_135_596_800, 253_402_300_799)
+
+
 class _Conv:
-    """Turns a list of Python values (messages, scalars or None) into one Arrow array."""
+    """Turns a list of Python values (messages, scalars or None) into one Arrow array; raises
+    :class:`_Misfit` for a value that does not fit it."""
 
     type: pa.DataType
 
@@ -498,13 +535,26 @@ class _Json(_Conv):
     type = pa.string()
 
     def build(self, values: list[Any]) -> pa.Array:
-        return pa.array([None if m is None else _to_json(m) for m in values], type=pa.string())
+        out = []
+        for m in values:
+            try:
+                out.append(None if m is None else _to_json(m))
+            except Exception as e:  # json_format's SerializeToJsonError, a NaN in a Value, ...
+                raise _Misfit(f"no ProtoJSON text: {e}") from None
+        return pa.array(out, type=pa.string())
 
 
 class _Timestamp(_Conv):
     type = pa.timestamp("us", tz="UTC")
 
     def build(self, values: list[Any]) -> pa.Array:
+        lo, hi = TIMESTAMP_SECONDS
+        for m in values:
+            if m is not None and not (lo <= m.seconds <= hi and 0 <= m.nanos <= 999_999_999):
+                raise _Misfit(
+                    f"a google.protobuf.Timestamp of seconds {m.seconds} and nanos {m.nanos} "
+                    "is out of its range (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z)"
+                )
         return pa.array(
             [None if m is None else m.seconds * 1_000_000 + m.nanos // 1000 for m in values],
             type=pa.int64(),
@@ -560,6 +610,13 @@ def _map_key(k: Any) -> str:
 
 
 def _build_field(f: _Field, msgs: list[Any]) -> pa.Array:
+    try:
+        return _build_field_values(f, msgs)
+    except _Misfit as e:
+        raise e.under(f.name) from None
+
+
+def _build_field_values(f: _Field, msgs: list[Any]) -> pa.Array:
     name = f.name
     if not f.repeated:
         if f.presence:
@@ -714,7 +771,7 @@ class ProtobufDecoder(PayloadDecoder):
             try:
                 hit = compile_schema(schema, self.registry.referenced(schema))
             except (ValueError, KeyError, OSError, subprocess.SubprocessError) as e:
-                hit = f"schema id {schema_id} does not compile: {e}"
+                hit = f"schema id {schema_id}{held_by(self.registry, schema_id)} does not compile: {e}"
         self._files[schema_id] = hit
         return hit
 
@@ -795,14 +852,41 @@ class ProtobufDecoder(PayloadDecoder):
                 )
                 errors.append(PayloadError(i, sid, why))
                 continue
-            out[i] = _to_json(msg) if self.as_json else msg
+            if self.as_json:
+                try:
+                    out[i] = _to_json(msg)
+                except Exception as e:  # json_format refuses it (a Timestamp out of range, ...)
+                    why = f"schema id {sid}{held_by(self.registry, sid)}: no ProtoJSON text: {e}"
+                    errors.append(PayloadError(i, sid, why))
+            else:
+                out[i] = msg
         id_mask = is_null | ~has_prefix
         schema_ids = pa.array(ids.astype(np.int32), type=pa.int32(), mask=id_mask)
         if self.as_json:
             values = pa.array(out, type=pa.string())
         else:
-            values = self._conv.build(out)
+            values = self._typed(out, ids, errors)
+        errors.sort(key=lambda e: e.row)
         return Decoded(schema_ids, values, errors)
+
+    def _typed(self, msgs: list[Any], ids: np.ndarray, errors: list[PayloadError]) -> pa.Array:
+        """The messages as the reader's Arrow type; a message that does not fit it (a
+        Timestamp out of range, ...) is an error of its row and a null."""
+        try:
+            return self._conv.build(msgs)
+        except _Misfit:
+            pass
+        for i, m in enumerate(msgs):  # which ones: one at a time
+            if m is None:
+                continue
+            try:
+                self._conv.build([m])
+            except _Misfit as e:
+                sid = int(ids[i])
+                why = f"schema id {sid}{held_by(self.registry, sid)} does not fit the column: {e}"
+                errors.append(PayloadError(i, sid, why))
+                msgs[i] = None
+        return self._conv.build(msgs)
 
 
 def _message_class(desc: Any) -> Callable[..., Any]:
