@@ -25,7 +25,13 @@ from test_internal_topics import kraft_snapshot
 from test_registry import schema_key, schema_value, subject_key
 
 import kafkalog_source as kl
-from kafkalog_source.errors import KafkaLogError, UndecodableRecordError
+from kafkalog_source.errors import (
+    InvalidSchemaError,
+    KafkaLogError,
+    SchemasRecordError,
+    UndecodablePayloadError,
+    UndecodableRecordError,
+)
 from kafkalog_source.format.messages.schema import by_name
 from kafkalog_source.format.replay import replay
 
@@ -208,3 +214,263 @@ def test_delete_subject_of_version_2147483647_does_not_hang(tmp_path: Path) -> N
     d = _log_dir(tmp_path, schemas, [_wire(1, b"\x04")])
     t = _finishes(lambda: kl.read_table(d, valueFormat="avro", valueSchemaVersion=1))
     assert t.column("value_decoded").to_pylist() == [{"a": 2}]
+
+
+def _record(*fields: dict) -> str:
+    return json.dumps({"type": "record", "name": "R", "fields": list(fields)})
+
+
+def _avro_dir(root: Path, reader: str, writer: str | None, values: list[bytes]) -> Path:
+    """Subject ``t-value`` version 1 (id 1) = ``reader``; subject ``w`` version 1 (id 2) =
+    ``writer``; ``values`` in ``t-0``."""
+    schemas = [(schema_key("t-value", 1), schema_value("t-value", 1, 1, reader))]
+    if writer is not None:
+        schemas.append((schema_key("w", 1), schema_value("w", 1, 2, writer)))
+    return _log_dir(root, schemas, values)
+
+
+def _payload_modes(d: Path, **options: Any) -> dict[str, Any]:
+    got = _each_mode(d, **options)
+    for mode in ("DROPMALFORMED", "PERMISSIVE"):
+        if not isinstance(got[mode], KafkaLogError):
+            t, st = got[mode]
+            got[mode] = (t.select(["offset", "value_decoded", "value_error"]).to_pylist(), st)
+    return got
+
+
+def _only_value_two_fails(got: dict[str, Any], *words: str) -> None:
+    """Offset 0 decodes to ``{"a": 1}``; offset 1 does not: FAILFAST names it (file, byte,
+    offset, schema id and ``words``), DROPMALFORMED drops it, PERMISSIVE keeps it with the
+    reason; both count it."""
+    e = got["FAILFAST"]
+    assert isinstance(e, UndecodablePayloadError), e
+    assert e.offset == 1 and e.schema_id == 2 and e.path.endswith(".log") and e.position == 0
+    for w in words:
+        assert w in str(e), (w, str(e))
+    rows, st = got["DROPMALFORMED"]
+    assert [r["offset"] for r in rows] == [0] and st.undecodable_payloads == 1
+    rows, st = got["PERMISSIVE"]
+    assert [r["value_decoded"] for r in rows] == [{"a": 1}, None]
+    assert rows[0]["value_error"] is None and st.undecodable_payloads == 1
+    for w in words:
+        assert w in rows[1]["value_error"], (w, rows[1]["value_error"])
+
+
+@pytest.mark.parametrize("kernel", ["1", "0"])
+def test_avro_boolean_byte_2_is_invalid(tmp_path: Path, monkeypatch: Any, kernel: str) -> None:
+    """An Avro boolean stored as the byte 2 decoded as true with no error. Avro's
+    specification allows only 0 and 1 (Java's decoder reads 2 as false): an invalid value,
+    through mode, on the compiled path and the fastavro path alike."""
+    monkeypatch.setenv("KAFKALOG_AVRO_KERNEL", kernel)
+    reader = _record({"name": "a", "type": "int"}, {"name": "b", "type": "boolean"})
+    d = _avro_dir(tmp_path, reader, reader, [_wire(1, b"\x02\x01"), _wire(2, b"\x02\x02")])
+    got = _payload_modes(d, valueFormat="avro")
+    e = got["FAILFAST"]
+    assert isinstance(e, UndecodablePayloadError) and e.offset == 1
+    assert "a boolean is the byte 2" in str(e) and "subject w version 1" in str(e)
+    rows, st = got["PERMISSIVE"]
+    assert rows[0]["value_decoded"] == {"a": 1, "b": True} and rows[1]["value_decoded"] is None
+    assert "byte 2" in rows[1]["value_error"] and st.undecodable_payloads == 1
+
+
+@pytest.mark.parametrize(
+    "bad,words",
+    [
+        ({"name": ["x"], "type": "int"}, ["a name must be a string"]),
+        (
+            {"name": "f", "type": {"type": "fixed", "name": "F", "size": {}}},
+            ["invalid or no size of fixed F"],
+        ),
+        ({"name": "a", "type": "string"}, ["duplicate field a in record R"]),
+        ({"name": "n", "type": ["int", "int"]}, ["duplicate in union: int"]),
+        ({"name": "\udc80", "type": "int"}, ["illegal initial character", "\\udc80"]),
+    ],
+)
+def test_avro_writer_schema_that_avro_refuses(tmp_path: Path, bad: dict, words: list) -> None:
+    """A writer schema Avro's own parser refuses (a field name that is a list, a fixed size
+    that is an object, a duplicated field name, a duplicate union branch, a name that is a
+    lone surrogate) raised TypeError (or ArrowInvalid from the compiled program, or decoded
+    with one field lost) for the whole read. Now only its values are affected, naming the
+    subject, version and id; a lone surrogate is quoted as its escape, so the reason can be
+    written to value_error."""
+    reader = _record({"name": "a", "type": "int"})
+    writer = _record({"name": "a", "type": "int"}, bad)
+    d = _avro_dir(tmp_path, reader, writer, [_wire(1, b"\x02"), _wire(2, b"\x02\x02\x02")])
+    _only_value_two_fails(
+        _payload_modes(d, valueFormat="avro"), "schema id 2 (subject w version 1)", *words
+    )
+
+
+@pytest.mark.parametrize(
+    "reader,words",
+    [
+        (_record({"name": ["x"], "type": "int"}), ["a name must be a string"]),
+        (_record({"name": "a", "type": "int"}, {"name": "a", "type": "string"}), ["duplicate"]),
+        (_record({"name": "a", "type": "int"}, {"name": "\udc80", "type": "int"}), ["\\udc80"]),
+        ("{not json", ["does not parse"]),
+    ],
+)
+def test_avro_reader_schema_that_avro_refuses(tmp_path: Path, reader: str, words: list) -> None:
+    """A reader schema (the one that types the column) that does not validate: TypeError,
+    avro_schema.SchemaError (a ValueError) or, for a field named by a lone surrogate, a
+    UnicodeEncodeError writing the reason of every value to value_error. Without it no column
+    has a type, so the read fails in every mode, with an InvalidSchemaError (a KafkaLogError)
+    naming the subject, version and id, and the ways out."""
+    d = _avro_dir(tmp_path, reader, None, [_wire(1, b"\x02")])
+    for mode in MODES:
+        with pytest.raises(InvalidSchemaError) as e:
+            kl.read_table(d, valueFormat="avro", mode=mode)
+        assert (e.value.subject, e.value.version, e.value.schema_id) == ("t-value", 1, 1)
+        assert "subject t-value version 1 (schema id 1)" in str(e.value)
+        assert "payloadAs=json" in str(e.value)
+        str(e.value).encode("utf-8")  # printable
+        for w in words:
+            assert w in str(e.value)
+
+
+def test_avro_as_json_with_a_field_named_by_a_lone_surrogate(tmp_path: Path) -> None:
+    """payloadAs=json, a writer whose field name is a lone surrogate: the JSON text could not
+    be a string column, and the fallback reached an AssertionError (no reader schema). Now
+    the writer schema does not validate: its values go through mode."""
+    writer = _record({"name": "\udc80", "type": "int"})
+    good = _record({"name": "a", "type": "int"})
+    d = _avro_dir(tmp_path, good, writer, [_wire(1, b"\x02"), _wire(2, b"\x02")])
+    got = _payload_modes(d, valueFormat="avro", payloadAs="json")
+    e = got["FAILFAST"]
+    assert isinstance(e, UndecodablePayloadError) and e.offset == 1 and "\\udc80" in str(e)
+    rows, st = got["PERMISSIVE"]
+    assert json.loads(rows[0]["value_decoded"]) == {"a": 1} and rows[1]["value_decoded"] is None
+    assert "\\udc80" in rows[1]["value_error"] and st.undecodable_payloads == 1
+
+
+def test_avro_reference_the_registry_lacks(tmp_path: Path) -> None:
+    """A schema that references a subject the registry does not hold: SchemaNotFoundError (a
+    KeyError) failed the whole read in every mode. As a writer schema only its values are
+    affected; as the reader schema, InvalidSchemaError."""
+    ref = [{"name": "X", "subject": "nope", "version": 1}]
+    reader = _record({"name": "a", "type": "int"})
+    schemas = [
+        (schema_key("t-value", 1), schema_value("t-value", 1, 1, reader)),
+        (schema_key("w", 1), schema_value("w", 1, 2, reader, None, ref)),
+    ]
+    d = _log_dir(tmp_path, schemas, [_wire(1, b"\x02"), _wire(2, b"\x02")])
+    _only_value_two_fails(
+        _payload_modes(d, valueFormat="avro"), "subject w version 1", "'nope'", "does not hold"
+    )
+    for as_json in ("json", "struct"):
+        got = _payload_modes(d, valueFormat="avro", payloadAs=as_json)
+        assert isinstance(got["FAILFAST"], UndecodablePayloadError)
+    d2 = _log_dir(
+        tmp_path / "r",
+        [(schema_key("t-value", 1), schema_value("t-value", 1, 1, reader, None, ref))],
+        [_wire(1, b"\x02")],
+    )
+    with pytest.raises(InvalidSchemaError, match="'nope'"):
+        kl.read_table(d2, valueFormat="avro", mode="PERMISSIVE")
+
+
+def test_unreadable_schemas_record_names_file_byte_and_offset(tmp_path: Path) -> None:
+    """A _schemas record the registry cannot read (not JSON) escaped as RegistryRecordError (a
+    ValueError) under FAILFAST. Now a SchemasRecordError (an UndecodableRecordError) naming
+    the _schemas file, its batch's byte and the record's offset; the other modes skip it as
+    the registry does."""
+    schemas = [
+        (
+            schema_key("t-value", 1),
+            schema_value("t-value", 1, 1, _record({"name": "a", "type": "int"})),
+        ),
+        (schema_key("t-value", 2), b"{oops"),
+    ]
+    d = _log_dir(tmp_path, schemas, [_wire(1, b"\x02")])
+    with pytest.raises(SchemasRecordError) as e:
+        kl.read_table(d, valueFormat="avro")
+    assert e.value.offset == 1 and e.value.position == 0
+    assert e.value.path == str(tmp_path / "_schemas-0" / "00000000000000000000.log")
+    assert "offset 1" in str(e.value) and "not JSON" in str(e.value)
+    for mode in ("DROPMALFORMED", "PERMISSIVE"):
+        t = kl.read_table(d, valueFormat="avro", mode=mode)
+        assert t.column("value_decoded").to_pylist() == [{"a": 1}]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"type": "object", "properties": ["a"]}, {"properties": {"a": {"type": "strin"}}}]
+)
+def test_json_schema_that_json_schema_refuses(tmp_path: Path, bad: dict) -> None:
+    """A JSON Schema whose keywords have the wrong type (``"properties": ["a"]`` raised
+    AttributeError; an unknown type name was read as text): checked against its metaschema
+    when loaded. As the reader schema: InvalidSchemaError; as a writer's: its values only."""
+    good = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+    schemas = [
+        (schema_key("t-value", 1), schema_value("t-value", 1, 1, good, "JSON")),
+        (schema_key("w", 1), schema_value("w", 1, 2, json.dumps(bad), "JSON")),
+    ]
+    d = _log_dir(tmp_path, schemas, [_wire(1, b'{"a":1}'), _wire(2, b'{"a":1}')])
+    _only_value_two_fails(
+        _payload_modes(d, valueFormat="json"), "subject w version 1", "not a valid JSON Schema"
+    )
+    d2 = _log_dir(
+        tmp_path / "r",
+        [(schema_key("t-value", 1), schema_value("t-value", 1, 1, json.dumps(bad), "JSON"))],
+        [_wire(1, b'{"a":1}')],
+    )
+    with pytest.raises(InvalidSchemaError, match="not a valid JSON Schema"):
+        kl.read_table(d2, valueFormat="json", mode="PERMISSIVE")
+
+
+def _varint(n: int) -> bytes:
+    return uvarint(n)
+
+
+PROTO_TS = (
+    'syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\n'
+    "message M { int32 a = 1; google.protobuf.Timestamp ts = 2; }\n"
+)
+
+
+@pytest.mark.parametrize("payload_as", ["struct", "json"])
+def test_protobuf_timestamp_out_of_its_range(tmp_path: Path, payload_as: str) -> None:
+    """A google.protobuf.Timestamp of seconds 2^62 (valid on the wire): OverflowError building
+    the timestamp column, and with payloadAs=json protobuf's SerializeToJsonError escaped. The
+    well-known type's range (years 1 to 9999) is checked before conversion: the value goes
+    through mode, naming the field."""
+    pytest.importorskip("grpc_tools")
+    ts = b"\x08" + _varint(1 << 62)
+    good = b"\x00" + b"\x08\x01"
+    bad = b"\x00" + b"\x08\x01" + b"\x12" + _varint(len(ts)) + ts
+    schemas = [
+        (schema_key("t-value", 1), schema_value("t-value", 1, 1, PROTO_TS, "PROTOBUF")),
+        (schema_key("w", 1), schema_value("w", 1, 2, PROTO_TS, "PROTOBUF")),
+    ]
+    d = _log_dir(tmp_path, schemas, [_wire(1, good), _wire(2, bad)])
+    got = _each_mode(d, valueFormat="protobuf", payloadAs=payload_as)
+    e = got["FAILFAST"]
+    assert isinstance(e, UndecodablePayloadError) and e.offset == 1 and e.schema_id == 2
+    assert "4611686018427387904" in str(e) and "ts" in str(e)
+    t, st = got["PERMISSIVE"]
+    rows = t.to_pylist()
+    assert rows[0]["value_decoded"] is not None and rows[1]["value_decoded"] is None
+    assert "4611686018427387904" in rows[1]["value_error"] and st.undecodable_payloads == 1
+    t, st = got["DROPMALFORMED"]
+    assert t.column("offset").to_pylist() == [0] and st.undecodable_payloads == 1
+
+
+def test_protobuf_schema_past_the_runtime_limits(tmp_path: Path) -> None:
+    """A valid .proto of about 20,000 fields compiles with protoc, but the protobuf runtime
+    refuses it (upb: a message's fields take at most 64 KiB): TypeError from the descriptor
+    pool ended the read. Now the values written with it go through mode."""
+    pytest.importorskip("grpc_tools")
+    numbers = [*range(1, 19000), *range(20000, 21100)]
+    big = 'syntax = "proto3";\nmessage M {\n' + "".join(f"  int32 f{i} = {i};\n" for i in numbers)
+    small = 'syntax = "proto3";\nmessage M { int32 f1 = 1; }\n'
+    schemas = [
+        (schema_key("t-value", 1), schema_value("t-value", 1, 1, small, "PROTOBUF")),
+        (schema_key("w", 1), schema_value("w", 1, 2, big + "}\n", "PROTOBUF")),
+    ]
+    d = _log_dir(tmp_path, schemas, [_wire(1, b"\x00\x08\x01"), _wire(2, b"\x00\x08\x01")])
+    got = _each_mode(d, valueFormat="protobuf")
+    e = got["FAILFAST"]
+    assert isinstance(e, UndecodablePayloadError) and e.offset == 1
+    assert "subject w version 1" in str(e) and "runtime refuses it" in str(e)
+    t, st = got["PERMISSIVE"]
+    assert t.column("value_decoded").to_pylist() == [{"f1": 1}, None]
+    assert st.undecodable_payloads == 1
