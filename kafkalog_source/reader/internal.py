@@ -201,10 +201,28 @@ class InternalDecoder:
                     tombstone=d.tombstone,
                     decoded=to_json(d.document()),
                 )
-        elif control is not None:  # decode=auto, another topic: as the raw schema has them
-            out["key"] = out["value"] = None
+        else:  # decode=auto, another topic: as the raw schema has them
+            if control is not None:
+                out["key"] = out["value"] = None
+            if snapshot is not None and (why := self._snapshot_misfit(snapshot)) is not None:
+                del out["snapshot_end_offset"], out["snapshot_end_epoch"]
+                e = RecordDecodeError(why, "value", -1)
+                if not self._undecodable(e, cols, i, f"{topic} (read raw)", out):
+                    return
         for name, values in rows.items():
             values.append(out.get(name))
+
+    @staticmethod
+    def _snapshot_misfit(snapshot: tuple[int, int]) -> str | None:
+        """Why a KRaft snapshot file's id does not fit its columns (None: it does)."""
+        for name, v in zip(("snapshot_end_offset", "snapshot_end_epoch"), snapshot, strict=True):
+            why = misfit(name, v)
+            if why is not None:
+                return (
+                    f"the KRaft snapshot file's name gives {why} (Kafka's Snapshots.parse "
+                    "refuses such a name too)"
+                )
+        return None
 
     @staticmethod
     def _check_fit(d: Any, snapshot: tuple[int, int] | None) -> None:
@@ -212,17 +230,12 @@ class InternalDecoder:
         snapshot id of its file) does not fit its column (see :func:`misfit`)."""
         values = dict(d.typed)
         values["record_version"] = d.record_version
+        whys = [misfit(name, v) for name, v in values.items()]
         if snapshot is not None:
-            values["snapshot_end_offset"], values["snapshot_end_epoch"] = snapshot
-        for name, v in values.items():
-            why = misfit(name, v)
+            whys.append(InternalDecoder._snapshot_misfit(snapshot))
+        for why in whys:
             if why is None:
                 continue
-            if name.startswith("snapshot_end_"):
-                why = (
-                    f"the KRaft snapshot file's name gives {why} (Kafka's Snapshots.parse "
-                    "refuses such a name too)"
-                )
             version = d.record_version if not misfit("record_version", d.record_version) else None
             raise RecordDecodeError(
                 f"{why}: the record does not fit its columns", "value", -1, d.record_type, version
