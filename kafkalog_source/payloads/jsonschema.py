@@ -98,6 +98,19 @@ def _text(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
+def _unicode(s: str, path: str) -> str:
+    """``s``, or :class:`_Misfit` when it holds a lone surrogate (JSON's ``"\\udc80"`` escape
+    parses into one): no string column can hold it."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = s[e.start : e.end].encode("utf-8", "backslashreplace").decode()
+        raise _Misfit(
+            path, f"a string holds the lone surrogate {bad}, which is not Unicode"
+        ) from None
+    return s
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -157,10 +170,12 @@ class _Str(_Node):
         self.lenient = lenient
 
     def convert(self, v: Any, path: str) -> Any:
-        if v is None or isinstance(v, str):
+        if v is None:
             return v
+        if isinstance(v, str):
+            return _unicode(v, path)
         if self.lenient:
-            return _text(v)
+            return _unicode(_text(v), path)
         raise _Misfit(path, f"expected string, got {_kind(v)}")
 
 
@@ -171,7 +186,7 @@ class _Text(_Node):
     fast = False
 
     def convert(self, v: Any, path: str) -> Any:
-        return None if v is None else _text(v)
+        return None if v is None else _unicode(_text(v), path)
 
 
 class _List(_Node):
@@ -201,7 +216,7 @@ class _Map(_Node):
             return None
         if not isinstance(v, dict):
             raise _Misfit(path, f"expected object, got {_kind(v)}")
-        return [(k, self.value.convert(x, _join(path, k))) for k, x in v.items()]
+        return [(_unicode(k, path), self.value.convert(x, _join(path, k))) for k, x in v.items()]
 
 
 class _Struct(_Node):
