@@ -121,6 +121,8 @@ def read_long(buf, p, end):  # type: ignore[no-untyped-def]
             return np.int64(0), q, E_TRUNCATED
         c = np.uint64(buf[q])
         q += 1
+        if shift == np.uint64(63) and c > np.uint64(1):  # bits past the 64th: not a long
+            return np.int64(0), q, E_VARINT
         u |= (c & np.uint64(0x7F)) << shift
         if c < np.uint64(0x80):
             return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), q, E_OK
@@ -360,13 +362,13 @@ def decode_avro(
                         err = E_TRUNCATED
                         arg = n
                         break
+                if prog[pc, 2] == 1 and not is_ascii(buf, pos, pos + n):
+                    bad = utf8_error(buf, pos, pos + n)
+                    if bad >= 0:
+                        err = E_UTF8
+                        arg = bad
+                        break
                 if col >= 0:
-                    if prog[pc, 2] == 1 and not is_ascii(buf, pos, pos + n):
-                        bad = utf8_error(buf, pos, pos + n)
-                        if bad >= 0:
-                            err = E_UTF8
-                            arg = bad
-                            break
                     if not put_bytes(lay, cnt, dlen, valid, ival, data, col, buf, pos, n):
                         full = col
                         break

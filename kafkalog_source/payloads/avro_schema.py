@@ -400,28 +400,47 @@ def arrow_type(node: Node) -> pa.DataType:
 
 @dataclass
 class ParsedSchema:
-    """A registered Avro schema parsed with its references: fastavro's form and the node tree."""
+    """A registered Avro schema parsed with its references: fastavro's form, fastavro's form
+    without logical types (``plain``: what the typed fastavro path reads with, converting raw
+    values itself as the kernel does) and the node tree."""
 
     schema_id: int
     parsed: Any
     node: Node
+    plain: Any = None
 
 
-def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSchema:
-    """Parse an Avro schema of the registry, its references (by full name) included."""
+def strip_logical(schema: Any) -> Any:
+    """``schema`` (checked JSON) without any ``logicalType``: fastavro then reads raw ints,
+    longs, strings and bytes, which cannot fail on a date past year 9999 or a malformed uuid."""
+    if isinstance(schema, list):
+        return [strip_logical(b) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if k != "logicalType"}
+    for k in ("items", "values"):
+        if k in out:
+            out[k] = strip_logical(out[k])
+    if isinstance(out.get("fields"), list):
+        out["fields"] = [
+            {**f, "type": strip_logical(f["type"])} if isinstance(f, dict) and "type" in f else f
+            for f in out["fields"]
+        ]
+    return out
+
+
+def _parse_all(texts: list[Any], main: Any, plain: bool) -> Any:
+    """fastavro's form of ``main`` (checked JSON) with the referenced schemas ``texts``
+    (checked JSON) known by name; without logical types when ``plain``."""
     named: dict[str, Any] = {}
-    try:
-        refs = registry.referenced(schema) if schema.references else {}
-    except KeyError as e:  # SchemaNotFoundError: a reference the registry does not hold
-        raise SchemaError(f"has a reference the registry does not hold: {e}") from None
-    pending = list(refs.values())
+    pending = [strip_logical(t) if plain else t for t in texts]
     while pending:  # references may name each other: parse those whose names are known first
         left = []
         last: Exception | None = None
         for ref in pending:
             trial = dict(named)
             try:
-                fastavro.parse_schema(checked(json.loads(ref.text)), trial, _write_hint=False)
+                fastavro.parse_schema(ref, trial, _write_hint=False)
             except Exception as e:
                 left.append(ref)
                 last = e
@@ -430,14 +449,31 @@ def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSche
         if len(left) == len(pending):
             raise SchemaError(f"a referenced schema does not parse: {last}")
         pending = left
+    return fastavro.parse_schema(strip_logical(main) if plain else main, named), named
+
+
+def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSchema:
+    """Parse an Avro schema of the registry, its references (by full name) included."""
     try:
-        parsed = fastavro.parse_schema(checked(json.loads(schema.text)), named)
+        refs = registry.referenced(schema) if schema.references else {}
+    except KeyError as e:  # SchemaNotFoundError: a reference the registry does not hold
+        raise SchemaError(f"has a reference the registry does not hold: {e}") from None
+    try:
+        texts = [checked(json.loads(ref.text)) for ref in refs.values()]
+    except SchemaError as e:
+        raise SchemaError(f"a referenced schema is not a valid Avro schema: {e}") from None
+    except Exception as e:
+        raise SchemaError(f"a referenced schema does not parse: {e}") from None
+    try:
+        main = checked(json.loads(schema.text))
+        parsed, named = _parse_all(texts, main, False)
         node = build_node(parsed, named)
+        plain = _parse_all(texts, main, True)[0]
     except SchemaError as e:
         raise SchemaError(f"is not a valid Avro schema: {e}") from None
     except Exception as e:
         raise SchemaError(f"does not parse as an Avro schema: {e}") from e
-    return ParsedSchema(schema.id, parsed, node)
+    return ParsedSchema(schema.id, parsed, node, plain)
 
 
 # ----------------------------------------------------------------------------- resolution rules
