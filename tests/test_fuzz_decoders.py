@@ -146,6 +146,14 @@ def _rec(*fields: Any) -> dict:
         (_rec("int"), None, b"\xfe\xff\xff\xff\x1f", "out of the 32-bit range"),
         # a map key twice: fastavro's dict kept the last, the kernel both entries
         (_rec({"type": "map", "values": "int"}), None, b"\x04\x02a\x02\x02a\x04\x00", "key twice"),
+        # the same key twice, its length once as 1 byte and once as 2 (a varint not in its
+        # shortest form): the fastavro path compared the encoded keys (found by a campaign)
+        (
+            _rec({"type": "map", "values": "boolean"}),
+            None,
+            b"\x02\x00\x00\x02\x80\x00\x01\x00",
+            "key twice",
+        ),
         # a negative block size in a block-counted array: fastavro ignored it
         (_rec({"type": "array", "items": "int"}), None, b"\x01\x01\x02\x00", "negative length"),
     ],

@@ -145,13 +145,15 @@ def check_bounds(node: Node, payload: memoryview | bytes) -> None:
                         f"an array or map block of {count} items does not fit in the value"
                     )
                 for _ in range(count):
-                    if k == "map":
-                        q = skip(Node("string"), p, depth + 1)
-                        key = buf[p:q]
+                    if k == "map":  # the key's text, however its length is encoded
+                        size, q = long_at(p)
+                        if size < 0:
+                            raise Bounds(f"negative length {size}")
+                        p = need(q, size)
+                        key = buf[q:p]
                         if key in keys:
                             raise Bounds(duplicate_reason(key))
                         keys.add(key)
-                        p = q
                     p = skip(n.items, p, depth + 1)
         return p
 
