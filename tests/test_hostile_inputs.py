@@ -126,6 +126,27 @@ def test_typed_timestamp_past_64_bit_microseconds(
     assert rows[1]["record_type"] == "OffsetCommit" and rows[1]["record_version"] == 1
 
 
+def test_transaction_timestamp_past_64_bit_microseconds(tmp_path: Path) -> None:
+    """The other typed timestamp columns alike: a TransactionLog value whose
+    transactionStartTimestampMs is 2^62 is an undecodable record naming the column (it raised
+    OverflowError for the read)."""
+    from internal_encoder import sample
+
+    key = struct.pack(">h", 0) + encode(by_name("TransactionLogKey"), 0, {"transactionalId": "t"})
+    spec = by_name("TransactionLogValue")
+    fields = sample(spec.fields, 0)
+    fields.update(transactionStartTimestampMs=1 << 62, transactionLastUpdateTimestampMs=5)
+    value = struct.pack(">h", 0) + encode(spec, 0, fields)
+    d = _partition(tmp_path, "__transaction_state", [(1, key, value, [])])
+    got = _each_mode(d, decode="transaction_state")
+    assert isinstance(got["FAILFAST"], UndecodableRecordError)
+    assert "transaction_start_timestamp 4611686018427387904" in str(got["FAILFAST"])
+    t, st = got["PERMISSIVE"]
+    [row] = t.to_pylist()
+    assert "transaction_start_timestamp" in row["error"] and st.undecodable_records == 1
+    assert row["transaction_start_timestamp"] is None and row["record_type"] == "TransactionLog"
+
+
 def test_record_version_past_int32(tmp_path: Path) -> None:
     """A metadata record claiming version 2^31 (an unsigned varint on the wire): not defined,
     so undecodable; PERMISSIVE's row has a null record_version, the claimed version in the
