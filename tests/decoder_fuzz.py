@@ -508,12 +508,35 @@ def runners() -> dict[str, Callable[[Campaign, random.Random, int], None]]:
     }
 
 
+def warm_up() -> None:
+    """Compile the kernels the families run (a segment read, the Avro program), untimed: with
+    ``NUMBA_BOUNDSCHECK=1`` and an empty cache a first call compiles for tens of seconds, which
+    the harness would take for a hang."""
+    from conftest import kp_v2_batch
+    from decoder_fuzz_payloads import Registry, _wire
+
+    import kafkalog_source as kl
+    from kafkalog_source.payloads.avro import AvroDecoder
+
+    with tempfile.TemporaryDirectory(prefix="kafkalog-fuzz-") as tmp:
+        d = Path(tmp) / "t-0"
+        d.mkdir()
+        (d / "00000000000000000000.log").write_bytes(kp_v2_batch([(1, b"k", b"v", [])]))
+        kl.read_table(d)
+    reg = Registry()
+    text = '{"type": "record", "name": "W", "fields": [{"name": "a", "type": "int"}]}'
+    dec = AvroDecoder(reg, reg.add("w", 1, 1, text, "AVRO"))
+    dec.use_kernel = True
+    dec.decode(pa.array([_wire(1, b"\x02")], pa.binary()))
+
+
 def run(
     families: list[str], inputs: int, seed: int, out: Path | None = None, chunk: int = 20_000
 ) -> Campaign:
     """Run ``inputs`` inputs of each family (in chunks, printing progress when standalone)."""
     camp = Campaign(out)
     logging.disable(logging.WARNING)  # DROPMALFORMED logs every bad record
+    warm_up()
     for fam in families:
         rnd = random.Random(f"{seed}:{fam}")
         left = inputs
