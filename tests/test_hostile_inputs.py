@@ -495,3 +495,15 @@ def test_protobuf_schema_past_the_runtime_limits(tmp_path: Path) -> None:
     t, st = got["PERMISSIVE"]
     assert t.column("value_decoded").to_pylist() == [{"f1": 1}, None]
     assert st.undecodable_payloads == 1
+
+
+def test_undecodable_record_of_a_snapshot_keeps_its_snapshot_id(tmp_path: Path) -> None:
+    """PERMISSIVE's row for a record that does not decode, in a snapshot named as Kafka names
+    them, still says which snapshot it comes from (only an id that does not fit is left out)."""
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    snap = d / "00000000000000000978-0000000003.checkpoint"
+    snap.write_bytes(kp_v2_batch([(1, None, uvarint(1) + uvarint(200) + uvarint(0), [])]))
+    [row] = kl.read_table(snap, decode="cluster_metadata", mode="PERMISSIVE").to_pylist()
+    assert "unknown api key 200" in row["error"]
+    assert (row["snapshot_end_offset"], row["snapshot_end_epoch"]) == (978, 3)

@@ -189,8 +189,8 @@ class InternalDecoder:
                 d = decode_record(interp, key, value, control=control is not None)
                 self._check_fit(d, snapshot)
             except RecordDecodeError as e:
-                out.pop("snapshot_end_offset", None)
-                out.pop("snapshot_end_epoch", None)
+                if snapshot is not None and self._snapshot_misfit(snapshot) is not None:
+                    del out["snapshot_end_offset"], out["snapshot_end_epoch"]
                 if not self._undecodable(e, cols, i, interp, out):
                     return
             else:
