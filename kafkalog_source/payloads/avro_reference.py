@@ -1,26 +1,30 @@
 """The fastavro path of :class:`~.avro.AvroDecoder`, made to agree with the compiled program on
-every value, valid or not (tests/test_payload_avro.py's differential test checks it).
+every value, valid or not (tests/test_avro_differential.py checks it over random evolutions).
 
-fastavro parses each value with the writer's and the reader's schemas *without logical types*
-(:func:`~.avro_schema.strip_logical`), so it returns raw ints, strings and bytes and cannot fail
-where the kernel does not (a date past year 9999, a malformed uuid); :func:`converter` then
-turns them into the Arrow values as the kernel computes them, following the kernel's rules
-where fastavro's differ or a raw value cannot tell:
+fastavro parses each value with the writer's schema alone and *without logical types*
+(:func:`~.avro_schema.strip_logical`): it returns the writer's raw ints, strings, bytes, dicts
+and lists (named types in unions as ``(name, value)``) and cannot fail where the kernel does not
+(a date past year 9999, a malformed uuid). :func:`converter` then resolves them into the reader
+schema by the kernel's rules (:mod:`.avro_program`), not fastavro's:
 
-* the reader's logical type says the unit (``timestamp-millis`` × 1000) and a decimal's scale,
-  as Java's conversions read them; a raw top-level ``bytes`` value is never a decimal;
-* a reader-only field takes its default as the kernel encodes it (:func:`encode_default`: a
-  ``bytes`` or ``fixed`` default's code points 0-255 as bytes, a union default in the first
-  branch it fits), and fields pair by name, then alias, a writer field once;
-* a writer value resolves into the reader union branch :func:`reader_branch` chooses: the
-  writer's type at that position says it when it is not a union; in a writer union, the raw
-  value's Python type tells the writer branch (ambiguous only when a writer union holds both
-  an ``int`` and a ``long`` that resolve into different reader branches: the first is taken).
+* fields pair by name, then by the reader's aliases, a writer field once; a reader-only field
+  takes its default as the kernel encodes it (:func:`encode_default`: a ``bytes`` or ``fixed``
+  default's code points 0-255 as bytes, a union default in the first branch it fits);
+* a writer value goes to the reader union branch :func:`reader_branch` chooses (its exact type
+  before one it promotes to, as Java; fastavro takes the first it can promote to); in a writer
+  union, the raw value's Python type (or its name) tells the writer branch, which is ambiguous
+  only for a writer union holding both an ``int`` and a ``long``, or a ``float`` and a
+  ``double``, that resolve into different reader branches (the first is taken);
+* enum symbols map by name, to the reader's default when it lacks one; promotions as the
+  specification lists them;
+* the reader's logical type says a timestamp's unit (``timestamp-millis`` × 1000) and a
+  decimal's scale, as Java's conversions read them.
 
 :func:`check_bounds` walks every value with the writer schema before fastavro reads it and
 refuses what the kernel refuses: a length or block count past the bytes there, values nested
-past :data:`MAX_DEPTH`, a boolean byte other than 0 and 1, an ``int`` past 32 bits, a map that
-holds a key twice. :func:`duplicate_key_rows` finds the last in the kernel's output.
+past :data:`MAX_DEPTH`, a varint past 64 bits, a boolean byte other than 0 and 1, an ``int``
+past 32 bits, an enum or union index out of range, a map that holds a key twice (by its text).
+:func:`duplicate_key_rows` finds the last in the kernel's output, whose maps keep every entry.
 """
 
 from __future__ import annotations
