@@ -138,7 +138,7 @@ def _shape(msg: str) -> str:
 
 def guarded(camp: Campaign, family: str, data: Any, fn: Callable[[], Any]) -> Any:
     """``fn()``; an exception other than a ``KafkaLogError`` is a failure (None returned)."""
-    t0 = time.process_time()  # CPU time: a shared machine's waits are not a hang
+    t0 = time.monotonic()
     try:
         return fn()
     except KafkaLogError:
@@ -147,9 +147,20 @@ def guarded(camp: Campaign, family: str, data: Any, fn: Callable[[], Any]) -> An
         camp.fail(family, e, data)
         return None
     finally:
-        took = time.process_time() - t0
-        if took > SLOW_SECONDS:
-            camp.fail(family, f"slow: one call took {took:.1f} s of CPU", data)
+        if time.monotonic() - t0 > SLOW_SECONDS:  # a shared machine's waits are not a hang:
+            _slow(camp, family, data, fn)  # what counts is the CPU it takes
+
+
+def _slow(camp: Campaign, family: str, data: Any, fn: Callable[[], Any]) -> None:
+    """Run ``fn`` again, timing its CPU (which costs a system call, so only for suspects)."""
+    c0 = time.process_time()
+    try:
+        fn()
+    except Exception:  # noqa: BLE001, S110 - reported by the first run
+        pass
+    took = time.process_time() - c0
+    if took > SLOW_SECONDS:
+        camp.fail(family, f"slow: one call took {took:.1f} s of CPU", data)
 
 
 # ------------------------------------------------------------------------------------ mutation

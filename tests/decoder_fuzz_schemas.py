@@ -1,7 +1,8 @@
 """The ``_schemas`` family of the decoder fuzz harness (tests/decoder_fuzz.py): record
 sequences of a registry's life, mutated as JSON, in the schemas they hold and as bytes;
-replayed strictly and leniently, every new schema used as a reader, values decoded with the
-replayed registry, and one input in 100 read through ``read_table`` as a log directory."""
+replayed leniently (and one in ten strictly), every new schema used as a reader, values decoded
+with the replayed registry (one in 20) and one input in 500 read through ``read_table`` as a
+log directory."""
 
 from __future__ import annotations
 
@@ -151,13 +152,14 @@ def fuzz_schemas(camp: Campaign, rnd: random.Random, inputs: int) -> None:
             except RegistryRecordError:
                 pass
 
-        guarded(camp, "schemas", records, strict)
+        if rnd.random() < 0.1:  # strictly: only RegistryRecordError may stop it
+            guarded(camp, "schemas", records, strict)
         reg = guarded(
             camp, "schemas", records, lambda triples=triples: replay(triples, lenient=True)
         )
         if reg is not None:
             _use_schemas(camp, rnd, reg, records, seen)
-        if rnd.random() < 1 / 100:
+        if rnd.random() < 1 / 500:
             _schemas_through_files(camp, rnd, records)
         done += 1
         camp.count("schemas", 1)
@@ -167,7 +169,7 @@ def _use_schemas(
     camp: Campaign, rnd: random.Random, reg: Any, records: list, seen: set[tuple]
 ) -> None:
     """Every schema of the replayed registry not tried before as a reader; and, for one
-    registry in ten, values of every id decoded by those readers and by each id's own
+    registry in 20, values of every id decoded by those readers and by each id's own
     schema (as JSON)."""
     from decoder_fuzz_payloads import _payload_batch, _wire
 
@@ -185,7 +187,7 @@ def _use_schemas(
             continue  # .proto text needs protoc: too slow for a campaign
         ids.append(i)
     ids = ids[:8]
-    with_values = rnd.random() < 0.1
+    with_values = rnd.random() < 0.05
     values = [_wire(i, p) for i in ids + [99] for p in _PAYLOADS]
     decoders: list[Any] = [MixedDecoder(reg)]
     for sid in ids:
