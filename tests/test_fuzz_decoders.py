@@ -29,7 +29,7 @@ ITERATIONS = int(os.environ.get("KAFKALOG_FUZZ_ITERATIONS", "0")) or {
     "avro": 4000,
     "protobuf": 3000,
     "json": 4000,
-    "schemas": 400,
+    "schemas": 1000,
 }
 SEED = int(os.environ.get("KAFKALOG_FUZZ_SEED", "20261127"))
 
