@@ -82,6 +82,28 @@ class UndecodableRecordError(CorruptDataError):
     version the pinned Kafka release does not define, or bytes that do not parse as it."""
 
 
+class SchemasRecordError(UndecodableRecordError):
+    """A record of the Schema Registry's ``_schemas`` topic that the registry could not read
+    (not JSON, a field of the wrong type, ...), under ``mode=FAILFAST``: names the file, the
+    byte, the record's ``offset`` and why. The other modes skip it, as the registry does."""
+
+    offset: int | None = None
+
+
+class InvalidSchemaError(KafkaLogError, ValueError):
+    """A registered schema that its format's own parser refuses (Avro's, Protobuf's, JSON
+    Schema's: attributes of the wrong type, duplicate names, sizes, limits), or whose references
+    the registry does not hold, where the read cannot do without it: the reader schema that
+    types a column, or a schema file. Names the subject, version and schema id when known.
+
+    A writer schema that does not validate is not this error: only the values written with it
+    are undecodable (:class:`UndecodablePayloadError` under FAILFAST, counted otherwise)."""
+
+    subject: str | None = None
+    version: int | None = None
+    schema_id: int | None = None
+
+
 class UndecodablePayloadError(CorruptDataError):
     """A key or value that ``valueFormat``/``keyFormat`` cannot decode: no Schema Registry
     wire-format prefix, a schema id absent from the schemas, or bytes that do not parse under

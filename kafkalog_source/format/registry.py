@@ -23,7 +23,7 @@ CONTEXT, and ASSOC in the newest registries); ``magic`` is 1 for SCHEMA keys and
     {"keytype":"CONTEXT","tenant":"default","context":".ctx"} {"tenant":"default","context":".ctx"}
     {"magic":0,"keytype":"NOOP"}                               (no value)
 
-How :func:`replay` applies them (``KafkaStoreReaderThread.doWork``,
+How :func:`.replay.replay` (in replay.py) applies them (``KafkaStoreReaderThread.doWork``,
 ``KafkaStoreMessageHandler.validateUpdate``/``handleUpdate``, ``InMemoryCache``):
 
 - Records apply in offset order to a key-value store; a record replaces the value of its key, a
@@ -41,6 +41,8 @@ How :func:`replay` applies them (``KafkaStoreReaderThread.doWork``,
   does not parse for its key, is logged and skipped by the registry (here: an error, or skipped
   and recorded with ``lenient=True``). A keytype the registry does not know stops its reader
   thread; here it is counted and recorded in :attr:`Registry.skipped`, never an error.
+- The replay's work is proportional to the records read, never to a number a record claims
+  (a DELETE_SUBJECT of version 2147483647 visits only the versions the store holds).
 
 Contexts
 --------
@@ -199,7 +201,7 @@ class VersionInfo:
 
 @dataclass(frozen=True)
 class SkippedRecord:
-    """A record :func:`replay` did not apply: its offset, keytype (None when the key did not
+    """A record :func:`.replay.replay` did not apply: its offset, keytype (None when the key did not
     parse) and why."""
 
     offset: int | None
@@ -332,7 +334,7 @@ def qualify_reference(parent: str | None, ref_subject: str) -> str:
     return f":{parent_ctx}:{ref_subject}"
 
 
-def _in_context_of(clear_subject: str | None, subject: str) -> bool:
+def clear_matches(clear_subject: str | None, subject: str) -> bool:
     """``InMemoryCache.matchingSubjectPredicate``: the subjects a CLEAR_SUBJECT applies to."""
     if clear_subject is None:
         return True
@@ -346,7 +348,10 @@ def _in_context_of(clear_subject: str | None, subject: str) -> bool:
 
 
 @dataclass
-class _Version:
+class StoredVersion:
+    """A subject version in the store: its schema, whether it is soft-deleted, and the
+    ``_schemas`` offset that registered it (None: not from a topic)."""
+
     schema: RegisteredSchema
     deleted: bool  # soft-deleted
     offset: int | None
@@ -355,15 +360,15 @@ class _Version:
 class Registry:
     """The schemas of a registry: by id, by subject and version, with their references.
 
-    Built by :func:`replay` (a ``_schemas`` topic) or :meth:`from_versions` (schema files);
+    Built by :func:`.replay.replay` (a ``_schemas`` topic) or :meth:`from_versions` (schema files);
     immutable afterwards, and picklable. See the module docstring for how ids resolve.
     """
 
     def __init__(self) -> None:
         # (subject, version) -> what the store held at the end (live or soft-deleted)
-        self._store: dict[tuple[str, int], _Version] = {}
+        self._store: dict[tuple[str, int], StoredVersion] = {}
         # (subject, version) -> the last value of a version no longer in the store
-        self._gone: dict[tuple[str, int], _Version] = {}
+        self._gone: dict[tuple[str, int], StoredVersion] = {}
         # context -> id -> {subject: version}: the registry's guidToSubjectVersions
         self._guids: dict[str, dict[int, dict[str, int]]] = {}
         # context -> id -> the schema last registered with it (kept after deletes)
@@ -397,7 +402,7 @@ class Registry:
             reg._archive.setdefault(ctx, {})[schema.id] = schema
             reg._live_ids.add((ctx, schema.id))
             if subject is not None and version is not None:
-                reg._store[(subject, version)] = _Version(schema, False, None)
+                reg._store[(subject, version)] = StoredVersion(schema, False, None)
                 reg._guids.setdefault(ctx, {}).setdefault(schema.id, {})[subject] = version
         return reg
 
@@ -619,171 +624,3 @@ class Registry:
             f"Registry({len(self.subjects())} subjects, {len(self._store)} versions, "
             f"{self._size()}, {len(self.skipped)} records skipped)"
         )
-
-
-# --- replay ----------------------------------------------------------------------------------
-
-
-class Replayer:
-    """Applies ``_schemas`` records one at a time, in offset order (:meth:`apply`), as the
-    registry's reader thread does; :meth:`result` hands over the :class:`Registry`."""
-
-    def __init__(self, lenient: bool = False) -> None:
-        self.lenient = lenient
-        self._reg = Registry()
-        self._done = False
-
-    def apply(self, key: bytes | None, value: bytes | None, offset: int | None = None) -> None:
-        """Apply one record. Raises :class:`RegistryRecordError` for a record the registry could
-        not read, unless ``lenient`` (then it is skipped and recorded, as the registry does)."""
-        if self._done:
-            raise RuntimeError("the registry was already handed over")
-        reg = self._reg
-        if offset is not None:
-            reg.end_offset = offset + 1
-        try:
-            k = parse_key(key, offset)
-            if k.keytype not in KEY_TYPES:
-                self._count(f"unknown keytype {k.keytype}")
-                reg.skipped.append(
-                    SkippedRecord(offset, k.keytype, f"unknown keytype {k.keytype!r}")
-                )
-                return
-            if k.keytype == "NOOP":
-                self._count("NOOP")
-                return
-            v = parse_value(k, value, offset)
-        except RegistryRecordError as e:
-            if not self.lenient:
-                raise
-            keytype = None
-            try:
-                keytype = json.loads(key or b"null").get("keytype")
-            except (ValueError, AttributeError):
-                pass
-            self._count("unreadable")
-            reg.skipped.append(SkippedRecord(offset, keytype, e.reason))
-            return
-        self._count(k.keytype if v is not None else f"{k.keytype} tombstone")
-        getattr(self, f"_{k.keytype.lower()}")(k, v, offset)
-
-    def _count(self, what: str) -> None:
-        self._reg.counts[what] = self._reg.counts.get(what, 0) + 1
-
-    # SCHEMA: validateUpdate, then handleSchemaUpdate / schemaRegistered / schemaDeleted /
-    # schemaTombstoned
-    def _schema(self, k: StoreKey, v: dict | None, offset: int | None) -> None:
-        reg = self._reg
-        skey = (k.subject, k.version)
-        assert k.subject is not None and k.version is not None
-        ctx = context_of(k.subject)
-        guids = reg._guids.setdefault(ctx, {})
-        if v is None:
-            old = reg._store.pop(skey, None)
-            if old is not None:
-                reg._gone[skey] = old
-                holders = guids.get(old.schema.id)
-                if holders is not None and holders.get(k.subject) == k.version:
-                    del holders[k.subject]
-                    if not holders:
-                        del guids[old.schema.id]
-            return
-        schema_id = v["id"]
-        text = v["schema"]
-        qctx = context_of(v.get("subject"))  # validateUpdate: the value's subject
-        holders = reg._guids.get(qctx, {}).get(schema_id)
-        if holders:
-            subj, ver = next(iter(holders.items()))
-            prior = reg._store.get((subj, ver))
-            if prior is not None and prior.schema.text != text:
-                reg.skipped.append(
-                    SkippedRecord(
-                        offset,
-                        "SCHEMA",
-                        f"schema id {schema_id} already names another schema ({subj!r} version "
-                        f"{ver}); the registry ignores this registration of {k.subject!r} "
-                        f"version {k.version}",
-                    )
-                )
-                return
-        refs = tuple(
-            SchemaReference(r.get("name") or "", r.get("subject") or "", r.get("version"))
-            for r in v["references"]
-        )
-        schema = RegisteredSchema(schema_id, v["schemaType"], text, refs, ctx)
-        reg._store[skey] = _Version(schema, v["deleted"], offset)
-        reg._gone.pop(skey, None)
-        guids.setdefault(schema_id, {})[k.subject] = k.version
-        reg._archive.setdefault(ctx, {})[schema_id] = schema
-
-    def _delete_subject(self, k: StoreKey, v: dict | None, offset: int | None) -> None:
-        if v is None:
-            return  # a tombstone of the DELETE_SUBJECT key itself
-        reg = self._reg
-        subject = v.get("subject")  # the value's, as handleDeleteSubject reads it
-        for version in range(1, v["version"] + 1):
-            e = reg._store.get((subject, version))
-            if e is not None and not e.deleted:
-                e.deleted = True
-
-    def _clear_subject(self, k: StoreKey, v: dict | None, offset: int | None) -> None:
-        if v is None:
-            return
-        reg = self._reg
-        subject = v.get("subject")  # the value's (None: every subject), as handleClearSubject
-        ctx = context_of(subject)
-        guids = reg._guids.get(ctx, {})
-        for schema_id in list(guids):
-            holders = guids[schema_id]
-            for s, ver in list(holders.items()):
-                e = reg._store.get((s, ver))
-                if _in_context_of(subject, s) and (e is None or e.deleted):
-                    del holders[s]
-            if not holders:
-                del guids[schema_id]
-        for skey, e in list(reg._store.items()):
-            if _in_context_of(subject, skey[0]) and e.deleted:
-                reg._gone[skey] = reg._store.pop(skey)
-
-    def _config(self, k: StoreKey, v: dict | None, offset: int | None) -> None:
-        if v is None:
-            self._reg._configs.pop(k.subject, None)
-        else:
-            self._reg._configs[k.subject] = v
-
-    def _mode(self, k: StoreKey, v: dict | None, offset: int | None) -> None:
-        if v is None:
-            self._reg._modes.pop(k.subject, None)
-        else:
-            self._reg._modes[k.subject] = v.get("mode")
-
-    def _context(self, k: StoreKey, v: dict | None, offset: int | None) -> None:
-        ctx = (v or k.fields).get("context")
-        if not isinstance(ctx, str):
-            return
-        if v is None:
-            self._reg._contexts.discard(ctx)
-        else:
-            self._reg._contexts.add(ctx)
-
-    def _assoc(self, k: StoreKey, v: dict | None, offset: int | None) -> None:
-        pass  # resource associations (newest registries): nothing a decoder needs
-
-    def result(self) -> Registry:
-        """The registry the records built (the replayer cannot be used afterwards)."""
-        self._done = True
-        return self._reg
-
-
-def replay(
-    records: Iterable[tuple[bytes | None, bytes | None, int | None]], lenient: bool = False
-) -> Registry:
-    """Replay ``_schemas`` records ``(key, value, offset)``, in offset order, into a
-    :class:`Registry`, as the registry rebuilds its store at start-up (see the module
-    docstring). A record the registry could not read raises :class:`RegistryRecordError`
-    naming its offset; with ``lenient=True`` it is skipped and listed in
-    :attr:`Registry.skipped`, as the registry logs and skips it."""
-    r = Replayer(lenient)
-    for key, value, offset in records:
-        r.apply(key, value, offset)
-    return r.result()

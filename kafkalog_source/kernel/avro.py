@@ -72,6 +72,7 @@ E_DECIMAL = 10  # a decimal beyond its precision or 16 bytes (err_arg: its byte 
 E_OVERFLOW = 11  # milliseconds beyond the microsecond range (err_arg: the value)
 E_BLOCK = 12  # an array/map block count larger than the bytes left allow (err_arg)
 E_TRAILING = 13  # bytes remain after the value (err_arg: how many)
+E_BOOL = 14  # a boolean byte other than 0 and 1 (err_arg: the byte)
 
 ENTRY_NULL = -1  # a null input: a null value, no error
 ENTRY_ERROR = -2  # an error found before decoding (Python knows it): a null value
@@ -120,6 +121,8 @@ def read_long(buf, p, end):  # type: ignore[no-untyped-def]
             return np.int64(0), q, E_TRUNCATED
         c = np.uint64(buf[q])
         q += 1
+        if shift == np.uint64(63) and c > np.uint64(1):  # bits past the 64th: not a long
+            return np.int64(0), q, E_VARINT
         u |= (c & np.uint64(0x7F)) << shift
         if c < np.uint64(0x80):
             return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), q, E_OK
@@ -359,13 +362,13 @@ def decode_avro(
                         err = E_TRUNCATED
                         arg = n
                         break
+                if prog[pc, 2] == 1 and not is_ascii(buf, pos, pos + n):
+                    bad = utf8_error(buf, pos, pos + n)
+                    if bad >= 0:
+                        err = E_UTF8
+                        arg = bad
+                        break
                 if col >= 0:
-                    if prog[pc, 2] == 1 and not is_ascii(buf, pos, pos + n):
-                        bad = utf8_error(buf, pos, pos + n)
-                        if bad >= 0:
-                            err = E_UTF8
-                            arg = bad
-                            break
                     if not put_bytes(lay, cnt, dlen, valid, ival, data, col, buf, pos, n):
                         full = col
                         break
@@ -433,8 +436,12 @@ def decode_avro(
                     err = E_TRUNCATED
                     arg = 1
                     break
+                bit = np.int64(buf[pos])
+                if bit > 1:  # the spec's booleans are the bytes 0 and 1 only
+                    err = E_BOOL
+                    arg = bit
+                    break
                 if col >= 0:
-                    bit = np.int64(1) if buf[pos] != 0 else np.int64(0)
                     if not put_int(lay, cnt, valid, ival, col, bit):
                         full = col
                         break

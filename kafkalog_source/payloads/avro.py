@@ -15,7 +15,8 @@ them (``[int, long]`` -> int64 and ``[float, double]`` -> float64, as Spark merg
 (microseconds), timestamp-millis/micros -> timestamp[us, UTC], local-timestamp-millis/micros
 -> timestamp[us], uuid -> string; others are their underlying type.
 
-Two paths compute the same columns:
+Two paths compute the same columns, and agree on every value, valid or not
+(tests/test_avro_differential.py checks it over random writer/reader evolutions):
 
 * the compiled path (:mod:`kafkalog_source.kernel.avro`): each (writer, reader) pair compiles
   into a flat program that one numba kernel interprets over the whole column, appending into
@@ -23,13 +24,18 @@ Two paths compute the same columns:
   reader schema that has an Arrow type here (a recursive one has none: use ``as_json``) and
   every writer schema but a recursive one (a writer whose recursive field the reader dropped):
   a batch holding such a writer id takes the reference path.
+* the reference path: ``fastavro.schemaless_reader`` per value with the writer schema (without
+  logical types), resolved into the reader by :mod:`.avro_reference` as the kernel resolves,
+  then ``pa.array``. It is used for ``as_json=True`` (with logical types) and when
+  ``KAFKALOG_AVRO_KERNEL=0``.
 
-Where the paths differ, on bad data only: the kernel rejects an ``int`` beyond 32 bits (fastavro
-reads it), keeps a map's duplicate keys as Arrow entries (fastavro's dict keeps the last), and
-does not parse uuid strings (fastavro does, and fails on a malformed one).
-* the reference path: ``fastavro.schemaless_reader`` per value, then ``pa.array``. It is used
-  for ``as_json=True`` and when ``KAFKALOG_AVRO_KERNEL=0`` (and is what the tests compare the
-  kernel with).
+Resolution follows Java's Avro (and Spark's ``from_avro``) where the specification leaves room:
+the reader's logical type decides a timestamp's unit and a decimal's scale; a union branch
+matching the writer's type exactly is taken before one it promotes to; a bytes or fixed default
+is its JSON string's code points 0-255, a union default fits the first branch it can. Invalid
+values: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a varint past 64 bits, an
+enum or union index out of range, a string (read or skipped) or map key that is not UTF-8, a map
+that holds a key twice (Spark's maps refuse it; Java keeps the last).
 
 With ``as_json=True`` the type is ``pa.string()`` and each value is decoded with its own writer
 schema (no reader) into a JSON document: records and maps as objects (field names as in the
@@ -54,7 +60,6 @@ import io
 import json
 import math
 import os
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -64,16 +69,15 @@ import pyarrow as pa
 
 from ..format.registry import WIRE_PREFIX
 from ..kernel import avro as K
-from .avro_program import NoProgram, Program, min_size, run
+from .avro_program import NoProgram, Program, run
+from .avro_reference import Bounds, check_bounds, converter, duplicate_key_rows
 from .avro_schema import (
     Node,
     ParsedSchema,
     SchemaError,
     arrow_type,
-    non_null,
     parse_registered,
     reader_branch,
-    union_shape,
 )
 from .codec import (
     NO_PREFIX,
@@ -89,153 +93,6 @@ if TYPE_CHECKING:  # the registry helper writes these; decoders only use their d
     from ..format.registry import RegisteredSchema, Registry
 
 UTC = datetime.timezone.utc
-
-# ------------------------------------------------------------------------ reference (fastavro)
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
-_EPOCH_DATE = datetime.date(1970, 1, 1)
-_US = datetime.timedelta(microseconds=1)
-
-
-def _micros(v: Any, logical: str | None) -> int:
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=UTC)
-        return (v - _EPOCH) // _US
-    if logical is not None and logical.endswith("millis"):
-        return int(v) * 1000
-    return int(v)
-
-
-def _time_value(v: Any, unit: int) -> int:
-    if isinstance(v, datetime.time):
-        us = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
-        return us // unit
-    return int(v)
-
-
-def _signed_be(b: bytes) -> int:
-    n = int(b.hex() or "0", 16)
-    return n - (1 << (8 * len(b))) if b and b[0] & 0x80 else n
-
-
-def converter(node: Node) -> Callable[[Any], Any]:
-    """A function from fastavro's Python value (read with ``return_named_type=True``) of the
-    reader schema ``node`` to the Python value ``pa.array`` takes for :func:`arrow_type`."""
-    k, lg = node.kind, node.logical
-
-    def same(v: Any) -> Any:
-        return v
-
-    if k in ("null", "boolean", "bytes", "fixed") and lg != "decimal":
-        return same
-    if k == "int":
-        if lg == "date":
-            return lambda v: (v - _EPOCH_DATE).days if isinstance(v, datetime.date) else int(v)
-        if lg == "time-millis":
-            return lambda v: _time_value(v, 1000)
-        return same
-    if k == "long":
-        if lg is not None and "timestamp" in lg:
-            return lambda v: _micros(v, lg)
-        if lg == "time-micros":
-            return lambda v: _time_value(v, 1)
-        return same
-    if k in ("float", "double"):
-        return float
-    if k in ("string", "enum"):
-        return lambda v: v.decode() if isinstance(v, bytes) else str(v)
-    if lg == "decimal":
-        scale = node.scale
-
-        def dec(v: Any) -> Any:
-            if isinstance(v, (bytes, bytearray)):
-                return decimal.Decimal(_signed_be(bytes(v))).scaleb(-scale)
-            return v
-
-        return dec
-    if k == "array":
-        assert node.items is not None
-        item = converter(node.items)
-        return lambda v: [item(x) for x in v]
-    if k == "map":
-        assert node.items is not None
-        value = converter(node.items)
-        return lambda v: [(key, value(x)) for key, x in v.items()]
-    if k == "record":
-        convs = [(f.name, converter(f.node)) for f in node.fields]
-        return lambda v: {name: c(v.get(name)) for name, c in convs}
-    # a union
-    shape = union_shape(node)
-    nn = non_null(node)
-    if shape == "null":
-        return lambda v: None
-    convs = [converter(b) for b in nn]
-    if shape in ("single", "merged"):
-        c0 = (
-            convs[0] if shape == "single" else (float if nn[0].kind in ("float", "double") else int)
-        )
-
-        def single(v: Any) -> Any:
-            if v is None:
-                return None
-            return c0(v[1] if isinstance(v, tuple) else v)
-
-        return single
-    names = [f"member{i}" for i in range(len(nn))]
-
-    def pick(v: Any) -> Any:
-        if v is None:
-            return None
-        i = _branch_of(nn, v)
-        out = dict.fromkeys(names)
-        out[names[i]] = convs[i](v[1] if isinstance(v, tuple) else v)
-        return out
-
-    return pick
-
-
-def _branch_of(branches: list[Node], v: Any) -> int:
-    """Which branch of a reader union fastavro's value came from (named types come as a
-    ``(name, value)`` tuple; the others are told apart by their Python type)."""
-    if isinstance(v, tuple):
-        for i, b in enumerate(branches):
-            if b.name == v[0]:
-                return i
-        raise ValueError(f"no union branch named {v[0]}")
-    for i, b in enumerate(branches):
-        if _python_fits(b, v):
-            return i
-    raise ValueError(f"no union branch for a {type(v).__name__} value")
-
-
-def _python_fits(b: Node, v: Any) -> bool:
-    k, lg = b.kind, b.logical
-    if isinstance(v, bool):
-        return k == "boolean"
-    if isinstance(v, datetime.datetime):
-        return k == "long" and lg is not None and "timestamp" in lg
-    if isinstance(v, datetime.date):
-        return k == "int" and lg == "date"
-    if isinstance(v, datetime.time):
-        return lg in ("time-millis", "time-micros")
-    if isinstance(v, decimal.Decimal):
-        return lg == "decimal"
-    if isinstance(v, uuid.UUID):
-        return k == "string"
-    if isinstance(v, int):
-        return k in ("int", "long") and lg is None
-    if isinstance(v, float):
-        return k in ("float", "double")
-    if isinstance(v, str):
-        return k == "string"
-    if isinstance(v, (bytes, bytearray)):
-        return k == "bytes" and lg is None
-    if isinstance(v, list):
-        return k == "array"
-    if isinstance(v, dict):
-        return k == "map"
-    return False
 
 
 def to_json(v: Any) -> Any:
@@ -300,19 +157,25 @@ class AvroDecoder(PayloadDecoder):
             raise SchemaError(f"schema id {reader.id} is a {reader.schema_type} schema, not AVRO")
         self._reader = parse_registered(registry, reader)
         self.type = arrow_type(self._reader.node)
-        self._convert = converter(self._reader.node)
+        self._converters: dict[int, Callable[[Any], Any]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_writers"] = {}  # parsed schemas and compiled programs are rebuilt on demand
-        state.pop("_convert", None)
+        state["_converters"] = {}
         state["_program"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        if self._reader is not None:
-            self._convert = converter(self._reader.node)
+
+    def _convert(self, sid: int, writer: Node, v: Any) -> Any:
+        """fastavro's raw value of writer ``sid`` as the kernel's (see :mod:`.avro_reference`)."""
+        conv = self._converters.get(sid)
+        if conv is None:
+            assert self._reader is not None
+            conv = self._converters[sid] = converter(writer, self._reader.node)
+        return conv(v)
 
     # -- writer schemas and error texts
 
@@ -345,8 +208,12 @@ class AvroDecoder(PayloadDecoder):
         return f"does not parse as Avro with schema id {schema_id}{self.where(schema_id)}: {why}"
 
     def resolve_reason(self, schema_id: int, why: str) -> str:
-        """The reason of a value that does not resolve into the reader schema."""
-        assert self.reader is not None
+        """The reason of a value that does not resolve into the reader schema (as_json: that
+        has no JSON text)."""
+        if self.reader is None:
+            return (
+                f"schema id {schema_id}{self.where(schema_id)}: the value has no JSON text: {why}"
+            )
         return (
             f"schema id {schema_id}{self.where(schema_id)} cannot be resolved into the reader "
             f"schema (id {self.reader.id}): {why}"
@@ -401,8 +268,16 @@ class AvroDecoder(PayloadDecoder):
         for i in np.flatnonzero(out.code).tolist():
             sid = int(ids[i])
             errors.append(PayloadError(i, sid, self._kernel_reason(sid, out, i, data)))
+        values = out.values
+        twice = duplicate_key_rows(values)
+        if twice:  # the kernel keeps every entry; a map key twice is an invalid value
+            for i, why in twice.items():
+                errors.append(PayloadError(i, int(ids[i]), self.parse_reason(int(ids[i]), why)))
+            keep = np.ones(n, bool)
+            keep[list(twice)] = False
+            values = pc_if_else(keep, values)
         errors.sort(key=lambda e: e.row)
-        return out.values, errors
+        return values, errors
 
     def _kernel_reason(self, sid: int, out: Any, i: int, data: pa.Array) -> str:
         prog = self._program
@@ -433,7 +308,7 @@ class AvroDecoder(PayloadDecoder):
             )
         why = {
             K.E_TRUNCATED: f"the value ends early ({size} bytes)",
-            K.E_VARINT: "a varint is longer than 10 bytes",
+            K.E_VARINT: "a varint is longer than 10 bytes or holds more than 64 bits",
             K.E_INT_RANGE: f"the int {arg} is out of the 32-bit range",
             K.E_LENGTH: f"negative length {arg}",
             K.E_UTF8: f"a string is not valid UTF-8 (byte {arg} of the string)",
@@ -441,6 +316,7 @@ class AvroDecoder(PayloadDecoder):
             K.E_ENUM: f"enum index {arg} does not exist",
             K.E_BLOCK: f"an array or map block of {arg} items does not fit in the value",
             K.E_TRAILING: f"{arg} bytes remain after the value",
+            K.E_BOOL: f"a boolean is the byte {arg} (Avro's booleans are the bytes 0 and 1)",
         }.get(code, f"kernel status {code}")
         return self.parse_reason(sid, f"{why}{where}{field_}")
 
@@ -450,7 +326,7 @@ class AvroDecoder(PayloadDecoder):
         """The fastavro path: one ``schemaless_reader`` call per value, then ``pa.array``."""
         values: list[Any] = []
         errors: list[PayloadError] = []
-        reader = None if self._reader is None else self._reader.parsed
+        reader = None  # fastavro reads the writer's values; avro_reference resolves them
         for i, raw in enumerate(data):
             if is_null[i]:
                 values.append(None)
@@ -500,6 +376,10 @@ class AvroDecoder(PayloadDecoder):
             return v.decode()
         if r.kind != "bytes":
             raise _RowError(self.resolve_reason(sid, f"bytes do not resolve into {r.kind}"))
+        if r.logical == "decimal":  # as the kernel: the serializer's raw bytes hold no decimal
+            raise _RowError(
+                self.resolve_reason(sid, "a raw top-level bytes value is not a decimal")
+            )
         return v
 
     def _read_one(self, raw: bytes, sid: int, reader: Any) -> Any:
@@ -511,7 +391,7 @@ class AvroDecoder(PayloadDecoder):
         if writer.node.kind != "bytes":
             try:  # before fastavro, which trusts block counts: a 13-byte value could fill RAM
                 check_bounds(writer.node, payload)
-            except _Bounds as e:
+            except Bounds as e:
                 raise _RowError(self.parse_reason(sid, str(e))) from None
         buf = io.BytesIO(payload)
         try:
@@ -520,8 +400,8 @@ class AvroDecoder(PayloadDecoder):
                 buf.seek(len(payload))
             elif self.as_json:
                 v = fastavro.schemaless_reader(buf, writer.parsed, None)
-            else:
-                v = fastavro.schemaless_reader(buf, writer.parsed, reader, return_named_type=True)
+            else:  # the writer's raw values (no logical types), resolved as the kernel does
+                v = fastavro.schemaless_reader(buf, writer.plain, None, return_named_type=True)
         except fastavro.read.SchemaResolutionError as e:
             raise _RowError(self.resolve_reason(sid, str(e))) from None
         except Exception as e:
@@ -535,9 +415,16 @@ class AvroDecoder(PayloadDecoder):
         if self.as_json:
             return json.dumps(to_json(v), ensure_ascii=False, separators=(",", ":"))
         try:
-            return self._convert(v)
+            return self._convert(sid, writer.node, v)
         except Exception as e:
             raise _RowError(self.resolve_reason(sid, f"{type(e).__name__}: {e}")) from None
+
+
+def pc_if_else(keep: np.ndarray, values: pa.Array) -> pa.Array:
+    """``values`` with the rows not in ``keep`` made null."""
+    import pyarrow.compute as pc
+
+    return pc.if_else(pa.array(keep), values, pa.nulls(len(values), values.type))
 
 
 def _enum_symbol(node: Node, path: str, index: int) -> str:
@@ -558,100 +445,6 @@ def _enum_symbol(node: Node, path: str, index: int) -> str:
             return m.symbols[index]
         stack += m.branches + ([m.items] if m.items else [])
     return f"#{index}"
-
-
-class _Bounds(Exception):
-    """A value whose structure does not fit its bytes (see :func:`check_bounds`)."""
-
-
-MAX_DEPTH = 256  # nested values (recursive schemas) a value may hold
-
-
-def check_bounds(node: Node, payload: memoryview) -> None:
-    """Walk an Avro value of ``node`` without building it, and raise :class:`_Bounds` when a
-    length or block count asks for more than the bytes left could hold (the kernel's rules:
-    ``n`` items of at least ``min_size`` bytes each, at most ``ZERO_SIZE_ITEMS`` items of zero
-    bytes), or when nesting goes deeper than :data:`MAX_DEPTH`. What it does not check
-    (UTF-8, enum indexes, ...) fastavro reports itself."""
-    buf = bytes(payload)
-    end = len(buf)
-    zero = [0]
-
-    def long_at(p: int) -> tuple[int, int]:
-        shift = result = 0
-        while True:
-            if p >= end:
-                raise _Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
-            b = buf[p]
-            p += 1
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return (result >> 1) ^ -(result & 1), p
-            shift += 7
-            if shift > 63:
-                raise _Bounds("a varint is longer than 10 bytes")
-
-    def skip(n: Node, p: int, depth: int) -> int:
-        if depth > MAX_DEPTH:
-            raise _Bounds(f"values nested deeper than {MAX_DEPTH}")
-        k = n.kind
-        if k == "null":
-            return p
-        if k in ("boolean",):
-            return _need(p, 1)
-        if k in ("int", "long", "enum"):
-            return long_at(p)[1]
-        if k == "float":
-            return _need(p, 4)
-        if k == "double":
-            return _need(p, 8)
-        if k == "fixed":
-            return _need(p, n.size)
-        if k in ("bytes", "string"):
-            size, p = long_at(p)
-            if size < 0:
-                raise _Bounds(f"negative length {size}")
-            return _need(p, size)
-        if k == "record":
-            for f in n.fields:
-                p = skip(f.node, p, depth + 1)
-            return p
-        if k == "union":
-            i, p = long_at(p)
-            if not 0 <= i < len(n.branches):
-                raise _Bounds(f"union branch {i} does not exist")
-            return skip(n.branches[i], p, depth + 1)
-        if k in ("array", "map"):
-            assert n.items is not None
-            least = min_size(n.items) + (1 if k == "map" else 0)
-            while True:
-                count, p = long_at(p)
-                if count == 0:
-                    return p
-                if count < 0:
-                    count = -count
-                    _, p = long_at(p)  # the block's size in bytes
-                if least == 0:
-                    zero[0] += count
-                    if zero[0] > K.ZERO_SIZE_ITEMS:
-                        raise _Bounds(f"an array or map block of {count} items of no bytes")
-                elif count > (end - p) // least:
-                    raise _Bounds(
-                        f"an array or map block of {count} items does not fit in the value"
-                    )
-                for _ in range(count):
-                    if k == "map":
-                        p = skip(Node("string"), p, depth + 1)
-                    p = skip(n.items, p, depth + 1)
-            return p
-        return p
-
-    def _need(p: int, size: int) -> int:
-        if size > end - p:
-            raise _Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
-        return p + size
-
-    skip(node, 0, 0)
 
 
 class _RowError(Exception):

@@ -330,7 +330,7 @@ class Program:
             self._depth += 1
             self.depth = max(self.depth, self._depth + 1)
             if k == "map":
-                self._op(K.OP_BYTES, child, 1)
+                self._op(K.OP_BYTES, child, 1)  # map keys are strings, read or skipped
             self._emit(w.items, None if r is None else r.items, body_col)
             self._op(K.OP_LOOP, -1, arr + 1)
             self._depth -= 1
@@ -351,10 +351,8 @@ class Program:
             cv = K.CV_INT
             if col is not None and col.kind == K.K_FLOAT:
                 cv = K.CV_FLOAT
-            elif col is not None and col.micros and r is not None:
-                unit = w.logical if w.logical is not None else r.logical
-                if unit in _MILLIS:
-                    cv = K.CV_MILLIS
+            elif col is not None and col.micros and r is not None and r.logical in _MILLIS:
+                cv = K.CV_MILLIS  # the reader's logical type says the unit, as in Java
             self._op(K.OP_INT if k == "int" else K.OP_LONG, cid, cv)
         elif k == "float":
             self._op(K.OP_FLOAT, cid)
@@ -365,10 +363,10 @@ class Program:
         elif k == "null":
             self._op(K.OP_NULL, cid)
         elif col is not None and col.role == "decimal":
+            # the unscaled value with the reader's scale, as Java's DecimalConversion reads it
+            # (and Spark's from_avro); the writer's own scale is not looked at
             assert r is not None
-            if w.logical == "decimal" and w.scale != r.scale:
-                self._fail(f"decimal scale {w.scale} is not the reader's {r.scale}")
-            elif raw:
+            if raw:
                 self._fail("a raw top-level bytes value is not a decimal")
             elif k == "fixed":
                 self._op(K.OP_DEC_FIXED, cid, w.size, r.precision)
@@ -377,7 +375,9 @@ class Program:
         elif k == "fixed":
             self._op(K.OP_FIXED, cid, w.size)
         else:  # string, bytes
-            utf8 = int(col is not None and col.role == "string")
+            # Avro's strings are UTF-8: a writer string (read, promoted to bytes or skipped) or
+            # bytes read into a string that is not is an invalid value
+            utf8 = int(k == "string" or (col is not None and col.role == "string"))
             self._op(K.OP_RAW if raw else K.OP_BYTES, cid, utf8)
 
     def _record(self, w: Node, r: Node | None, col: Col | None) -> None:

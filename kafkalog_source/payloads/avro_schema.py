@@ -7,11 +7,14 @@ schema resolves to).
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import fastavro
 import pyarrow as pa
+
+from ..errors import InvalidSchemaError
 
 if TYPE_CHECKING:  # the registry helper writes these; decoders only use their documented API
     from ..format.registry import RegisteredSchema, Registry
@@ -20,8 +23,181 @@ _PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "st
 _KEYWORDS = _PRIMITIVES + ("record", "error", "enum", "fixed", "array", "map")
 
 
-class SchemaError(ValueError):
+class SchemaError(InvalidSchemaError):
     """A schema this decoder cannot use (does not parse, or has no Arrow type)."""
+
+
+# ----------------------------------------------------------------------- validation (Avro's)
+
+# What Avro's own parser refuses (Java, apache/avro trunk at 87212a6 (2026-08), Schema.Parser,
+# Schema.java and NameValidator.UTF_VALIDATOR; the same rules since 1.9 unless said), checked
+# before fastavro sees a schema: fastavro accepts some of these (duplicate field names, a
+# fixed size that is not an integer, nested or duplicate union branches, names that are not
+# names), and the decoders would then fail on every value, or build mismatched columns.
+_MAX_FIXED = (1 << 31) - 9  # SystemLimitException.MAX_ARRAY_VM_LIMIT
+_ORDERS = ("ascending", "descending", "ignore")
+_NAMED = ("record", "error", "enum", "fixed")
+
+
+def _name_error(name: Any) -> str | None:
+    """NameValidator.UTF_VALIDATOR: a letter or ``_``, then letters, digits or ``_`` (Java's
+    Character.isLetter / isLetterOrDigit, on UTF-16 units: no character past U+FFFF)."""
+    if not isinstance(name, str):
+        return f"a name must be a string, not {json.dumps(name)[:60]}"
+    if not name:
+        return "empty name"
+    for i, c in enumerate(name):
+        cat = unicodedata.category(c) if ord(c) <= 0xFFFF else ""
+        if not (c == "_" or cat.startswith("L") or (i and cat == "Nd")):
+            what = "initial character" if i == 0 else "character"
+            return f"illegal {what} in the name {name!r}"
+    return None
+
+
+def checked(schema: Any) -> Any:
+    """``schema`` (parsed JSON) checked as Avro's parser checks it, or :class:`SchemaError`
+    naming what is wrong. Returns a copy with what that parser ignores taken out (a
+    ``namespace``, ``doc``, ``logicalType`` or enum ``default`` that is not a string is read as
+    absent), so that fastavro reads the same schema."""
+    defined: set[str] = set()
+
+    def full(name: str, space: str | None) -> str:
+        return name if "." in name or not space else f"{space}.{name}"
+
+    def named(s: dict, space: str | None) -> tuple[str, str | None]:
+        name = s.get("name")
+        if not isinstance(name, str):
+            raise SchemaError(f"no name in a {s.get('type')} schema (it must be a string)")
+        why = _name_error(name.rsplit(".", 1)[-1])
+        if why:
+            raise SchemaError(why)
+        ns = s.get("namespace") if isinstance(s.get("namespace"), str) else None
+        if "." in name:
+            ns = name.rsplit(".", 1)[0]
+        elif ns is None:
+            ns = space
+        fullname = full(name, ns or None)
+        if fullname in _PRIMITIVES:
+            raise SchemaError(f"schemas may not be named after primitives: {fullname}")
+        if fullname in defined:
+            raise SchemaError(f"can't redefine: {fullname}")
+        defined.add(fullname)
+        aliases = s.get("aliases")
+        if aliases is not None and (
+            not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases)
+        ):
+            raise SchemaError(f"the aliases of {fullname} are not a list of strings")
+        return fullname, ns or None
+
+    def member(s: Any, space: str | None) -> str:
+        """What makes a union branch unique (Schema.getFullName)."""
+        if isinstance(s, str):
+            return s if s in _PRIMITIVES else full(s, space)
+        if isinstance(s, dict):
+            t = s.get("type")
+            if t in _NAMED and isinstance(s.get("name"), str):
+                name = s["name"]
+                ns = s.get("namespace") if isinstance(s.get("namespace"), str) else space
+                return full(name, ns or None)
+            return str(t)
+        return "union"
+
+    def walk(s: Any, space: str | None, depth: int) -> Any:
+        if depth > 200:
+            raise SchemaError("a schema nested deeper than 200 levels")
+        if isinstance(s, str):
+            return s
+        if isinstance(s, list):
+            seen: set[str] = set()
+            for b in s:
+                if isinstance(b, list):
+                    raise SchemaError("a union directly inside a union")
+                m = member(b, space)
+                if m in seen:
+                    raise SchemaError(f"duplicate in union: {m}")
+                seen.add(m)
+            return [walk(b, space, depth + 1) for b in s]
+        if not isinstance(s, dict):
+            raise SchemaError(f"not a schema: {json.dumps(s)[:60]}")
+        t = s.get("type")
+        if not isinstance(t, str):
+            raise SchemaError(f"no type (it must be a string): {json.dumps(s)[:80]}")
+        out = {k: v for k, v in s.items() if k not in ("namespace", "doc", "logicalType")}
+        for k in ("namespace", "doc", "logicalType"):
+            if isinstance(s.get(k), str):
+                out[k] = s[k]
+        if t in ("record", "error"):
+            fullname, ns = named(s, space)
+            fields = s.get("fields")
+            if not isinstance(fields, list):
+                raise SchemaError(f"record {fullname} has no fields (a list)")
+            names: set[str] = set()
+            out["fields"] = []
+            for f in fields:
+                if not isinstance(f, dict):
+                    raise SchemaError(f"a field of record {fullname} is not an object")
+                why = _name_error(f.get("name"))
+                if why:
+                    raise SchemaError(f"a field of record {fullname}: {why}")
+                if f["name"] in names:
+                    raise SchemaError(f"duplicate field {f['name']} in record {fullname}")
+                names.add(f["name"])
+                if "type" not in f:
+                    raise SchemaError(f"no type for field {f['name']} of record {fullname}")
+                order = f.get("order")
+                if order is not None and (
+                    not isinstance(order, str) or order.lower() not in _ORDERS
+                ):
+                    raise SchemaError(
+                        f"field {f['name']} of record {fullname}: bad order {order!r}"
+                    )
+                aliases = f.get("aliases")
+                if aliases is not None and (
+                    not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases)
+                ):
+                    raise SchemaError(f"the aliases of field {f['name']} are not a list of strings")
+                g = {k: v for k, v in f.items() if k != "doc"}
+                if isinstance(f.get("doc"), str):
+                    g["doc"] = f["doc"]
+                g["type"] = walk(f["type"], ns, depth + 1)
+                out["fields"].append(g)
+        elif t == "enum":
+            fullname, _ = named(s, space)
+            symbols = s.get("symbols")
+            if not isinstance(symbols, list):
+                raise SchemaError(f"enum {fullname} has no symbols (a list)")
+            for sym in symbols:
+                why = _name_error(sym)
+                if why:
+                    raise SchemaError(f"a symbol of enum {fullname}: {why}")
+            if len(set(symbols)) != len(symbols):
+                raise SchemaError(f"duplicate symbol in enum {fullname}")
+            default = s.get("default")
+            if not isinstance(default, str):
+                out.pop("default", None)
+            elif default not in symbols:
+                raise SchemaError(f"the default {default!r} of enum {fullname} is not a symbol")
+        elif t == "fixed":
+            fullname, _ = named(s, space)
+            size = s.get("size")
+            if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= _MAX_FIXED:
+                raise SchemaError(
+                    f"invalid or no size of fixed {fullname}: {json.dumps(size)[:40]}"
+                )
+        elif t == "array":
+            if "items" not in s:
+                raise SchemaError("an array has no items type")
+            out["items"] = walk(s["items"], space, depth + 1)
+        elif t == "map":
+            if "values" not in s:
+                raise SchemaError("a map has no values type")
+            out["values"] = walk(s["values"], space, depth + 1)
+        elif t not in _PRIMITIVES:
+            # a named type's name as a type (Avro 1.11 reads {"type": "a.Named"} so)
+            return t
+        return out
+
+    return walk(schema, None, 0)
 
 
 # ------------------------------------------------------------------------------ schema model
@@ -224,25 +400,47 @@ def arrow_type(node: Node) -> pa.DataType:
 
 @dataclass
 class ParsedSchema:
-    """A registered Avro schema parsed with its references: fastavro's form and the node tree."""
+    """A registered Avro schema parsed with its references: fastavro's form, fastavro's form
+    without logical types (``plain``: what the typed fastavro path reads with, converting raw
+    values itself as the kernel does) and the node tree."""
 
     schema_id: int
     parsed: Any
     node: Node
+    plain: Any = None
 
 
-def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSchema:
-    """Parse an Avro schema of the registry, its references (by full name) included."""
+def strip_logical(schema: Any) -> Any:
+    """``schema`` (checked JSON) without any ``logicalType``: fastavro then reads raw ints,
+    longs, strings and bytes, which cannot fail on a date past year 9999 or a malformed uuid."""
+    if isinstance(schema, list):
+        return [strip_logical(b) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if k != "logicalType"}
+    for k in ("items", "values"):
+        if k in out:
+            out[k] = strip_logical(out[k])
+    if isinstance(out.get("fields"), list):
+        out["fields"] = [
+            {**f, "type": strip_logical(f["type"])} if isinstance(f, dict) and "type" in f else f
+            for f in out["fields"]
+        ]
+    return out
+
+
+def _parse_all(texts: list[Any], main: Any, plain: bool) -> Any:
+    """fastavro's form of ``main`` (checked JSON) with the referenced schemas ``texts``
+    (checked JSON) known by name; without logical types when ``plain``."""
     named: dict[str, Any] = {}
-    refs = registry.referenced(schema) if schema.references else {}
-    pending = list(refs.values())
+    pending = [strip_logical(t) if plain else t for t in texts]
     while pending:  # references may name each other: parse those whose names are known first
         left = []
         last: Exception | None = None
         for ref in pending:
             trial = dict(named)
             try:
-                fastavro.parse_schema(json.loads(ref.text), trial, _write_hint=False)
+                fastavro.parse_schema(ref, trial, _write_hint=False)
             except Exception as e:
                 left.append(ref)
                 last = e
@@ -251,14 +449,31 @@ def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSche
         if len(left) == len(pending):
             raise SchemaError(f"a referenced schema does not parse: {last}")
         pending = left
+    return fastavro.parse_schema(strip_logical(main) if plain else main, named), named
+
+
+def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSchema:
+    """Parse an Avro schema of the registry, its references (by full name) included."""
     try:
-        parsed = fastavro.parse_schema(json.loads(schema.text), named)
+        refs = registry.referenced(schema) if schema.references else {}
+    except KeyError as e:  # SchemaNotFoundError: a reference the registry does not hold
+        raise SchemaError(f"has a reference the registry does not hold: {e}") from None
+    try:
+        texts = [checked(json.loads(ref.text)) for ref in refs.values()]
+    except SchemaError as e:
+        raise SchemaError(f"a referenced schema is not a valid Avro schema: {e}") from None
+    except Exception as e:
+        raise SchemaError(f"a referenced schema does not parse: {e}") from None
+    try:
+        main = checked(json.loads(schema.text))
+        parsed, named = _parse_all(texts, main, False)
         node = build_node(parsed, named)
-    except SchemaError:
-        raise
+        plain = _parse_all(texts, main, True)[0]
+    except SchemaError as e:
+        raise SchemaError(f"is not a valid Avro schema: {e}") from None
     except Exception as e:
         raise SchemaError(f"does not parse as an Avro schema: {e}") from e
-    return ParsedSchema(schema.id, parsed, node)
+    return ParsedSchema(schema.id, parsed, node, plain)
 
 
 # ----------------------------------------------------------------------------- resolution rules

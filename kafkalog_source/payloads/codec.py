@@ -34,14 +34,23 @@ def registered(registry: Any, schema_id: int, kind: str | None = None) -> tuple[
     return schema, None
 
 
+def printable(text: str) -> str:
+    """``text`` as valid Unicode: a lone surrogate (which a schema's JSON may hold, and no
+    string column can) as its ``\\udXXX`` escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 @dataclass(frozen=True)
 class PayloadError:
     """One value that did not decode: its row in the batch, the schema id it names (None: no
-    wire-format prefix or not read that far) and why."""
+    wire-format prefix or not read that far) and why (made :func:`printable`)."""
 
     row: int
     schema_id: int | None
     reason: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", printable(self.reason))
 
 
 @dataclass

@@ -98,6 +98,19 @@ def _text(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
+def _unicode(s: str, path: str) -> str:
+    """``s``, or :class:`_Misfit` when it holds a lone surrogate (JSON's ``"\\udc80"`` escape
+    parses into one): no string column can hold it."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = s[e.start : e.end].encode("utf-8", "backslashreplace").decode()
+        raise _Misfit(
+            path, f"a string holds the lone surrogate {bad}, which is not Unicode"
+        ) from None
+    return s
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -157,10 +170,12 @@ class _Str(_Node):
         self.lenient = lenient
 
     def convert(self, v: Any, path: str) -> Any:
-        if v is None or isinstance(v, str):
+        if v is None:
             return v
+        if isinstance(v, str):
+            return _unicode(v, path)
         if self.lenient:
-            return _text(v)
+            return _unicode(_text(v), path)
         raise _Misfit(path, f"expected string, got {_kind(v)}")
 
 
@@ -171,7 +186,7 @@ class _Text(_Node):
     fast = False
 
     def convert(self, v: Any, path: str) -> Any:
-        return None if v is None else _text(v)
+        return None if v is None else _unicode(_text(v), path)
 
 
 class _List(_Node):
@@ -201,7 +216,7 @@ class _Map(_Node):
             return None
         if not isinstance(v, dict):
             raise _Misfit(path, f"expected object, got {_kind(v)}")
-        return [(k, self.value.convert(x, _join(path, k))) for k, x in v.items()]
+        return [(_unicode(k, path), self.value.convert(x, _join(path, k))) for k, x in v.items()]
 
 
 class _Struct(_Node):
@@ -216,6 +231,42 @@ class _Struct(_Node):
         if not isinstance(v, dict):
             raise _Misfit(path, f"expected object, got {_kind(v)}")
         return {n: f.convert(v.get(n), _join(path, n)) for n, f in self.fields}
+
+
+# -- validation --------------------------------------------------------------------------------
+
+
+def check_schema(doc: Any) -> None:
+    """Raise ``ValueError`` when ``doc`` (a parsed JSON Schema) is not valid under the
+    metaschema of its ``$schema`` dialect (draft-07 when it names none or one the validator
+    does not know: the Schema Registry's default), as JSON Schema's own validator (the
+    ``jsonschema`` package) checks a schema before use: keywords of the wrong type
+    (``"properties": []``, ``"$ref": 5``, ``"type": "strin"``) are refused there."""
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    if isinstance(doc, dict) and "$schema" in doc and not isinstance(doc["$schema"], str):
+        raise ValueError(f"$schema is not a string: {json.dumps(doc['$schema'])[:60]}")
+    try:
+        validator_for(doc, default=jsonschema.Draft7Validator).check_schema(doc)
+    except jsonschema.exceptions.SchemaError as e:
+        where = "/".join(str(p) for p in e.absolute_path)
+        raise ValueError(
+            f"not a valid JSON Schema: {e.message[:200]}" + (f" (at {where})" if where else "")
+        ) from None
+    except RecursionError:
+        raise ValueError("not a valid JSON Schema: nested too deep") from None
+
+
+def load_schema(text: str) -> Any:
+    """A registered JSON Schema's text parsed and checked (:func:`check_schema`); ``ValueError``
+    when it is not JSON or not a valid schema."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise ValueError("not JSON: nested too deep") from None
+    check_schema(doc)
+    return doc
 
 
 # -- JSON Schema -> converter ---------------------------------------------------------------
@@ -467,9 +518,9 @@ class JsonDecoder(PayloadDecoder):
                 documents = {}
                 if self.registry is not None:
                     for name, ref in self.registry.referenced(r).items():
-                        documents[name] = json.loads(ref.text)
-                self._node = schema_node(json.loads(r.text), documents)
-            except (ValueError, KeyError, TypeError) as e:
+                        documents[name] = load_schema(ref.text)
+                self._node = schema_node(load_schema(r.text), documents)
+            except (ValueError, KeyError, TypeError, RecursionError) as e:
                 raise KafkaLogError(f"the JSON reader schema (id {r.id}) is unusable: {e}") from e
             self._fit = f"the reader schema (id {r.id})"
         elif self.inferred is not None:
@@ -484,10 +535,21 @@ class JsonDecoder(PayloadDecoder):
         self.type = pa.string() if self.as_json else self._node.type
 
     def _refusal(self, schema_id: int) -> str | None:
+        """Why values of ``schema_id`` are refused: not a JSON schema of the registry, or one
+        that is not valid (checked once per id; the values are read by the reader's type)."""
         if self.registry is None:
             return None
         if schema_id not in self._checked:
-            self._checked[schema_id] = registered(self.registry, schema_id, "JSON")[1]
+            schema, why = registered(self.registry, schema_id, "JSON")
+            if schema is not None:
+                try:
+                    for ref in self.registry.referenced(schema).values():
+                        load_schema(ref.text)
+                    load_schema(schema.text)
+                except (ValueError, KeyError) as e:
+                    where = held_by(self.registry, schema_id)
+                    why = f"schema id {schema_id}{where} cannot be used: {e}"
+            self._checked[schema_id] = why
         return self._checked[schema_id]
 
     def decode(self, data: pa.Array) -> Decoded:

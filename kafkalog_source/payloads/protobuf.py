@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import re
 import subprocess
@@ -86,18 +85,18 @@ from .codec import (
     registered,
     split_wire,
 )
+from .protobuf_arrow import (
+    SPECIAL,
+    Conv,
+    Misfit,
+    converter,
+    is_repeated,
+    to_proto_json,
+)
 
 if TYPE_CHECKING:  # the Registry and RegisteredSchema of format/registry.py
     from ..format.registry import RegisteredSchema
 
-TIMESTAMP = "google.protobuf.Timestamp"
-JSON_TYPES = frozenset(
-    {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
-)
-WRAPPERS = frozenset(
-    f"google.protobuf.{n}Value"
-    for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
-)
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 
 
@@ -245,11 +244,29 @@ def compile_schema(schema: RegisteredSchema, references: Mapping[str, Registered
             main_name = "_" + main_name
         texts[main_name] = schema.text
         fdps = _merge(binary, _protoc(texts, binary, [main_name]))
-    pool = _build_pool(fdps)
-    compiled = _Compiled(pool.FindFileByName(main_name))
+    try:  # the runtime's own limits (upb: a message of 64 KiB of fields at most, ...)
+        pool = _build_pool(fdps)
+        compiled = _Compiled(pool.FindFileByName(main_name))
+        for desc in _all_messages(compiled.file):
+            _message_class(desc)
+    except ValueError:
+        raise
+    except Exception as e:  # TypeError from the pool, KeyError for a missing file
+        raise ValueError(f"the protobuf runtime refuses it: {e}") from None
     with _CACHE_LOCK:
         _CACHE[key] = compiled
     return compiled.file
+
+
+def _all_messages(file: Any) -> list[Any]:
+    """Every message of ``file``, nested ones included."""
+    out: list[Any] = []
+    todo = list(file.message_types_by_name.values())
+    while todo:
+        d = todo.pop()
+        out.append(d)
+        todo.extend(d.nested_types)
+    return out
 
 
 def _merge(first: list[Any], second: list[Any]) -> list[Any]:
@@ -385,12 +402,7 @@ def _type_name(f: Any) -> str:
     if f.message_type is not None and f.message_type.GetOptions().map_entry:
         return "map"
     name = f.message_type.full_name if f.type == 11 else _TYPE_NAMES.get(f.type, str(f.type))
-    return f"repeated {name}" if _is_repeated(f) else name
-
-
-def _is_repeated(f: Any) -> bool:
-    rep = getattr(f, "is_repeated", None)  # protobuf >= 6; `label` before (gone in 7)
-    return bool(f.label == 3 if rep is None else rep)
+    return f"repeated {name}" if is_repeated(f) else name
 
 
 def incompatibility(writer: Any, reader: Any) -> str | None:
@@ -411,13 +423,13 @@ def incompatibility(writer: Any, reader: Any) -> str | None:
                 f"field {where} (number {rf.number}) is {_type_name(wf)} in the writer, "
                 f"{_type_name(rf)} in the reader"
             )
-            if _KINDS.get(wf.type) != _KINDS.get(rf.type) or _is_repeated(wf) != _is_repeated(rf):
+            if _KINDS.get(wf.type) != _KINDS.get(rf.type) or is_repeated(wf) != is_repeated(rf):
                 return bad
             if rf.type == 11:
                 wm, rm = wf.message_type, rf.message_type
                 if wm.GetOptions().map_entry != rm.GetOptions().map_entry:
                     return bad
-                if (wm.full_name in _SPECIAL or rm.full_name in _SPECIAL) and (
+                if (wm.full_name in SPECIAL or rm.full_name in SPECIAL) and (
                     wm.full_name != rm.full_name
                 ):
                     return bad
@@ -427,215 +439,6 @@ def incompatibility(writer: Any, reader: Any) -> str | None:
         return None
 
     return walk(writer, reader, "")
-
-
-# -- Arrow types and converters --------------------------------------------------------------
-
-_SPECIAL = WRAPPERS | JSON_TYPES | {TIMESTAMP}
-_SCALARS: dict[int, pa.DataType] = {
-    1: pa.float64(),
-    2: pa.float32(),
-    3: pa.int64(),
-    4: pa.decimal128(20, 0),
-    5: pa.int32(),
-    6: pa.decimal128(20, 0),
-    7: pa.int64(),
-    8: pa.bool_(),
-    9: pa.string(),
-    12: pa.binary(),
-    13: pa.int64(),
-    15: pa.int32(),
-    16: pa.int64(),
-    17: pa.int32(),
-    18: pa.int64(),
-}
-
-
-def _to_json(m: Any) -> str:
-    from google.protobuf import json_format
-
-    d = json_format.MessageToDict(
-        m,
-        always_print_fields_with_no_presence=True,
-        preserving_proto_field_name=True,
-        descriptor_pool=m.DESCRIPTOR.file.pool,
-        unquote_int64_if_possible=True,
-    )
-    return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
-
-
-class _Conv:
-    """Turns a list of Python values (messages, scalars or None) into one Arrow array."""
-
-    type: pa.DataType
-
-    def build(self, values: list[Any]) -> pa.Array:
-        raise NotImplementedError
-
-
-class _Scalar(_Conv):
-    def __init__(self, t: pa.DataType) -> None:
-        self.type = t
-
-    def build(self, values: list[Any]) -> pa.Array:
-        return pa.array(values, type=self.type)
-
-
-class _Enum(_Conv):
-    type = pa.string()
-
-    def __init__(self, enum: Any) -> None:
-        self.names = {v.number: v.name for v in enum.values}
-
-    def build(self, values: list[Any]) -> pa.Array:
-        names = self.names
-        return pa.array(
-            [None if v is None else names.get(v, str(v)) for v in values], type=pa.string()
-        )
-
-
-class _Json(_Conv):
-    type = pa.string()
-
-    def build(self, values: list[Any]) -> pa.Array:
-        return pa.array([None if m is None else _to_json(m) for m in values], type=pa.string())
-
-
-class _Timestamp(_Conv):
-    type = pa.timestamp("us", tz="UTC")
-
-    def build(self, values: list[Any]) -> pa.Array:
-        return pa.array(
-            [None if m is None else m.seconds * 1_000_000 + m.nanos // 1000 for m in values],
-            type=pa.int64(),
-        ).cast(self.type)
-
-
-class _Wrapper(_Conv):
-    def __init__(self, inner: _Conv) -> None:
-        self.inner = inner
-        self.type = inner.type
-
-    def build(self, values: list[Any]) -> pa.Array:
-        return self.inner.build([None if m is None else m.value for m in values])
-
-
-@dataclass
-class _Field:
-    name: str
-    conv: _Conv
-    repeated: bool
-    is_map: bool
-    presence: bool
-    key: _Conv | None = None  # maps: keys (to strings)
-
-
-class _Message(_Conv):
-    def __init__(self, fields: list[_Field]) -> None:
-        self.fields = fields
-        self.type = pa.struct([pa.field(f.name, _field_type(f)) for f in fields])
-
-    def build(self, values: list[Any]) -> pa.Array:
-        mask = None
-        if any(m is None for m in values):
-            mask = pa.array([m is None for m in values], type=pa.bool_())
-        if not self.fields:
-            return pa.array([None if m is None else {} for m in values], type=self.type)
-        children = [_build_field(f, values) for f in self.fields]
-        return pa.StructArray.from_arrays(children, fields=list(self.type), mask=mask)
-
-
-def _field_type(f: _Field) -> pa.DataType:
-    if f.is_map:
-        return pa.map_(pa.string(), f.conv.type)
-    if f.repeated:
-        return pa.list_(f.conv.type)
-    return f.conv.type
-
-
-def _map_key(k: Any) -> str:
-    if isinstance(k, bool):
-        return "true" if k else "false"
-    return str(k)
-
-
-def _build_field(f: _Field, msgs: list[Any]) -> pa.Array:
-    name = f.name
-    if not f.repeated:
-        if f.presence:
-            vals = [None if m is None or not m.HasField(name) else getattr(m, name) for m in msgs]
-        else:
-            vals = [None if m is None else getattr(m, name) for m in msgs]
-        return f.conv.build(vals)
-    offsets = np.zeros(len(msgs) + 1, dtype=np.int32)
-    flat: list[Any] = []
-    keys: list[str] = []
-    for i, m in enumerate(msgs):
-        if m is not None:
-            seq = getattr(m, name)
-            if f.is_map:
-                for k in seq:
-                    keys.append(_map_key(k))
-                    flat.append(seq[k])
-            else:
-                flat.extend(seq)
-        offsets[i + 1] = len(flat)
-    mask = None
-    if any(m is None for m in msgs):
-        mask = pa.array([m is None for m in msgs], type=pa.bool_())
-    items = f.conv.build(flat)
-    if f.is_map:
-        return pa.MapArray.from_arrays(
-            pa.array(offsets), pa.array(keys, type=pa.string()), items, mask=mask
-        )
-    return pa.ListArray.from_arrays(pa.array(offsets), items, mask=mask)
-
-
-def converter(desc: Any) -> _Conv:
-    """The converter (and so the Arrow type) of message ``desc``; see the module's table."""
-
-    def message(d: Any, stack: tuple[str, ...]) -> _Conv:
-        if d.full_name == TIMESTAMP:
-            return _Timestamp()
-        if d.full_name in JSON_TYPES or d.full_name in stack:
-            return _Json()
-        if d.full_name in WRAPPERS:
-            return _Wrapper(field_conv(d.fields_by_name["value"], stack))
-        stack = (*stack, d.full_name)
-        fields = []
-        for f in d.fields:
-            mt = f.message_type
-            if mt is not None and mt.GetOptions().map_entry:
-                fields.append(
-                    _Field(
-                        f.name,
-                        field_conv(mt.fields_by_name["value"], stack),
-                        repeated=True,
-                        is_map=True,
-                        presence=False,
-                    )
-                )
-                continue
-            rep = _is_repeated(f)
-            fields.append(
-                _Field(
-                    f.name,
-                    field_conv(f, stack),
-                    repeated=rep,
-                    is_map=False,
-                    presence=not rep and bool(f.has_presence),
-                )
-            )
-        return _Message(fields)
-
-    def field_conv(f: Any, stack: tuple[str, ...]) -> _Conv:
-        if f.type in (10, 11):
-            return message(f.message_type, stack)
-        if f.type == 14:
-            return _Enum(f.enum_type)
-        return _Scalar(_SCALARS[f.type])
-
-    return message(desc, ())
 
 
 # -- the decoder -----------------------------------------------------------------------------
@@ -681,7 +484,7 @@ class ProtobufDecoder(PayloadDecoder):
         self._writers: dict[tuple[int, tuple[int, ...]], _Writer] = {}
         self._reader_desc = None
         self._reader_cls = None
-        self._conv: _Conv | None = None
+        self._conv: Conv | None = None
         if self.reader is not None:
             r = self.reader
             if r.schema_type != "PROTOBUF":
@@ -714,7 +517,7 @@ class ProtobufDecoder(PayloadDecoder):
             try:
                 hit = compile_schema(schema, self.registry.referenced(schema))
             except (ValueError, KeyError, OSError, subprocess.SubprocessError) as e:
-                hit = f"schema id {schema_id} does not compile: {e}"
+                hit = f"schema id {schema_id}{held_by(self.registry, schema_id)} does not compile: {e}"
         self._files[schema_id] = hit
         return hit
 
@@ -795,14 +598,41 @@ class ProtobufDecoder(PayloadDecoder):
                 )
                 errors.append(PayloadError(i, sid, why))
                 continue
-            out[i] = _to_json(msg) if self.as_json else msg
+            if self.as_json:
+                try:
+                    out[i] = to_proto_json(msg)
+                except Exception as e:  # json_format refuses it (a Timestamp out of range, ...)
+                    why = f"schema id {sid}{held_by(self.registry, sid)}: no ProtoJSON text: {e}"
+                    errors.append(PayloadError(i, sid, why))
+            else:
+                out[i] = msg
         id_mask = is_null | ~has_prefix
         schema_ids = pa.array(ids.astype(np.int32), type=pa.int32(), mask=id_mask)
         if self.as_json:
             values = pa.array(out, type=pa.string())
         else:
-            values = self._conv.build(out)
+            values = self._typed(out, ids, errors)
+        errors.sort(key=lambda e: e.row)
         return Decoded(schema_ids, values, errors)
+
+    def _typed(self, msgs: list[Any], ids: np.ndarray, errors: list[PayloadError]) -> pa.Array:
+        """The messages as the reader's Arrow type; a message that does not fit it (a
+        Timestamp out of range, ...) is an error of its row and a null."""
+        try:
+            return self._conv.build(msgs)
+        except Misfit:
+            pass
+        for i, m in enumerate(msgs):  # which ones: one at a time
+            if m is None:
+                continue
+            try:
+                self._conv.build([m])
+            except Misfit as e:
+                sid = int(ids[i])
+                why = f"schema id {sid}{held_by(self.registry, sid)} does not fit the column: {e}"
+                errors.append(PayloadError(i, sid, why))
+                msgs[i] = None
+        return self._conv.build(msgs)
 
 
 def _message_class(desc: Any) -> Callable[..., Any]:

@@ -7,7 +7,7 @@ the methods of :class:`~kafkalog_source.format.registry.Registry` (``by_id``, ``
 - **A ``_schemas`` partition directory** (``.../_schemas-0``), **a log directory** holding one, or
   the same on a store (``s3://``, ``abfs://``, ``gs://``, ``hdfs://``, fsspec URLs, reached with
   the read's ``fs.*`` options): read by the caller's ``read`` (the reader layer, above this
-  one, passes its own read: :data:`ReadTopic`) and replayed as the registry replays its store (:func:`~kafkalog_source.format.registry.replay`).
+  one, passes its own read: :data:`ReadTopic`) and replayed as the registry replays its store (:func:`~kafkalog_source.format.replay.replay`).
   :func:`find_schemas_partition` finds the default one: the ``_schemas`` partition of the log
   directory being read.
 - **A directory of schema files** (local or on a store), laid out so that ``curl`` against a
@@ -52,15 +52,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..errors import AccessDeniedError, OptionError, PathError, StorageError
+from ..errors import (
+    AccessDeniedError,
+    InvalidSchemaError,
+    OptionError,
+    PathError,
+    SchemasRecordError,
+    StorageError,
+)
 from ..format.registry import (
     DEFAULT_SCHEMA_TYPE,
     RegisteredSchema,
     Registry,
+    RegistryRecordError,
     SchemaNotFoundError,
     SchemaReference,
-    replay,
 )
+from ..format.replay import replay
 from ..layout.discovery import parse_partition_dir
 from ..options import StoreOptions, check_path, scheme_of
 from ..redact import MASK, redact_uri, scrub, secret_strings
@@ -95,8 +103,9 @@ def load_registry(
     registry (credentials, TLS files, timeouts).
 
     Raises :class:`~kafkalog_source.errors.PathError` when the path does not exist or holds
-    none of these, :class:`~kafkalog_source.format.registry.RegistryRecordError` for a bad
-    ``_schemas`` record, :class:`ValueError` for a schema file that does not parse."""
+    none of these, :class:`~kafkalog_source.errors.SchemasRecordError` for a bad ``_schemas``
+    record (unless ``lenient``), :class:`~kafkalog_source.errors.InvalidSchemaError` (a
+    ``ValueError``) for a schema file that does not parse."""
     spec = str(spec)
     scheme = scheme_of(spec)
     if scheme in ("http", "https"):
@@ -138,7 +147,10 @@ def read_schemas_topic(
     keys = table.column("key").to_pylist()
     values = table.column("value").to_pylist()
     offsets = table.column("offset").to_pylist()
-    registry = replay(zip(keys, values, offsets, strict=True), lenient=lenient)
+    try:
+        registry = replay(zip(keys, values, offsets, strict=True), lenient=lenient)
+    except RegistryRecordError as e:
+        raise _located(e, table, offsets) from None
     log.info(
         "replayed %d _schemas records from %s: %s",
         table.num_rows,
@@ -146,6 +158,26 @@ def read_schemas_topic(
         registry,
     )
     return registry
+
+
+def _located(e: RegistryRecordError, table: Any, offsets: list[int]) -> SchemasRecordError:
+    """``e`` as a :class:`SchemasRecordError` naming the segment file and the byte of the
+    record's batch, when the table says them (``segmentPath``, ``batchPosition``)."""
+    path = position = None
+    if e.offset is not None and "segmentPath" in table.column_names:
+        i = offsets.index(e.offset) if e.offset in offsets else None
+        if i is not None:
+            path = table.column("segmentPath")[i].as_py()
+            position = table.column("batchPosition")[i].as_py()
+    where = "" if position is None else " (in the batch at this byte)"
+    err = SchemasRecordError(
+        f"_schemas record at offset {e.offset}{where}: {e.reason}; the registry logs and skips "
+        "such a record (mode=DROPMALFORMED or PERMISSIVE does the same)",
+        path,
+        position,
+    )
+    err.offset = e.offset
+    return err
 
 
 def find_schemas_partition(
@@ -346,18 +378,18 @@ def _schema_type(obj: Mapping[str, Any]) -> str:
 def _references(obj: Mapping[str, Any], where: str) -> tuple[SchemaReference, ...]:
     refs = obj.get("references") or []
     if not isinstance(refs, list):
-        raise ValueError(f"{where}: 'references' is not a list")
+        raise InvalidSchemaError(f"{where}: 'references' is not a list")
     try:
         return tuple(SchemaReference(r["name"], r["subject"], r.get("version")) for r in refs)
     except (KeyError, TypeError):
-        raise ValueError(f"{where}: a reference without name or subject") from None
+        raise InvalidSchemaError(f"{where}: a reference without name or subject") from None
 
 
 def _answer(data: bytes, where: str) -> Any:
     try:
         return json.loads(data)
     except (UnicodeDecodeError, ValueError) as e:
-        raise ValueError(f"{where}: not JSON ({e})") from None
+        raise InvalidSchemaError(f"{where}: not JSON ({e})") from None
 
 
 def _is_answer(obj: Any) -> bool:
@@ -374,7 +406,7 @@ def _index_entries(data: bytes, where: str) -> list[Entry]:
     if _is_answer(obj):
         obj = [obj]
     if not isinstance(obj, list):
-        raise ValueError(f"{shown}: not a list of schemas (the answer of GET /schemas)")
+        raise InvalidSchemaError(f"{shown}: not a list of schemas (the answer of GET /schemas)")
     out = []
     for i, item in enumerate(obj):
         out.append(_version_entry(item, f"{shown} item {i}"))
@@ -383,12 +415,12 @@ def _index_entries(data: bytes, where: str) -> list[Entry]:
 
 def _version_entry(item: Any, where: str) -> Entry:
     if not _is_answer(item) or not isinstance(item.get("id"), int):
-        raise ValueError(f"{where}: not a registered schema (no 'schema' text or 'id')")
+        raise InvalidSchemaError(f"{where}: not a registered schema (no 'schema' text or 'id')")
     subject, version = item.get("subject"), item.get("version")
     if (subject is None) != (version is None) or (
         version is not None and not isinstance(version, int)
     ):
-        raise ValueError(f"{where}: 'subject' and 'version' go together")
+        raise InvalidSchemaError(f"{where}: 'subject' and 'version' go together")
     schema = RegisteredSchema(
         item["id"], _schema_type(item), item["schema"], _references(item, where)
     )
@@ -416,7 +448,7 @@ def load_schema_files(directory: str, store: StoreOptions | None = None) -> Regi
                     where = redact_uri(vpath)
                     s, v, schema = _version_entry(_answer(fs.read(vpath), where), where)
                     if (s is not None and s != subject) or (v is not None and v != int(stem)):
-                        raise ValueError(
+                        raise InvalidSchemaError(
                             f"{where}: names subject {s!r} version {v}, its path "
                             f"{subject!r} version {int(stem)}"
                         )
@@ -430,7 +462,7 @@ def load_schema_files(directory: str, store: StoreOptions | None = None) -> Regi
             obj = _answer(data, where) if ext == ".json" else None
             if _is_answer(obj):
                 if obj.get("id") is not None and obj["id"] != int(stem):
-                    raise ValueError(f"{where}: holds id {obj['id']}, its name says {stem}")
+                    raise InvalidSchemaError(f"{where}: holds id {obj['id']}, its name says {stem}")
                 schema = RegisteredSchema(
                     int(stem), _schema_type(obj), obj["schema"], _references(obj, where)
                 )
@@ -438,7 +470,7 @@ def load_schema_files(directory: str, store: StoreOptions | None = None) -> Regi
                 try:
                     text = data.decode("utf-8")
                 except UnicodeDecodeError as e:
-                    raise ValueError(f"{where}: not UTF-8 text ({e})") from None
+                    raise InvalidSchemaError(f"{where}: not UTF-8 text ({e})") from None
                 schema = RegisteredSchema(int(stem), _EXTENSION_TYPES[ext], text)
             entries.append((None, None, schema))
     if not entries:

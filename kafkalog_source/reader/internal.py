@@ -6,7 +6,9 @@ time, by the data-driven decoder of :mod:`..format.messages`. That costs microse
 fine for internal topics, which are small (compacted; ``bench/internal.py`` measures it).
 
 A record that does not decode (a record type or version the pinned Kafka release does not
-define, bytes that do not parse) goes through ``mode``: FAILFAST raises
+define, bytes that do not parse, or a value that parses but does not fit its column: a version
+or an int32 field past 2^31 - 1, a millisecond timestamp whose microseconds pass 64 bits, a
+KRaft snapshot file named with an epoch past int32) goes through ``mode``: FAILFAST raises
 :class:`~..errors.UndecodableRecordError` naming the file, the record's own byte (and the byte
 where its key or value stops parsing) in an uncompressed batch, else the byte of its
 (compressed) batch, the offset, the record type and version; DROPMALFORMED drops it and counts it in
@@ -21,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..arrow.internal import TIMESTAMP_COLUMNS, DecodedSchema, decoded_schema
+from ..arrow.internal import TIMESTAMP_COLUMNS, TYPED_TYPES, DecodedSchema, decoded_schema
 from ..arrow.schema import Projection
 from ..errors import OptionError, UndecodableRecordError
 from ..format.batch import locate_record, offset_field, size_field
@@ -49,6 +51,52 @@ RAW_PROJECTION = Projection(
 KRAFT_CONTROL = frozenset(
     ("LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS")
 )
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+MAX_MS = _INT64[1] // 1000  # a millisecond timestamp whose microseconds fit 64 bits
+_CHECKED_TYPES = {
+    **TYPED_TYPES,
+    "record_version": pa.int32(),
+    "snapshot_end_offset": pa.int64(),
+    "snapshot_end_epoch": pa.int32(),
+}
+
+
+def misfit(name: str, value: Any) -> str | None:
+    """Why ``value`` does not fit the column ``name`` (None: it fits, or is null). Checked
+    before any conversion, so that a value valid on the wire but out of its column's range is
+    an undecodable record, not a failed read."""
+    if value is None:
+        return None
+    t = _CHECKED_TYPES.get(name)
+    if t is None:
+        return None
+    if name in TIMESTAMP_COLUMNS:
+        if isinstance(value, int) and -MAX_MS <= value <= MAX_MS:
+            return None
+        return (
+            f"{name} {value} (milliseconds) is out of the range of a timestamp column "
+            f"(microseconds in 64 bits: |ms| <= {MAX_MS})"
+        )
+    if pa.types.is_list(t):
+        bad = next((v for v in value if misfit_int(v, _INT32)), None)
+        return None if bad is None else f"{name} holds {bad}, out of the int32 range"
+    if t == pa.int32() or t == pa.int64():
+        if misfit_int(value, _INT32 if t == pa.int32() else _INT64):
+            return f"{name} {value} is out of the {'int32' if t == pa.int32() else 'int64'} range"
+    return None
+
+
+def misfit_int(value: Any, bounds: tuple[int, int]) -> bool:
+    """Whether ``value`` is not an integer within ``bounds`` (null fits)."""
+    if value is None:
+        return False
+    return (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not (bounds[0] <= value <= bounds[1])
+    )
 
 
 def raw_options(options: ReadOptions) -> ReadOptions:
@@ -100,7 +148,12 @@ class InternalDecoder:
 
     def batch(self, raw: pa.RecordBatch) -> pa.RecordBatch:
         """Decode one raw batch."""
-        cols = {name: raw.column(i).to_pylist() for i, name in enumerate(raw.schema.names)}
+        cols = {}
+        for i, name in enumerate(raw.schema.names):
+            col = raw.column(i)
+            if name == "timestamp":  # microseconds as they are: a datetime stops at year 9999
+                col = col.cast(pa.int64())
+            cols[name] = col.to_pylist()
         rows: dict[str, list[Any]] = {n: [] for n in self.schema.names}
         for i in range(raw.num_rows):
             self._row(cols, i, rows)
@@ -128,13 +181,16 @@ class InternalDecoder:
             "value": value,
         }
         snapshot = self.snapshot(cols["segmentPath"][i])
+        interp = self.interpretation(topic)
         if snapshot is not None:
             out["snapshot_end_offset"], out["snapshot_end_epoch"] = snapshot
-        interp = self.interpretation(topic)
         if interp is not None:
             try:
                 d = decode_record(interp, key, value, control=control is not None)
+                self._check_fit(d, snapshot)
             except RecordDecodeError as e:
+                if snapshot is not None and self._snapshot_misfit(snapshot) is not None:
+                    del out["snapshot_end_offset"], out["snapshot_end_epoch"]
                 if not self._undecodable(e, cols, i, interp, out):
                     return
             else:
@@ -145,10 +201,45 @@ class InternalDecoder:
                     tombstone=d.tombstone,
                     decoded=to_json(d.document()),
                 )
-        elif control is not None:  # decode=auto, another topic: as the raw schema has them
-            out["key"] = out["value"] = None
+        else:  # decode=auto, another topic: as the raw schema has them
+            if control is not None:
+                out["key"] = out["value"] = None
+            if snapshot is not None and (why := self._snapshot_misfit(snapshot)) is not None:
+                del out["snapshot_end_offset"], out["snapshot_end_epoch"]
+                e = RecordDecodeError(why, "value", -1)
+                if not self._undecodable(e, cols, i, f"{topic} (read raw)", out):
+                    return
         for name, values in rows.items():
             values.append(out.get(name))
+
+    @staticmethod
+    def _snapshot_misfit(snapshot: tuple[int, int]) -> str | None:
+        """Why a KRaft snapshot file's id does not fit its columns (None: it does)."""
+        for name, v in zip(("snapshot_end_offset", "snapshot_end_epoch"), snapshot, strict=True):
+            why = misfit(name, v)
+            if why is not None:
+                return (
+                    f"the KRaft snapshot file's name gives {why} (Kafka's Snapshots.parse "
+                    "refuses such a name too)"
+                )
+        return None
+
+    @staticmethod
+    def _check_fit(d: Any, snapshot: tuple[int, int] | None) -> None:
+        """Raise :class:`RecordDecodeError` when a value of the decoded record ``d`` (or the
+        snapshot id of its file) does not fit its column (see :func:`misfit`)."""
+        values = dict(d.typed)
+        values["record_version"] = d.record_version
+        whys = [misfit(name, v) for name, v in values.items()]
+        if snapshot is not None:
+            whys.append(InternalDecoder._snapshot_misfit(snapshot))
+        for why in whys:
+            if why is None:
+                continue
+            version = d.record_version if not misfit("record_version", d.record_version) else None
+            raise RecordDecodeError(
+                f"{why}: the record does not fit its columns", "value", -1, d.record_type, version
+            )
 
     def _record_place(
         self, path: str, batch_pos: int, offset: int, e: RecordDecodeError
@@ -168,7 +259,7 @@ class InternalDecoder:
             return batch_pos, "in the batch at this byte"
         at = batch_pos + place.record
         part = place.key if e.part == "key" else place.value
-        if part < 0:
+        if part < 0 or e.position < 0:  # no stop byte: it parsed, and a value does not fit
             return at, f"the record at this byte, in the batch at byte {batch_pos}"
         return at, (
             f"the record at this byte, in the batch at byte {batch_pos}; its {e.part} stops "
@@ -211,7 +302,7 @@ class InternalDecoder:
             return False
         out.update(
             record_type=None if e.record_type is None else str(e.record_type),
-            record_version=e.version,
+            record_version=None if misfit("record_version", e.version) else e.version,
             error=e.reason,
         )
         return True

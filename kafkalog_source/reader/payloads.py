@@ -2,7 +2,7 @@
 chosen, and the read wrapped in the payload step (:mod:`..payloads.step`).
 
 Where the schemas come from (``schemaRegistry``): a ``_schemas`` partition or a log directory
-holding one (read here with the reader, replayed by :func:`..format.registry.replay`), a
+holding one (read here with the reader, replayed by :func:`..format.replay.replay`), a
 directory of schema files, or a live registry's ``http(s)://`` URL. Without the option, the
 ``_schemas`` partition of the log directory being read, if there is one.
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import OptionError
+from ..errors import InvalidSchemaError, KafkaLogError, OptionError
 from ..layout.discovery import SegmentFile, discover
 from ..options import ReadOptions, doc_ref, parse_options
 from ..payloads.codec import PayloadDecoder
@@ -98,7 +98,15 @@ def load_schemas(
     return registry, redact_uri(spec)
 
 
-TOPIC_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("offset", pa.int64())])
+TOPIC_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("offset", pa.int64()),
+        ("segmentPath", pa.string()),  # where a bad record lies, for FAILFAST's error
+        ("batchPosition", pa.int64()),
+    ]
+)
 
 
 def _topic_reader(read: Read, mode: str) -> Any:
@@ -109,7 +117,7 @@ def _topic_reader(read: Read, mode: str) -> Any:
     def read_topic(partitions: list[str], options: dict[str, Any]) -> pa.Table:
         # PERMISSIVE's row for a damaged batch is not a registry record: drop it (counted)
         kept = "DROPMALFORMED" if mode == "PERMISSIVE" else mode
-        opts = parse_options({**options, "mode": kept}, paths=partitions)
+        opts = parse_options({**options, "mode": kept, "includeMetadata": True}, paths=partitions)
         batches = list(read(opts, list(TOPIC_SCHEMA.names)))
         return pa.Table.from_batches(batches, schema=TOPIC_SCHEMA)
 
@@ -217,14 +225,20 @@ def _column(
             f"{schema.schema_type} schema: set {option}={kind or 'registry'}",
             doc=doc_ref(option),
         )
-    return ColumnPlan(
-        column,
-        kind or fmt,
-        _decoder(kind or fmt, registry, schema, False, message),
-        subject,
-        number,
-        sid,
-    )
+    try:
+        decoder = _decoder(kind or fmt, registry, schema, False, message)
+    except OptionError:
+        raise
+    except (KafkaLogError, KeyError) as e:  # the reader schema does not validate or compile
+        err = InvalidSchemaError(
+            f"{option}={kind or fmt}: the reader schema, subject {subject} version {number} "
+            f"(schema id {sid}), is invalid: {e}; choose another version with "
+            f"{'valueSchemaVersion' if column == 'value' else 'keySchemaVersion'}, or read "
+            "every value with its own schema with payloadAs=json"
+        )
+        err.subject, err.version, err.schema_id = subject, number, sid
+        raise err from None
+    return ColumnPlan(column, kind or fmt, decoder, subject, number, sid)
 
 
 def _decoder(
