@@ -1143,9 +1143,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         lambda n, v: _int(n, v, 1),
         "integer ≥ 1",
         "Streams: at most this many offsets per micro-batch.",
-        "Shared between partitions in proportion to their backlog, as Spark's Kafka source "
-        "does. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
-        "`maxFilesPerTrigger` may be set. Batch reads ignore it.",
+        "Shared between partitions in proportion to their backlog as Spark's Kafka source "
+        "shares it: each partition's share rounded down, or up to one offset when it is below "
+        "one, never past the partition's end; the offsets rounding down leaves unused go to the "
+        "largest remainders. A micro-batch takes `min(limit, backlog)` offsets, plus one per "
+        "partition whose share was rounded up, and every partition with data advances at every "
+        "trigger. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
+        "`maxFilesPerTrigger` may be set. Batch reads ignore it. See "
+        "[Admission control](../guides/streaming.md#admission-control).",
         applies=(STREAM,),
     ),
     OptionSpec(
@@ -1154,8 +1159,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         _size,
         _SIZE,
         "Streams: at most this many segment bytes per micro-batch.",
-        "Estimated within a segment. Only one of the three limits may be set. Batch reads "
-        "ignore it.",
+        "Estimated within a segment from its offsets and size, and shared as "
+        "`maxOffsetsPerTrigger` is: a share worth less than one offset is one offset, so every "
+        "partition with data advances at every trigger. Only one of the three limits may be "
+        "set. Batch reads ignore it.",
         applies=(STREAM,),
     ),
     OptionSpec(
@@ -1164,7 +1171,11 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         lambda n, v: _int(n, v, 1),
         "integer ≥ 1",
         "Streams: at most this many segment files touched per micro-batch.",
-        "Only one of the three limits may be set. Batch reads ignore it.",
+        "One file per partition per round, the partitions taken in a rotation by name that "
+        "goes on from trigger to trigger and across restarts (the offsets keep the last "
+        "partition served): with `P` partitions holding data, each advances at least once "
+        "every `ceil(P / maxFilesPerTrigger)` triggers. Only one of the three limits may be "
+        "set. Batch reads ignore it.",
         applies=(STREAM,),
     ),
 )

@@ -1,10 +1,32 @@
 """Admission control: how far each partition may go in one micro-batch, within a limit.
 
-Pure functions over offsets and segment sizes: no I/O, no Spark.
+Pure functions over offsets and segment sizes: no I/O, no Spark. The rules, with Spark's names:
+
+* ``maxOffsetsPerTrigger``: Spark's Kafka source (``KafkaMicroBatchStream.rateLimit``, the same
+  from Spark 2.x to 4.x): each partition with a backlog gets ``limit * backlog / total`` offsets,
+  rounded down, or **up when that share is below one** ("don't completely starve small
+  partitions"), and never past its end (:func:`spark_rate_limit`). kafkalog then hands the
+  offsets that rounding down left unused to the partitions with the largest remainders, one each
+  (:func:`admit_offsets`), so a micro-batch takes ``min(limit, backlog)`` offsets, plus one for
+  each partition whose share was rounded up; Spark's source may take up to one offset per
+  partition less. Every partition with data therefore advances at **every** trigger.
+* ``maxBytesPerTrigger`` (Spark's file sources' name; Spark's Kafka source has no byte limit):
+  the same sharing over segment bytes, estimated within a segment from its offsets and size, a
+  share worth less than one offset rounded up to one. Every partition with data advances at
+  every trigger.
+* ``maxFilesPerTrigger`` (Spark's file sources' name): the segment files a micro-batch touches,
+  handed out one per partition per round, in a rotation of the partitions by name that carries
+  on from trigger to trigger (and across restarts: the offsets keep the last partition served,
+  :data:`~.offsets.FILES_TURN_KEY`). With ``P`` partitions holding data and ``F`` files per
+  trigger, each of them advances at least once every ``ceil(P / F)`` triggers; a partition that
+  gets data later joins the rotation at its place by name.
+* ``minOffsetsPerTrigger`` with ``maxTriggerDelay``: Spark's ``KafkaMicroBatchStream.delayBatch``
+  (:func:`delay_batch`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .offsets import Offsets, PartitionKey
@@ -21,32 +43,82 @@ class Limit:
 
 
 def admit(
-    begin: Offsets, avail: Offsets, limit: Limit, logs: dict[PartitionKey, PartitionLog]
-) -> Offsets:
-    """Per-partition ends within ``limit``, shared in proportion to each partition's backlog."""
+    begin: Offsets,
+    avail: Offsets,
+    limit: Limit,
+    logs: dict[PartitionKey, PartitionLog],
+    turn: PartitionKey | None = None,
+) -> tuple[Offsets, PartitionKey | None]:
+    """Per-partition ends within ``limit`` from ``begin`` towards ``avail``, and the last
+    partition served a file (``turn``, unchanged unless the limit is ``files``)."""
     backlog = {k: avail[k] - begin[k] for k in avail if avail[k] > begin[k]}
     out = {k: max(avail[k], begin[k]) for k in avail}
     if limit.kind == "all" or not backlog:
-        return out
+        return out, turn
     if limit.kind == "files":
-        return _admit_files(begin, avail, backlog, limit.amount, logs)
+        return admit_files(begin, avail, limit.amount, logs, turn)
     if limit.kind == "bytes":
-        cost = {k: bytes_between(logs[k], begin[k], avail[k]) for k in backlog}
+        take = admit_bytes(begin, avail, limit.amount, logs)
     else:
-        cost = {k: float(n) for k, n in backlog.items()}
-    total = sum(cost.values())
-    if total <= limit.amount:
+        take = admit_offsets(limit.amount, backlog)
+    for k, n in take.items():
+        out[k] = begin[k] + n
+    return out, turn
+
+
+def spark_rate_limit(limit: int, backlog: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
+    """Spark's Kafka source's share of ``limit`` for each partition with a backlog (offsets it
+    may take): ``limit * (size / total)``, rounded up below 1 and down otherwise, at most the
+    backlog (``KafkaMicroBatchStream.rateLimit``)."""
+    sizes = {k: n for k, n in backlog.items() if n > 0}
+    total = float(sum(sizes.values()))
+    if total < 1:
+        return dict(sizes)
+    out = {}
+    for k, size in sizes.items():
+        prorate = limit * (size / total)
+        n = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
+        out[k] = min(size, n)
+    return out
+
+
+def admit_offsets(limit: int, backlog: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
+    """``maxOffsetsPerTrigger``: :func:`spark_rate_limit`, and the offsets its rounding down left
+    unused (up to ``min(limit, total backlog)``) handed one each to the partitions with the
+    largest remainders (then by name), never past a partition's backlog."""
+    out = spark_rate_limit(limit, backlog)
+    total = sum(out.values())
+    left = min(limit, sum(backlog.values())) - total
+    if left <= 0:
         return out
-    for k in backlog:
-        share = limit.amount * cost[k] / total  # this partition's part of the limit
-        if limit.kind == "bytes":
-            n = offsets_within(logs[k], begin[k], avail[k], share)
-        else:
-            n = int(share)
-        out[k] = begin[k] + min(n, backlog[k])
-    if all(out[k] == begin[k] for k in backlog):  # always make progress: the largest backlog
-        k = max(backlog, key=lambda k: (cost[k], k))
-        out[k] = begin[k] + 1
+    whole = float(sum(backlog.values()))
+
+    def remainder(k: PartitionKey) -> float:
+        share = limit * (backlog[k] / whole)
+        return share - math.floor(share)
+
+    for k in sorted((k for k in out if out[k] < backlog[k]), key=lambda k: (-remainder(k), k)):
+        if left == 0:
+            break
+        out[k] += 1
+        left -= 1
+    return out
+
+
+def admit_bytes(
+    begin: Offsets, avail: Offsets, limit: int, logs: dict[PartitionKey, PartitionLog]
+) -> dict[PartitionKey, int]:
+    """``maxBytesPerTrigger``: offsets per partition, the byte limit shared in proportion to each
+    partition's backlog in bytes; a share worth less than one offset is one offset."""
+    backlog = {k: avail[k] - begin[k] for k in avail if avail[k] > begin[k]}
+    cost = {k: bytes_between(logs[k], begin[k], avail[k]) for k in backlog}
+    total = sum(cost.values())
+    if total <= limit:
+        return backlog
+    out = {}
+    for k, n in backlog.items():
+        share = limit * (cost[k] / total)  # this partition's part of the limit, in bytes
+        out[k] = min(n, max(1, offsets_within(logs[k], begin[k], avail[k], share)))
     return out
 
 
@@ -88,28 +160,65 @@ def offsets_within(p: PartitionLog, lo: int, hi: int, budget: float) -> int:
     return at - lo
 
 
-def _admit_files(
+def admit_files(
     begin: Offsets,
     avail: Offsets,
-    backlog: dict[PartitionKey, int],
     files: int,
     logs: dict[PartitionKey, PartitionLog],
-) -> Offsets:
-    """Ends that touch at most ``files`` segment files, taken round-robin across partitions."""
+    turn: PartitionKey | None = None,
+) -> tuple[Offsets, PartitionKey | None]:
+    """``maxFilesPerTrigger``: ends that touch at most ``files`` segment files (at least one),
+    one file per partition per round, the rounds going through the partitions with a backlog by
+    name starting after ``turn`` (the last partition served at the previous trigger); returns
+    the ends and the last partition served now."""
     queues: dict[PartitionKey, list[int]] = {}
-    for k in backlog:
-        ends = [b for a, b, _ in segment_spans(logs[k]) if b > begin[k] and a < avail[k]]
-        queues[k] = [min(e, avail[k]) for e in ends]
     out = {k: max(avail[k], begin[k]) for k in avail}
-    for k in backlog:
-        out[k] = begin[k]
+    for k in avail:
+        if avail[k] > begin[k]:
+            ends = [b for a, b, _ in segment_spans(logs[k]) if b > begin[k] and a < avail[k]]
+            queues[k] = [min(e, avail[k]) for e in ends] or [avail[k]]
+            out[k] = begin[k]
+    order = sorted(queues)
+    if turn is not None:  # the rotation goes on after the partition served last
+        after = [k for k in order if k > turn]
+        order = after + [k for k in order if k <= turn]
     left = max(1, files)
     while left > 0 and any(queues.values()):
-        for k in sorted(queues):
+        for k in order:
             if left and queues[k]:
                 out[k] = queues[k].pop(0)
+                turn = k
                 left -= 1
-    return out
+    return out, turn
 
 
-__all__ = ["Limit", "admit", "bytes_between", "offsets_within", "segment_spans"]
+def delay_batch(
+    min_offsets: int,
+    new_offsets: int,
+    now_ms: float,
+    last_trigger_ms: float,
+    max_delay_ms: int,
+) -> tuple[bool, float]:
+    """``minOffsetsPerTrigger``: whether to skip this trigger, and the time of the last trigger
+    that ran (Spark's ``KafkaMicroBatchStream.delayBatch``). A trigger runs once
+    ``maxTriggerDelay`` has passed since the last one that ran (the first one always runs: the
+    last is at 0), or when at least ``min_offsets`` new offsets are available."""
+    if now_ms - last_trigger_ms >= max_delay_ms:
+        return False, now_ms
+    if new_offsets < min_offsets:
+        return True, last_trigger_ms
+    return False, now_ms
+
+
+__all__ = [
+    "Limit",
+    "admit",
+    "admit_bytes",
+    "admit_files",
+    "admit_offsets",
+    "bytes_between",
+    "delay_batch",
+    "offsets_within",
+    "segment_spans",
+    "spark_rate_limit",
+]

@@ -38,6 +38,7 @@ from .loss import (
     stream_fail_on_data_loss,
 )
 from .offsets import (
+    FILES_TURN_KEY,
     LAST_BATCH_KEY,
     BatchPrint,
     Offsets,
@@ -46,6 +47,7 @@ from .offsets import (
     offsets_from_json,
     offsets_to_json,
     prints_from_json,
+    turn_from_json,
 )
 from .rewrites import DeliveredBatches
 from .snapshot import ArchiveView, PartitionLog
@@ -63,6 +65,8 @@ class StreamSource:
     options: ReadOptions
     fail_on_data_loss: bool = True
     available: Offsets = field(default_factory=dict)  # each partition's end at the last latest()
+    # maxFilesPerTrigger: the last partition served a file (the rotation goes on after it)
+    turn: PartitionKey | None = None
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
     _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
 
@@ -122,12 +126,21 @@ class StreamSource:
                     return int(batch.column("offset")[0].as_py())
         return p.end
 
-    def latest(self, start: Offsets, limit: Limit, prints: Prints | None = None) -> Offsets:
+    def latest(
+        self,
+        start: Offsets,
+        limit: Limit,
+        prints: Prints | None = None,
+        turn: PartitionKey | None = None,
+    ) -> Offsets:
         """The end of the next micro-batch from ``start``: everything available (within the
-        AvailableNow target), cut by ``limit``; ``start`` itself when there is nothing new.
+        AvailableNow target), cut by ``limit`` (:func:`~.admission.admit`); ``start`` itself
+        when there is nothing new.
 
         ``prints`` are the last batches delivered before ``start``, from the offsets a query
-        starts or restarts with: each is checked once (:meth:`DeliveredBatches.check_prints`)."""
+        starts or restarts with: each is checked once (:meth:`DeliveredBatches.check_prints`).
+        ``turn`` is the last partition served a file, from the same offsets (None: the one this
+        source served last, if any); :attr:`turn` is the one after this micro-batch."""
         logs = self._logs = self.snapshot()
         self.available = {k: p.end for k, p in logs.items()}
         self._batches.check_prints(start, prints or {}, logs)
@@ -145,7 +158,8 @@ class StreamSource:
             avail[key] = max(end, start.get(key, p.earliest))
         out = dict(start)
         begin = {k: start.get(k, logs[k].earliest) for k in avail}
-        out.update(admit(begin, avail, limit, logs))
+        ends, self.turn = admit(begin, avail, limit, logs, turn if turn is not None else self.turn)
+        out.update(ends)
         return out
 
     def prints(self, offsets: Offsets) -> Prints:
@@ -192,6 +206,7 @@ class StreamSource:
 
 __all__ = [
     "CUT_GRACE_MS",
+    "FILES_TURN_KEY",
     "LAST_BATCH_KEY",
     "STREAM_MIN_PARTITIONS",
     "BatchPrint",
@@ -204,5 +219,6 @@ __all__ = [
     "offsets_to_json",
     "prints_from_json",
     "reader_options",
+    "turn_from_json",
     "stream_fail_on_data_loss",
 ]
