@@ -20,15 +20,22 @@ skipped. :class:`StreamSource` ties the concerns together, each in its own modul
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..arrow.schema import Projection
 from ..options import EARLIEST, LATEST, ReadOptions
 from ..planning.planner import plan
-from ..planning.request import check_stream_options, micro_batch_request, time_lookup_request
+from ..planning.request import (
+    check_stream_options,
+    micro_batch_request,
+    no_time_match,
+    time_lookup_request,
+)
 from ..planning.splits import Split
 from ..transport.filesystems import using_store
-from .admission import Limit, admit
+from .admission import Limit, admit, delay_batch
 from .loss import (
     CUT_GRACE_MS,
     CutEnds,
@@ -69,9 +76,14 @@ class StreamSource:
     turn: PartitionKey | None = None
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
     _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
+    clock: Callable[[], float] = time.time  # seconds (minOffsetsPerTrigger's delay)
+    _last_trigger_ms: float = 0.0  # when the last trigger ran (Spark's: 0 before the first)
 
     def __post_init__(self) -> None:
         check_stream_options(self.options)  # an end is for batch reads: refused, named
+        o = self.options
+        if "maxTriggerDelay" in o.given and o.min_offsets_per_trigger is None:
+            log.warning("option 'maxTriggerDelay' is read only with minOffsetsPerTrigger")
         self._policy = LossPolicy(self.fail_on_data_loss)
         self._view = ArchiveView(self.options)
         self._cut_ends = CutEnds(self.options, self._view, self._policy)
@@ -114,7 +126,9 @@ class StreamSource:
         return out
 
     def _offset_for_time(self, p: PartitionLog, t: int) -> int:
-        """The first offset of ``p`` whose timestamp is >= ``t``; ``p.end`` when there is none."""
+        """The first offset of ``p`` whose timestamp is >= ``t``; when there is none, ``p.end``
+        under ``startingOffsetsByTimestampStrategy=latest``, else (``error``, the default, as
+        Spark's Kafka source) an OptionError."""
         splits = plan(time_lookup_request(self.options, p.key, p.end, t), p.segments)
         ranges = [r for split in splits for r in split.ranges]
         from ..reader import read_range  # the kernels: only for a timestamp start
@@ -124,7 +138,9 @@ class StreamSource:
             for batch in read_range(rng, self.options, projection):  # the batch holding it
                 if batch.num_rows:
                     return int(batch.column("offset")[0].as_py())
-        return p.end
+        if self.options.starting_offsets_by_timestamp_strategy == "latest":
+            return p.end
+        raise no_time_match(p.key, t)
 
     def latest(
         self,
@@ -158,9 +174,24 @@ class StreamSource:
             avail[key] = max(end, start.get(key, p.earliest))
         out = dict(start)
         begin = {k: start.get(k, logs[k].earliest) for k in avail}
+        if self._held_back(begin, avail):
+            return out
         ends, self.turn = admit(begin, avail, limit, logs, turn if turn is not None else self.turn)
         out.update(ends)
         return out
+
+    def _held_back(self, begin: Offsets, avail: Offsets) -> bool:
+        """``minOffsetsPerTrigger``: whether this trigger waits for more offsets (Spark's
+        ``delayBatch``, :func:`~.admission.delay_batch`); never under Trigger.AvailableNow,
+        which reads what was there when it started."""
+        want = self.options.min_offsets_per_trigger
+        if want is None or self._target is not None:
+            return False
+        new = sum(max(0, avail[k] - begin[k]) for k in avail)
+        skip, self._last_trigger_ms = delay_batch(
+            want, new, self.clock() * 1000, self._last_trigger_ms, self.options.max_trigger_delay
+        )
+        return skip
 
     def prints(self, offsets: Offsets) -> Prints:
         """The last batch before each partition's offset in ``offsets`` (where the archive holds
