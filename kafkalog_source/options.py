@@ -1143,8 +1143,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "At most this many offsets in one Spark partition (split), as Spark's Kafka source.",
         "Splits are cut further at batch boundaries found from the `.index` and a short walk "
         "of batch headers, and never packed past it. A Kafka batch is never cut, so one batch "
-        "holding more offsets than this is a split of its own (v0/v1: one compressed wrapper); "
-        "a remote segment without a usable `.index` is cut only with `remoteHeaderWalk`. "
+        "holding more offsets than this is a split of its own; in v0/v1 segments a split may "
+        "hold up to one compressed wrapper's records more (a wrapper's first offset is not "
+        "known without decompressing it); a remote segment without a usable `.index` is cut "
+        "only with `remoteHeaderWalk`. "
         "Compacted offsets count, as in Spark (the offsets between a split's first and last).",
     ),
     OptionSpec(

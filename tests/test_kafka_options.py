@@ -408,3 +408,29 @@ def test_spark_stream_with_a_kafka_job_s_options(spark: Any, tmp_path: Path) -> 
     assert sorted(seen) == sorted(
         k for k, ts in rows.items() if k[:2] == ("orders", 1) and ts >= t_orders
     )
+
+
+@pytest.mark.parametrize(
+    "name,most",
+    [("magic0-none-0", 7), ("magic1-none-0", 5), ("magic1-gzip-0", 5), ("upgraded-0", 4),
+     ("multi-segment-0", 30), ("transactions-0", 3)],
+)  # fmt: skip
+def test_max_records_per_partition_over_every_magic(name: str, most: int) -> None:
+    """The sample partitions (v0, v1 wrappers, a log upgraded from v0 to v2, several segments,
+    control batches): every record once, and a split holds at most ``most`` offsets unless it
+    is one batch holding more (the manifest, written by the samples' generator, says which
+    offsets each batch holds)."""
+    root = Path(__file__).resolve().parent.parent / "sample_segments"
+    files = json.loads((root / "MANIFEST.json").read_text())["files"]
+    batches = [
+        (b["baseOffset"], b["lastOffset"]) for k, f in files.items() if k.startswith(name + "/")
+        for b in f["batches"]
+    ]  # fmt: skip
+    opts = parse_options(paths=str(root / name), maxRecordsPerPartition=str(most))
+    per_split = _split_rows(opts, plan(batch_request(opts)))
+    every = [r for rows in per_split for r in rows]
+    assert sorted(every) == _rows(kl.read_table(str(root / name)))
+    for rows in per_split:
+        offsets = [o for _, _, o in rows]
+        one_batch = any(lo <= min(offsets) and max(offsets) <= hi for lo, hi in batches)
+        assert len(rows) <= most or one_batch, (len(rows), offsets[:3])

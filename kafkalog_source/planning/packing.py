@@ -6,8 +6,10 @@ With ``maxRecordsPerPartition`` (Spark's Kafka source's name: no split holds mor
 pieces are cut further where the offsets they hold would pass it, at the batch holding the
 offset ``first + maxRecordsPerPartition`` (found from the ``.index`` and a short header walk:
 :meth:`~.probe.SegmentProbe.reach`), and packing never puts more than that many offsets in one
-split. A batch is never cut: one holding more offsets than the limit is a piece of its own. Where
-planning cannot see the batches (a remote segment without a usable ``.index`` and without
+split. A batch is never cut: one holding more offsets than the limit is a piece of its own. A
+v0/v1 wrapper's first offset is not known without decompressing it (its entry offset is its
+last), so a piece starting at one may hold up to that wrapper's records more. Where planning
+cannot see the batches (a remote segment without a usable ``.index`` and without
 ``remoteHeaderWalk``), a piece stays as it is and is a split of its own."""
 
 from __future__ import annotations
@@ -69,16 +71,30 @@ def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]
 
 
 def _first_offset(ext: Extent, start: int) -> int | None:
-    """The first offset a piece of ``ext`` starting at byte ``start`` may return (None: not
-    known without decoding, a v0/v1 wrapper's)."""
+    """The first offset a piece of ``ext`` starting at byte ``start`` may return (None: no batch
+    there). A v0/v1 wrapper's entry offset is its last one, so after the segment's first byte
+    the first offset of a wrapper is not known without decoding it: its entry offset stands in
+    (the piece then holds up to one wrapper's records more than counted)."""
     first = ext.batch_offsets.get(start)
     if first is None:
         h = ext.probe.header(start)
-        if h is None or h.magic < 2:
+        if h is None:
             return None
-        first = h.base_offset
-        ext.batch_offsets[start] = first
+        if h.magic >= 2:
+            first = ext.batch_offsets[start] = h.base_offset
+        elif start == 0 and ext.probe.seg.base_offset is not None:
+            first = ext.probe.seg.base_offset
+        else:
+            first = h.last_offset
     return max(first, ext.offset_lo)
+
+
+def _stop_offset(ext: Extent, end: int) -> int | None:
+    """The first offset past a piece of ``ext`` ending at byte ``end``, when planning knows it."""
+    stop = ext.batch_offsets.get(end) if end != ext.end else ext.end_bound
+    if end == ext.end and stop is None:
+        stop = ext.next_base_offset
+    return min(stop, ext.offset_hi) if stop is not None else None
 
 
 def _cut_records(ext: Extent, cuts: list[tuple[int, int]], most: int) -> list[tuple[int, int, int]]:
@@ -90,10 +106,7 @@ def _cut_records(ext: Extent, cuts: list[tuple[int, int]], most: int) -> list[tu
         for start, end in cuts:
             first = _first_offset(ext, start)
             while first is not None:
-                stop = ext.batch_offsets.get(end) if end != ext.end else ext.end_bound
-                if end == ext.end and stop is None and ext.next_base_offset is not None:
-                    stop = ext.next_base_offset
-                stop = min(stop, ext.offset_hi) if stop is not None else None
+                stop = _stop_offset(ext, end)
                 if stop is not None and stop - first <= most:
                     break
                 r = p.reach(first + most)  # the batch holding the first offset past the limit
@@ -102,22 +115,27 @@ def _cut_records(ext: Extent, cuts: list[tuple[int, int]], most: int) -> list[tu
                     if r.status == "gave_up":
                         first = None  # not known: the piece as it is, a split of its own
                     break  # every batch before ``end`` ends below first + most
-                cut = h.position if h.position > start else h.end  # one batch over the limit
+                if h.position > start:  # cut before it
+                    cut = h.position
+                    if h.magic >= 2:
+                        after = h.base_offset
+                    else:
+                        after = r.pred_last + 1 if r.pred_last is not None else h.last_offset
+                else:  # one batch holds more than ``most`` offsets: a piece of its own
+                    cut, after = h.end, h.last_offset + 1
                 if cut >= end:
                     break
                 nxt = p.header(cut)
-                if nxt is None or nxt.magic < 2:
-                    break  # (v0/v1: no cut where the first offset is not known)
-                ext.batch_offsets[cut] = nxt.base_offset
-                out.append((start, cut, max(1, min(most, nxt.base_offset - first))))
-                start, first = cut, max(nxt.base_offset, ext.offset_lo)
+                if nxt is None:
+                    break
+                if nxt.magic >= 2:
+                    ext.batch_offsets[cut] = after = nxt.base_offset
+                out.append((start, cut, max(1, min(most, after - first))))
+                start, first = cut, max(after, ext.offset_lo)
             if first is None:
                 out.append((start, end, most))
                 continue
-            stop = ext.batch_offsets.get(end) if end != ext.end else ext.end_bound
-            if end == ext.end and stop is None and ext.next_base_offset is not None:
-                stop = ext.next_base_offset
-            stop = min(stop, ext.offset_hi) if stop is not None else None
+            stop = _stop_offset(ext, end)
             out.append((start, end, most if stop is None else max(1, min(most, stop - first))))
     finally:
         p.close()
