@@ -2,10 +2,12 @@
 
 Pure functions over offsets and segment sizes: no I/O, no Spark. The rules, with Spark's names:
 
-* ``maxOffsetsPerTrigger``: Spark's Kafka source (``KafkaMicroBatchStream.rateLimit``, the same
-  from Spark 2.x to 4.x): each partition with a backlog gets ``limit * backlog / total`` offsets,
-  rounded down, or **up when that share is below one** ("don't completely starve small
-  partitions"), and never past its end (:func:`spark_rate_limit`). kafkalog then hands the
+* ``maxOffsetsPerTrigger``: Spark's Kafka source (``KafkaMicroBatchStream.rateLimit``, read at
+  apache/spark 676455ec; ``KafkaSource`` has shared the limit so since Spark 2.x, later versions
+  adding only an overflow guard, SPARK-26718): each partition with a backlog gets
+  ``limit * backlog / total`` offsets, rounded down, or **up when that share is below one**
+  ("don't completely starve small partitions"), and never past its end
+  (:func:`spark_rate_limit`). kafkalog then hands the
   offsets that rounding down left unused to the partitions with the largest remainders, one each
   (:func:`admit_offsets`), so a micro-batch takes ``min(limit, backlog)`` offsets, plus one for
   each partition whose share was rounded up; Spark's source may take up to one offset per
