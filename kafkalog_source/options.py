@@ -20,6 +20,7 @@ from typing import Any
 
 from .errors import OptionError
 from .redact import MASK, query_names, redact_uri, scrub, secret_strings, show_value, uri_password
+from .selection import java_regex
 
 MiB = 1024 * 1024
 # Arrow ``binary`` columns, the type Spark takes from a Python data source, have 32-bit offsets:
@@ -36,6 +37,8 @@ OFFSET_GAPS = ("auto", "compacted", "loss")
 # replicas: the same topic-partition in several log directories (planning/replicas.py)
 REPLICAS = ("error", "separate", "merge")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+# startingOffsetsByTimestampStrategy: a starting time no record reaches (Spark's Kafka source)
+NO_TIME_MATCH = ("error", "latest")
 # decode: Kafka's internal topics as typed tables (arrow/internal.py, format/messages/)
 DECODES = (
     "raw",
@@ -340,10 +343,16 @@ class ReadOptions:
     ending_timestamp: int | None = None
     starting_offsets_by_timestamp: PartitionMap | None = None
     ending_offsets_by_timestamp: PartitionMap | None = None
+    starting_offsets_by_timestamp_strategy: str = "error"
     fail_on_data_loss: bool = False
     offset_gaps: str = "auto"
     replicas: str = "error"
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    # which topics and partitions (Spark Kafka source names; at most one): None, everything
+    subscribe: tuple[str, ...] | None = None
+    subscribe_pattern: str | None = None  # a Java regular expression, as given
+    assign: tuple[tuple[str, int], ...] | None = None
     # planning (Spark file source names)
     max_partition_bytes: int = 128 * MiB
     open_cost_in_bytes: int = 4 * MiB
@@ -358,6 +367,8 @@ class ReadOptions:
     max_offsets_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
     max_files_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay: int = 15 * 60 * 1000  # milliseconds
     # planning: walk a remote segment's batch headers to split it or find an offset bound when it
     # has no usable .index (downloads the segment on the driver); false: such a segment is one piece
     remote_header_walk: bool = False
@@ -569,6 +580,75 @@ def _timestamp_bound(name: str, v: Any, minimum: int | None = None) -> int:
     if isinstance(v, (int, float)) or (isinstance(v, str) and re.fullmatch(r"\s*-?[0-9]+\s*", v)):
         return _int(name, v, minimum)  # epoch ms (a bool or a fractional number is refused)
     return _int(name, math.ceil(_timestamp_ms(name, v)), minimum)
+
+
+def _subscribe(name: str, v: Any) -> tuple[str, ...]:
+    """``subscribe``: topics, comma-separated (or a list), trimmed, empty names dropped."""
+    items = v.split(",") if isinstance(v, str) else [str(t) for t in v]
+    topics = tuple(sorted({t.strip() for t in items if t.strip()}))
+    if not topics:
+        raise OptionError(
+            f"No topics to subscribe to as specified value for option {name!r} is {str(v)!r}"
+        )
+    return topics
+
+
+def _subscribe_pattern(name: str, v: Any) -> str:
+    """``subscribePattern``: a Java regular expression, translated once to check it."""
+    pattern = str(v).strip()
+    if not pattern:
+        raise OptionError(
+            f"Pattern to subscribe is empty as specified value for option {name!r} is {v!r}"
+        )
+    java_regex(pattern)  # OptionError for what kafkalog cannot translate, saying what
+    return pattern
+
+
+def _assign(name: str, v: Any) -> tuple[tuple[str, int], ...]:
+    """``assign``: JSON ``{"topicA":[0,1],"topicB":[2,4]}`` (or such a dict)."""
+    example = '{"topicA":[0,1],"topicB":[0,1]}'
+    if isinstance(v, str):
+        if not v.strip().startswith("{"):
+            raise OptionError(
+                f"No topicpartitions to assign as specified value for option {name!r} is {v!r}"
+            )
+        try:
+            v = json.loads(v)
+        except json.JSONDecodeError:
+            raise OptionError(f"option {name!r}: expected e.g. {example}, got {v!r}") from None
+    ok = isinstance(v, dict) and all(
+        isinstance(parts, list)
+        and all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts)
+        for parts in v.values()
+    )
+    if not ok:
+        raise OptionError(f"option {name!r}: expected e.g. {example}, got {v!r}")
+    return tuple(sorted({(str(t), p) for t, parts in v.items() for p in parts}))
+
+
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000}
+_TIME_UNITS_MS.update({"h": 3_600_000, "d": 86_400_000})
+
+
+def _time_ms(name: str, v: Any) -> int:
+    """A duration as Spark's ``timeStringAsMs`` reads it: an integer with a unit (``us``,
+    ``ms``, ``s``, ``m`` or ``min``, ``h``, ``d``), milliseconds without one."""
+    m = re.fullmatch(r"([0-9]+)([a-z]+)?", str(v).strip().lower())
+    if m is None or (m.group(2) is not None and m.group(2) not in _TIME_UNITS_MS):
+        raise OptionError(
+            f"option {name!r}: {v!r}: time must be specified as seconds (s), milliseconds (ms), "
+            "microseconds (us), minutes (m or min), hour (h), or day (d). E.g. 50s, 100ms, or "
+            "250us"
+        )
+    return int(int(m.group(1)) * _TIME_UNITS_MS[m.group(2) or "ms"])
+
+
+def _positive(name: str, v: Any) -> int:
+    """An integer > 0, refused as Spark's Kafka source words it."""
+    n = _int(name, v)
+    if n <= 0:
+        raise OptionError(f"option {name!r} must be positive, got {n}")
+    return n
 
 
 OPTIONS_DOC = "docs/reference/options.md"
@@ -881,6 +961,48 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "wrapper, is never split across two).",
     ),
     OptionSpec(
+        "subscribe",
+        "subscribe",
+        _subscribe,
+        "a comma-separated list of topics",
+        "Read only these topics (Spark's Kafka source's `subscribe`).",
+        "Topics are known by their `<topic>-<partition>` directory names (a tiered-storage "
+        "object's key), so partitions of other topics are left out while the paths are listed, "
+        "before any of their files is opened or requested. Only one of `subscribe`, "
+        "`subscribePattern` and `assign` may be set; with none, every partition under the paths "
+        "is read. Unlike Spark's source, a Kafka internal topic named here is read. A segment "
+        "whose topic is not known from its directory fails the read, naming it. See "
+        "[Spark's Kafka source options](#sparks-kafka-source-options).",
+    ),
+    OptionSpec(
+        "subscribePattern",
+        "subscribe_pattern",
+        _subscribe_pattern,
+        "a Java regular expression",
+        "Read only the topics whose names the pattern is found in (Spark's Kafka source's "
+        "`subscribePattern`).",
+        "As Spark's source (its default offset fetching through the admin client): a topic is "
+        "taken when the pattern is found anywhere in its name (`orders` takes `orders-eu`; "
+        "anchor it, `^orders$`, for one topic), and Kafka's internal topics "
+        "(`__consumer_offsets`, `__transaction_state`, `__share_group_state`, and "
+        "`__cluster_metadata`) are never taken: name them with `subscribe` or `assign`. The "
+        "pattern is translated to Python's `re` where Java and Python read it the same way over "
+        "topic names (literals, `.`, classes `[...]` with ranges and `\\d` `\\w` `\\s`, the "
+        "POSIX classes `\\p{Alpha}` and the like, groups, alternatives, greedy, lazy and "
+        "possessive quantifiers, anchors, look-arounds, `(?i)` first or `(?i:...)`, `\\Q...\\E`); "
+        "anything else (Unicode properties, class unions and intersections, back references, "
+        "flags in mid-pattern, `\\h`, `\\R`, ...) is refused, naming it. Pruned as `subscribe` is.",
+    ),
+    OptionSpec(
+        "assign",
+        "assign",
+        _assign,
+        'JSON `{"topicA":[0,1],"topicB":[2,4]}`',
+        "Read only these partitions (Spark's Kafka source's `assign`).",
+        "Pruned as `subscribe` is. A partition named that the paths do not hold is warned "
+        "about in a batch read (a stream waits for it).",
+    ),
+    OptionSpec(
         "startingOffsets",
         "starting_offsets",
         lambda n, v: _offsets(n, v, "earliest"),
@@ -945,6 +1067,18 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         applies=(BATCH, ARROW),
     ),
     OptionSpec(
+        "startingOffsetsByTimestampStrategy",
+        "starting_offsets_by_timestamp_strategy",
+        lambda n, v: _choice(n, v, NO_TIME_MATCH, False),
+        _choices(NO_TIME_MATCH),
+        "What a partition with no record at or after the starting time does.",
+        "For `startingTimestamp` and `startingOffsetsByTimestamp`, as Spark's Kafka source: "
+        '`error` fails the read (`OptionError`: "No offset matched from request of '
+        'topic-partition orders-0 and timestamp 1700000000000."); `latest` starts that '
+        "partition at its latest offset (nothing of it in a batch read; a stream reads what "
+        "comes after).",
+    ),
+    OptionSpec(
         "failOnDataLoss",
         "fail_on_data_loss",
         _bool,
@@ -1000,6 +1134,20 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "Streams: per micro-batch, default 2 (each at least `openCostInBytes`), so that a "
         "small micro-batch still uses two cores. The Arrow API cuts its pieces further too.",
         default_note="streams: 2",
+    ),
+    OptionSpec(
+        "maxRecordsPerPartition",
+        "max_records_per_partition",
+        _positive,
+        "integer ≥ 1",
+        "At most this many offsets in one Spark partition (split), as Spark's Kafka source.",
+        "Splits are cut further at batch boundaries found from the `.index` and a short walk "
+        "of batch headers, and never packed past it. A Kafka batch is never cut, so one batch "
+        "holding more offsets than this is a split of its own; in v0/v1 segments a split may "
+        "hold up to one compressed wrapper's records more (a wrapper's first offset is not "
+        "known without decompressing it); a remote segment without a usable `.index` is cut "
+        "only with `remoteHeaderWalk`. "
+        "Compacted offsets count, as in Spark (the offsets between a split's first and last).",
     ),
     OptionSpec(
         "maxPartitionBytes",
@@ -1143,9 +1291,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         lambda n, v: _int(n, v, 1),
         "integer ≥ 1",
         "Streams: at most this many offsets per micro-batch.",
-        "Shared between partitions in proportion to their backlog, as Spark's Kafka source "
-        "does. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
-        "`maxFilesPerTrigger` may be set. Batch reads ignore it.",
+        "Shared between partitions in proportion to their backlog as Spark's Kafka source "
+        "shares it: each partition's share rounded down, or up to one offset when it is below "
+        "one, never past the partition's end; the offsets rounding down leaves unused go to the "
+        "largest remainders. A micro-batch takes `min(limit, backlog)` offsets, plus one per "
+        "partition whose share was rounded up, and every partition with data advances at every "
+        "trigger. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
+        "`maxFilesPerTrigger` may be set. Batch reads ignore it. See "
+        "[Admission control](../guides/streaming.md#admission-control).",
         applies=(STREAM,),
     ),
     OptionSpec(
@@ -1154,8 +1307,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         _size,
         _SIZE,
         "Streams: at most this many segment bytes per micro-batch.",
-        "Estimated within a segment. Only one of the three limits may be set. Batch reads "
-        "ignore it.",
+        "Estimated within a segment from its offsets and size, and shared as "
+        "`maxOffsetsPerTrigger` is: a share worth less than one offset is one offset, so every "
+        "partition with data advances at every trigger. Only one of the three limits may be "
+        "set. Batch reads ignore it.",
         applies=(STREAM,),
     ),
     OptionSpec(
@@ -1164,8 +1319,36 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         lambda n, v: _int(n, v, 1),
         "integer ≥ 1",
         "Streams: at most this many segment files touched per micro-batch.",
-        "Only one of the three limits may be set. Batch reads ignore it.",
+        "One file per partition per round, the partitions taken in a rotation by name that "
+        "goes on from trigger to trigger and across restarts (the offsets keep the last "
+        "partition served): with `P` partitions holding data, each advances at least once "
+        "every `ceil(P / maxFilesPerTrigger)` triggers. Only one of the three limits may be "
+        "set. Batch reads ignore it.",
         applies=(STREAM,),
+    ),
+    OptionSpec(
+        "minOffsetsPerTrigger",
+        "min_offsets_per_trigger",
+        lambda n, v: _int(n, v, 1),
+        "integer ≥ 1",
+        "Streams: hold a trigger back until this many new offsets are available.",
+        "As Spark's Kafka source: the new offsets are summed over partitions; a trigger runs "
+        "anyway once `maxTriggerDelay` has passed since the last one that ran, and the first "
+        "trigger of a query always runs. It combines with any of the three limits (with "
+        "`maxOffsetsPerTrigger`, it must not be larger). `Trigger.AvailableNow` does not hold "
+        "its micro-batches back. Batch reads ignore it.",
+        applies=(STREAM,),
+    ),
+    OptionSpec(
+        "maxTriggerDelay",
+        "max_trigger_delay",
+        _time_ms,
+        "a time: an integer with `us`, `ms`, `s`, `m`, `min`, `h` or `d` (milliseconds without "
+        "a unit)",
+        "Streams: the longest `minOffsetsPerTrigger` holds a trigger back.",
+        "Read only with `minOffsetsPerTrigger` (set alone, it is warned about).",
+        applies=(STREAM,),
+        default_note="15m",
     ),
 )
 
@@ -1230,6 +1413,8 @@ def parse_options(
                 seen[f"fs:{lower}"] = raw_name
             continue
         canonical = _BY_LOWER.get(lower)
+        if canonical is None and value is not None:
+            _refuse_spark_kafka_option(raw_name)
         if canonical is None:
             raise OptionError(_unknown_message(raw_name), doc=doc_ref())
         field_name, parser = _PARSERS[canonical]
@@ -1255,6 +1440,138 @@ def parse_options(
     opts = ReadOptions(paths=tuple(collected_paths), given=tuple(seen.values()), **values)
     _check_combinations(opts)
     return opts
+
+
+# Every option of Spark's Kafka source (batch and streaming; its integration guide and
+# KafkaSourceProvider, Spark 4.x) that kafkalog does not take, and why: refused by name. The
+# others are options of their own (OPTION_SPECS, the same names). The reference lists both
+# (docs/reference/options.md, "Spark's Kafka source options").
+SPARK_KAFKA_SECTION = "Spark's Kafka source options"
+_NO_CONSUMER = "no Kafka consumer reads an archive"
+SPARK_KAFKA_REFUSED: dict[str, str] = {
+    "kafka.bootstrap.servers": "it names the brokers a consumer reads from; an archive is read "
+    "from its path (load(path), or the path option)",
+    "kafka.group.id": f"it names a consumer group; {_NO_CONSUMER}",
+    "groupIdPrefix": f"it prefixes the consumer group ids Spark makes up; {_NO_CONSUMER}",
+    "kafkaConsumer.pollTimeoutMs": f"it bounds an executor's Kafka poll; {_NO_CONSUMER} (a "
+    "remote store's requests: fs.<store>.request_timeout, connect_timeout and remoteRetries)",
+    "fetchOffset.numRetries": "it retries the offset requests to the brokers; an archive's "
+    "offsets come from its files (a remote store's requests: remoteRetries)",
+    "fetchOffset.retryIntervalMs": "it spaces the retries of the offset requests to the "
+    "brokers; an archive's offsets come from its files (a remote store's requests: "
+    "remoteRetries)",
+    "kafka.auto.offset.reset": "Spark's Kafka source refuses it too: set startingOffsets to "
+    "earliest or latest",
+    "kafka.<setting>": f"it sets the Kafka consumer; {_NO_CONSUMER} (a remote store's settings "
+    "are fs.<store>.<argument> options)",
+}
+_REFUSED_LOWER = {k.lower(): v for k, v in SPARK_KAFKA_REFUSED.items()}
+# Every option of Spark's Kafka source: (name, Spark's query types, what it does here; "" for a
+# refused one, whose reason is SPARK_KAFKA_REFUSED's)
+SPARK_KAFKA_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("assign", "both", "The same: [`assign`](#assign), by directory names."),
+    ("subscribe", "both", "The same: [`subscribe`](#subscribe); an internal topic named is read."),
+    (
+        "subscribePattern",
+        "both",
+        "The same: [`subscribePattern`](#subscribepattern) (found anywhere in the name, "
+        "internal topics never taken), for the Java expressions Python reads the same way; "
+        "others are refused, naming what.",
+    ),
+    ("kafka.bootstrap.servers", "both", ""),
+    (
+        "startingTimestamp",
+        "both",
+        "The same: [`startingTimestamp`](#startingtimestamp); also takes ISO-8601 times. Only "
+        "one starting rule may be set (Spark takes `startingTimestamp`, else "
+        "`startingOffsetsByTimestamp`, else `startingOffsets`, and ignores the others).",
+    ),
+    (
+        "startingOffsetsByTimestamp",
+        "both",
+        "The same: [`startingOffsetsByTimestamp`](#startingoffsetsbytimestamp); partitions it "
+        "does not name start by the default (Spark wants every partition named).",
+    ),
+    (
+        "startingOffsets",
+        "both",
+        "The same: [`startingOffsets`](#startingoffsets), but a stream starts at `earliest` "
+        "by default (Spark's: `latest`), an archive being there to be read; partitions a JSON "
+        "map does not name start at earliest.",
+    ),
+    ("endingTimestamp", "batch", "The same: [`endingTimestamp`](#endingtimestamp)."),
+    (
+        "endingOffsetsByTimestamp",
+        "batch",
+        "The same: [`endingOffsetsByTimestamp`](#endingoffsetsbytimestamp).",
+    ),
+    ("endingOffsets", "batch", "The same: [`endingOffsets`](#endingoffsets)."),
+    (
+        "failOnDataLoss",
+        "both",
+        "The same: [`failOnDataLoss`](#failondataloss), from the archive's own evidence; the "
+        "default is `true` for streams as in Spark, `false` for batch reads (Spark's: `true`).",
+    ),
+    ("kafkaConsumer.pollTimeoutMs", "both", ""),
+    ("fetchOffset.numRetries", "both", ""),
+    ("fetchOffset.retryIntervalMs", "both", ""),
+    (
+        "maxOffsetsPerTrigger",
+        "streaming",
+        "The same: [`maxOffsetsPerTrigger`](#maxoffsetspertrigger), shared as Spark shares it, "
+        "with the offsets rounding down leaves unused handed out.",
+    ),
+    (
+        "minOffsetsPerTrigger",
+        "streaming",
+        "The same: [`minOffsetsPerTrigger`](#minoffsetspertrigger).",
+    ),
+    ("maxTriggerDelay", "streaming", "The same: [`maxTriggerDelay`](#maxtriggerdelay)."),
+    (
+        "minPartitions",
+        "both",
+        "The same: [`minPartitions`](#minpartitions), splitting by bytes at batch boundaries; "
+        "streams: 2 by default.",
+    ),
+    (
+        "maxRecordsPerPartition",
+        "both",
+        "The same: [`maxRecordsPerPartition`](#maxrecordsperpartition), cut at batch boundaries "
+        "(a batch holding more is a split of its own).",
+    ),
+    ("groupIdPrefix", "both", ""),
+    ("kafka.group.id", "both", ""),
+    (
+        "includeHeaders",
+        "both",
+        "The same: [`includeHeaders`](#includeheaders), but `true` by default (Spark's: `false`).",
+    ),
+    (
+        "startingOffsetsByTimestampStrategy",
+        "both",
+        "The same: [`startingOffsetsByTimestampStrategy`](#startingoffsetsbytimestampstrategy).",
+    ),
+    (
+        "kafka.isolation.level",
+        "both",
+        "The same: [`isolationLevel`](#isolationlevel), of which it is another name.",
+    ),
+    ("kafka.auto.offset.reset", "both", ""),
+    ("kafka.<setting>", "both", ""),
+)
+
+
+def _refuse_spark_kafka_option(name: str) -> None:
+    """Raise for an option of Spark's Kafka source that does not apply to an archive."""
+    lower = name.lower()
+    reason = _REFUSED_LOWER.get(lower)
+    if reason is None and lower.startswith("kafka."):
+        reason = SPARK_KAFKA_REFUSED["kafka.<setting>"]
+    if reason is not None:
+        raise OptionError(
+            f"option {name!r} of Spark's Kafka source does not apply to an archive: {reason}",
+            doc=f"{OPTIONS_DOC}#{doc_anchor(SPARK_KAFKA_SECTION)}",
+        )
 
 
 def _documented(parser: Any, name: str, value: Any) -> Any:
@@ -1336,6 +1653,28 @@ def _check_combinations(o: ReadOptions) -> None:
         raise OptionError(
             f"options {' and '.join(limits)} both limit a micro-batch; use one",
             doc=doc_ref(limits[0]),
+        )
+    chosen = [
+        n
+        for n, v in (
+            ("assign", o.assign),
+            ("subscribe", o.subscribe),
+            ("subscribePattern", o.subscribe_pattern),
+        )
+        if v is not None
+    ]
+    if len(chosen) > 1:  # Spark's Kafka source: "Only one of the following options can be ..."
+        raise OptionError(
+            "Only one of the following options can be specified: assign, subscribe, "
+            f"subscribePattern (got {' and '.join(chosen)})",
+            doc=doc_ref(chosen[0]),
+        )
+    low, high = o.min_offsets_per_trigger, o.max_offsets_per_trigger
+    if low is not None and high is not None and low > high:
+        raise OptionError(
+            f"The value of minOffsetsPerTrigger({low}) is higher than the "
+            f"maxOffsetsPerTrigger({high})",
+            doc=doc_ref("minOffsetsPerTrigger"),
         )
     if o.decode != "raw" and (o.value_format != "raw" or o.key_format != "raw"):
         raise OptionError(

@@ -22,7 +22,7 @@ LAYERS = [
     "spark",
     "cli",
 ]
-SHARED = {"errors", "options", "redact", "stats"}  # modules any layer may use
+SHARED = {"errors", "options", "redact", "selection", "stats"}  # modules any layer may use
 
 
 def _imports(path: Path) -> set[str]:

@@ -424,11 +424,14 @@ def test_starting_timestamp_resolves_to_first_batch(where, topic, partition):
     index_of = {(s.path, h.position): i for i, (s, h) in enumerate(batches)}
     for t in _timestamps_to_try(batches, 3 if where == LEGACY else 12):
         o = parse_options(path=str(part_dir), startingTimestamp=t, maxPartitionBytes="100k")
-        splits = plan(batch_request(o), segs)
         expected = expected_time_batch(batches, t)
-        if expected is None:
-            assert splits == [], t
+        if expected is None:  # Spark's startingOffsetsByTimestampStrategy: error, or latest
+            with pytest.raises(OptionError, match=rf"topic-partition {topic}-{partition} and"):
+                plan(batch_request(o), segs)
+            latest = o.replace(starting_offsets_by_timestamp_strategy="latest")
+            assert plan(batch_request(latest), segs) == [], t
             continue
+        splits = plan(batch_request(o), segs)
         check_plan(splits, segs, complete=False)
         rs = all_ranges(splits)
         seg, h = expected
@@ -595,9 +598,13 @@ def test_zero_and_truncated_log_tails(tmp_path, tail):
     last = all_ranges(splits)[-1]
     assert last.at_file_end and last.end == len(data)
     assert walk_range(last)[1].kind == tail
-    # a timestamp past every batch finds nothing, zeros or not
+    # a timestamp past every batch finds nothing, zeros or not (startingOffsetsByTimestamp
+    # Strategy=latest; with error, the default, the read fails naming the partition)
     t = max(h.max_timestamp for h in full_walk(str(STATUS_LOG))[0]) + 1
-    assert plan(batch_request(o.replace(starting_timestamp=t)), segs) == []
+    late = o.replace(starting_timestamp=t, starting_offsets_by_timestamp_strategy="latest")
+    assert plan(batch_request(late), segs) == []
+    with pytest.raises(OptionError, match="No offset matched from request of topic-partition"):
+        plan(batch_request(o.replace(starting_timestamp=t)), segs)
 
 
 def test_corruption_in_the_middle_does_not_stop_planning(tmp_path):

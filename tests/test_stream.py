@@ -76,13 +76,13 @@ def test_offsets_limits_and_data_loss(tmp_path: Path) -> None:
     start = src.initial()
     assert start == {("orders", 0): 0, ("orders", 1): 0}
     assert src.latest(start, Limit()) == {("orders", 0): 30, ("orders", 1): 10}
-    # a limit is shared in proportion to the backlog (30:10) and always moves forward
+    # a limit is shared in proportion to the backlog (30:10), a share below one offset rounded
+    # up to one as Spark's Kafka source does: every partition with data moves forward
     assert src.latest(start, Limit("offsets", 8)) == {("orders", 0): 6, ("orders", 1): 2}
-    assert sum(src.latest(start, Limit("offsets", 1)).values()) == 1
+    assert src.latest(start, Limit("offsets", 1)) == {("orders", 0): 1, ("orders", 1): 1}
     # files: the first segment of each partition, then the rest
     assert src.latest(start, Limit("files", 2)) == {("orders", 0): 20, ("orders", 1): 10}
-    by_bytes = src.latest(start, Limit("bytes", 1))
-    assert sum(by_bytes.values()) == 1
+    assert src.latest(start, Limit("bytes", 1)) == {("orders", 0): 1, ("orders", 1): 1}
     # the active segment grows: only the new bytes are walked; a torn append is not offered
     a.append(0, batches=1, per_batch=5)  # 30-34
     a.sync()
@@ -116,9 +116,13 @@ def test_starting_offsets_and_timestamps(tmp_path: Path) -> None:
     assert StreamSource(parse_options(paths=logs, startingTimestamp=str(T0 + 7))).initial() == {
         ("orders", 0): 6
     }
-    assert StreamSource(parse_options(paths=logs, startingTimestamp=str(T0 + 99))).initial() == {
-        ("orders", 0): 12
-    }
+    # no record at or after T0 + 99: startingOffsetsByTimestampStrategy decides (Spark's)
+    late = parse_options(
+        paths=logs, startingTimestamp=str(T0 + 99), startingOffsetsByTimestampStrategy="latest"
+    )
+    assert StreamSource(late).initial() == {("orders", 0): 12}
+    with pytest.raises(OptionError, match="topic-partition orders-0 and timestamp"):
+        StreamSource(parse_options(paths=logs, startingTimestamp=str(T0 + 99))).initial()
     with pytest.raises(OptionError, match="maxOffsetsPerTrigger and maxFilesPerTrigger"):
         parse_options(paths=logs, maxOffsetsPerTrigger="5", maxFilesPerTrigger="1")
 

@@ -28,6 +28,9 @@ from ..options import (
     BATCH,
     FS_OPTION,
     OPTION_SPECS,
+    SPARK_KAFKA_OPTIONS,
+    SPARK_KAFKA_REFUSED,
+    SPARK_KAFKA_SECTION,
     STREAM,
     MiB,
     OptionSpec,
@@ -146,7 +149,29 @@ def options_reference() -> str:
         lines += ["", s.summary]
         if s.doc:
             lines += ["", s.doc]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _spark_kafka_section()) + "\n"
+
+
+def _spark_kafka_section() -> list[str]:
+    """Every option of Spark's Kafka source, what it does here or why it does not apply."""
+    lines = [
+        "",
+        f"## {SPARK_KAFKA_SECTION}",
+        "",
+        'A job moved from `spark.read.format("kafka")` or `readStream.format("kafka")` to an '
+        "archive keeps the options below that apply, with Spark's meaning. Those that do not "
+        "apply to an archive fail the read with an `OptionError` naming the option and the "
+        "reason given here, rather than being ignored: remove them from the job. *Spark* is "
+        "where Spark's Kafka source (4.x) takes the option: streaming queries, batch queries "
+        "or both.",
+        "",
+        "| Spark's option | Spark | here |",
+        "|---|---|---|",
+    ]
+    for name, where, here in SPARK_KAFKA_OPTIONS:
+        text = here or f"Refused: {SPARK_KAFKA_REFUSED[name]}.".replace("<", "&lt;")
+        lines.append(f"| `{name}` | {where} | {text.replace('|', '&#124;')} |")
+    return lines
 
 
 # ----------------------------------------------------------------------------------------- schema

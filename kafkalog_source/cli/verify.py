@@ -53,7 +53,8 @@ Reader options (``-o``): only those that change what verify does are accepted
 (:data:`VERIFY_OPTIONS`): ``maxBatchBytes`` (the decoder's cap), ``failOnDataLoss`` (gaps between
 batches become errors), ``offsetGaps`` (which gaps are compaction), ``replicas`` (``separate``:
 check each copy of a partition), the file selection (``recursiveFileLookup``,
-``pathGlobFilter``, ``modifiedBefore``, ``modifiedAfter``), ``ignoreMissingFiles`` (a missing path
+``pathGlobFilter``, ``modifiedBefore``, ``modifiedAfter``, and the partitions of ``subscribe``,
+``subscribePattern`` or ``assign``), ``ignoreMissingFiles`` (a missing path
 becomes a warning) and ``allowEmpty``. Every other option is a usage error: verify always checks every batch of every
 selected file, whole, with checksums.
 """
@@ -101,6 +102,9 @@ VERIFY_OPTIONS = (
     "pathGlobFilter",
     "modifiedBefore",
     "modifiedAfter",
+    "subscribe",
+    "subscribePattern",
+    "assign",
     "ignoreMissingFiles",
     "allowEmpty",
 )

@@ -55,6 +55,7 @@ from ..errors import CorruptDataError, OptionError, PathError, StorageError
 from ..format.names import kraft_snapshot_id, segment_base_offset
 from ..options import ReadOptions, StoreOptions
 from ..redact import redact_uri, scrub
+from ..selection import topic_selection
 from ..stats import ReadEvent, ReadStats
 from ..transport.failures import access_denied, describe, store_errors
 from ..transport.filesystems import Location, is_remote, local_path, resolve
@@ -317,6 +318,10 @@ class _Collector:
         self.directories: list[str] = []  # directories named (or matched) that were scanned
         self.redpanda: str | None = None  # a Redpanda segment file seen, for the error message
         self.tiered: list[_Entry] = []  # tiered-storage .log objects whose manifests are unread
+        # subscribe / subscribePattern / assign: partitions of other topics are never listed or
+        # opened (their directories are skipped by name); those left out, for messages
+        self.selection = topic_selection(options)
+        self.unselected: set[tuple[str, int]] = set()
         self.local = _LocalLister()
         self._remote: _RemoteLister | None = None
 
@@ -355,6 +360,8 @@ class _Collector:
         snapshot: tuple[int, int] | None = None,
     ) -> None:
         o = self.options
+        if not self.selected(entry.path, topic, partition):
+            return
         if o.path_glob_filter is not None and not fnmatch.fnmatchcase(
             entry.name, o.path_glob_filter
         ):
@@ -374,6 +381,23 @@ class _Collector:
         self.found[entry.key] = SegmentFile(
             entry.path, topic, partition, base_offset, entry.size, mtime, snapshot
         )
+
+    def selected(self, path: str, topic: str | None, partition: int | None) -> bool:
+        """Whether subscribe / subscribePattern / assign take partition ``topic``-``partition``
+        (every partition when none is set); a segment whose topic is not known cannot be
+        chosen by its topic: OptionError naming it."""
+        if self.selection is None:
+            return True
+        if topic is None or partition is None:
+            raise OptionError(
+                f"{path}: {self.selection.option} chooses partitions by their <topic>-<partition> "
+                "directory names, and this segment is in no such directory; name the files to "
+                f"read without {self.selection.option}"
+            )
+        if self.selection.takes(topic, partition):
+            return True
+        self.unselected.add((topic, partition))
+        return False
 
     def note_swap(self, path: str) -> None:
         self.swaps += 1
@@ -437,6 +461,8 @@ class _Collector:
                 log.info("skipping %s: a replica being deleted, moved or left stray", sub)
                 continue
             tp = parse_partition_dir(sub_name)
+            if tp is not None and self.selection is not None and not self.selected(sub, *tp):
+                continue  # a partition not chosen: not listed
             if tp is not None:
                 self.scan_files(sub, tp)
             elif is_tiered_topic_dir(sub_name):
@@ -454,8 +480,16 @@ class _Collector:
 
     def add_tiered(self, entry: _Entry) -> None:
         """A tiered-storage ``.log`` object: kept for :meth:`resolve_tiered` when the file
-        filters let it through."""
+        filters and the partition selection let it through (its manifest is not read else)."""
         o = self.options
+        if self.selection is not None:
+            from .tiered import parse_tiered_key
+
+            key = parse_tiered_key(entry.path)
+            if not self.selected(
+                entry.path, *((key.topic, key.partition) if key else (None, None))
+            ):
+                return
         if o.path_glob_filter is not None and not fnmatch.fnmatchcase(
             entry.name, o.path_glob_filter
         ):
@@ -644,11 +678,18 @@ def _nothing_to_read(options: ReadOptions, collector: _Collector) -> str:
         why.append(
             f"it holds {n} other entr{'y' if n == 1 else 'ies'}, none a <20-digit offset>.log file"
         )
+    if collector.unselected and collector.selection is not None:
+        n = len(collector.unselected)
+        topics = ", ".join(sorted({t for t, _ in collector.unselected})[:10])
+        why.append(
+            f"{collector.selection.describe()} chose none of its {n} partition"
+            f"{'' if n == 1 else 's'} (topics {topics})"
+        )
     if not why:
         why.append("it is empty")
     head = f"no segment files (.log) found under {shown}: {'; '.join(why)}"
     deeper = None
-    if not collector.filtered and not options.recursive_file_lookup:
+    if not collector.filtered and not collector.unselected and not options.recursive_file_lookup:
         deeper = _look_deeper(collector)
     if deeper is not None:
         return f"{head}. {deeper}"
@@ -658,6 +699,26 @@ def _nothing_to_read(options: ReadOptions, collector: _Collector) -> str:
             "of its own that kafkalog does not read"
         )
     return f"{head}. Check the path, or set the option allowEmpty=true to read it as empty"
+
+
+def _note_unassigned(
+    options: ReadOptions, found: list[SegmentFile], allow_empty: bool | None
+) -> None:
+    """Warn about partitions ``assign`` names that the paths do not hold (a stream, which
+    lists with ``allow_empty``, waits for them: only logged at debug level)."""
+    if options.assign is None:
+        return
+    absent = sorted(set(options.assign) - {s.partition_key for s in found})
+    if absent:
+        shown = ", ".join(f"{t}-{p}" for t, p in absent[:10])
+        more = f" and {len(absent) - 10} more" if len(absent) > 10 else ""
+        log.log(
+            logging.DEBUG if allow_empty else logging.WARNING,
+            "option 'assign' names partitions with no segment under %s: %s%s",
+            ", ".join(options.paths),
+            shown,
+            more,
+        )
 
 
 def _join_path(directory: str, *parts: str) -> str:
@@ -769,6 +830,7 @@ def discover(
                 collector.add_explicit_file(entry)
     collector.resolve_tiered()
     out = sorted(collector.found.values(), key=_sort_key)
+    _note_unassigned(options, out, allow_empty)
     if allow_empty is None:
         allow_empty = options.allow_empty
     if not out and not allow_empty:

@@ -11,7 +11,7 @@ from ..format.batch import BatchHeader
 from ..options import EARLIEST, LATEST
 from .probe import SegmentProbe
 from .pruning import Pruning
-from .request import PlanRequest
+from .request import PlanRequest, no_time_match
 from .splits import NO_LIMIT, NO_LOWER, MissingOffsets
 from .transactions import LogTransactions
 
@@ -109,6 +109,8 @@ def partition_extents(
     ts_start = ts_end = None
     if b.ts_start is not None:
         ts_start = _find_time(probes, b.ts_start)
+        if ts_start is None and options.no_time_match == "error" and key is not None:
+            raise no_time_match(key, b.ts_start)  # Spark's Kafka source's default
         if ts_start is None:
             log.info("%s: no record with timestamp >= %d; nothing to read", name, b.ts_start)
             return []

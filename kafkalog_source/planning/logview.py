@@ -1,6 +1,6 @@
 """One cached walk of each segment file's batch headers, shared by everything that asks where a
 partition's log ends or what its headers say: the planner's completeness check
-(:mod:`.evidence`), a stream's end of each trigger (:mod:`..streaming.source`), the transaction
+(:mod:`.evidence`), a stream's end of each trigger (:mod:`..streaming.snapshot`), the transaction
 markers of ``read_committed`` (:mod:`.markers`) and ``verify``.
 
 :func:`segment_walk` returns a :class:`SegmentWalk`: the file's version (size, mtime, identity),

@@ -1,6 +1,16 @@
 """Splitting and packing, as Spark's file source: extents cut at verified batch starts into pieces
 of about ``maxPartitionBytes``, packed "next fit decreasing" with ``openCostInBytes`` per piece,
-and each split's pieces turned into :class:`SegmentRange` s."""
+and each split's pieces turned into :class:`SegmentRange` s.
+
+With ``maxRecordsPerPartition`` (Spark's Kafka source's name: no split holds more offsets), the
+pieces are cut further where the offsets they hold would pass it, at the batch holding the
+offset ``first + maxRecordsPerPartition`` (found from the ``.index`` and a short header walk:
+:meth:`~.probe.SegmentProbe.reach`), and packing never puts more than that many offsets in one
+split. A batch is never cut: one holding more offsets than the limit is a piece of its own. A
+v0/v1 wrapper's first offset is not known without decompressing it (its entry offset is its
+last), so a piece starting at one may hold up to that wrapper's records more. Where planning
+cannot see the batches (a remote segment without a usable ``.index`` and without
+``remoteHeaderWalk``), a piece stays as it is and is a split of its own."""
 
 from __future__ import annotations
 
@@ -18,6 +28,7 @@ class _Piece:
     extent: Extent = field(compare=False)
     start: int = field(compare=False)
     end: int = field(compare=False)
+    records: int = field(default=0, compare=False)  # offsets it holds at most (maxRecords...)
 
     @property
     def size(self) -> int:
@@ -59,17 +70,94 @@ def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]
     return out
 
 
-def _pack(pieces: list[_Piece], max_split: int, open_cost: int) -> list[list[_Piece]]:
-    """Spark's FilePartition packing: sort by size descending, then next fit."""
+def _first_offset(ext: Extent, start: int) -> int | None:
+    """The first offset a piece of ``ext`` starting at byte ``start`` may return (None: no batch
+    there). A v0/v1 wrapper's entry offset is its last one, so after the segment's first byte
+    the first offset of a wrapper is not known without decoding it: its entry offset stands in
+    (the piece then holds up to one wrapper's records more than counted)."""
+    first = ext.batch_offsets.get(start)
+    if first is None:
+        h = ext.probe.header(start)
+        if h is None:
+            return None
+        if h.magic >= 2:
+            first = ext.batch_offsets[start] = h.base_offset
+        elif start == 0 and ext.probe.seg.base_offset is not None:
+            first = ext.probe.seg.base_offset
+        else:
+            first = h.last_offset
+    return max(first, ext.offset_lo)
+
+
+def _stop_offset(ext: Extent, end: int) -> int | None:
+    """The first offset past a piece of ``ext`` ending at byte ``end``, when planning knows it."""
+    stop = ext.batch_offsets.get(end) if end != ext.end else ext.end_bound
+    if end == ext.end and stop is None:
+        stop = ext.next_base_offset
+    return min(stop, ext.offset_hi) if stop is not None else None
+
+
+def _cut_records(ext: Extent, cuts: list[tuple[int, int]], most: int) -> list[tuple[int, int, int]]:
+    """``cuts`` cut further so that no piece holds more than ``most`` offsets (see the module's
+    documentation); each piece with the offsets it holds at most (``most`` where not known)."""
+    p = ext.probe
+    out: list[tuple[int, int, int]] = []
+    try:
+        for start, end in cuts:
+            first = _first_offset(ext, start)
+            while first is not None:
+                stop = _stop_offset(ext, end)
+                if stop is not None and stop - first <= most:
+                    break
+                r = p.reach(first + most)  # the batch holding the first offset past the limit
+                h = r.header
+                if r.status != "found" or h is None or h.position >= end:
+                    if r.status == "gave_up":
+                        first = None  # not known: the piece as it is, a split of its own
+                    break  # every batch before ``end`` ends below first + most
+                if h.position > start:  # cut before it
+                    cut = h.position
+                    if h.magic >= 2:
+                        after = h.base_offset
+                    else:
+                        after = r.pred_last + 1 if r.pred_last is not None else h.last_offset
+                else:  # one batch holds more than ``most`` offsets: a piece of its own
+                    cut, after = h.end, h.last_offset + 1
+                if cut >= end:
+                    break
+                nxt = p.header(cut)
+                if nxt is None:
+                    break
+                if nxt.magic >= 2:
+                    ext.batch_offsets[cut] = after = nxt.base_offset
+                out.append((start, cut, max(1, min(most, after - first))))
+                start, first = cut, max(after, ext.offset_lo)
+            if first is None:
+                out.append((start, end, most))
+                continue
+            stop = _stop_offset(ext, end)
+            out.append((start, end, most if stop is None else max(1, min(most, stop - first))))
+    finally:
+        p.close()
+    return out
+
+
+def _pack(
+    pieces: list[_Piece], max_split: int, open_cost: int, max_records: int | None = None
+) -> list[list[_Piece]]:
+    """Spark's FilePartition packing: sort by size descending, then next fit (a new split also
+    where the offsets would pass ``max_records``)."""
     bins: list[list[_Piece]] = []
     current: list[_Piece] = []
-    current_size = 0
+    current_size = current_records = 0
     for piece in sorted(pieces, key=lambda x: (-x.size, x.sort_key)):
-        if current and current_size + piece.size > max_split:
+        over = max_records is not None and current_records + piece.records > max_records
+        if current and (current_size + piece.size > max_split or over):
             bins.append(current)
-            current, current_size = [], 0
+            current, current_size, current_records = [], 0, 0
         current.append(piece)
         current_size += piece.size + open_cost
+        current_records += piece.records
     if current:
         bins.append(current)
     return bins
@@ -154,26 +242,33 @@ def splits_for(
     open_cost: int,
     concurrency: int = 1,
     walk_cuts: bool = True,
+    max_records: int | None = None,
 ) -> list[list[_Piece]]:
     """The extents cut into pieces and packed into splits; the segments are cut ``concurrency``
     at a time (remote ones: each cut reads batch headers), each segment's extents in order; a
-    segment with no ``.index`` entry stays whole unless ``walk_cuts``."""
+    segment with no ``.index`` entry stays whole unless ``walk_cuts``; with ``max_records``,
+    no split holds more offsets (maxRecordsPerPartition)."""
     by_probe: dict[int, list[tuple[int, Extent]]] = {}
     for i, ext in enumerate(extents):
         by_probe.setdefault(id(ext.probe), []).append((i, ext))
 
-    def cut_all(exts: list[tuple[int, Extent]]) -> list[tuple[int, int, int]]:
-        return [
-            (i, start, end) for i, ext in exts for start, end in _cut(ext, max_split, walk_cuts)
-        ]
+    def cut_all(exts: list[tuple[int, Extent]]) -> list[tuple[int, int, int, int]]:
+        out = []
+        for i, ext in exts:
+            cuts = _cut(ext, max_split, walk_cuts)
+            if max_records is None:
+                out += [(i, start, end, 0) for start, end in cuts]
+            else:
+                out += [(i, *piece) for piece in _cut_records(ext, cuts, max_records)]
+        return out
 
-    cuts: dict[int, list[tuple[int, int]]] = {}
+    cuts: dict[int, list[tuple[int, int, int]]] = {}
     for done in bounded_map(cut_all, list(by_probe.values()), concurrency, name="kafkalog-cut"):
-        for i, start, end in done:
-            cuts.setdefault(i, []).append((start, end))
+        for i, start, end, records in done:
+            cuts.setdefault(i, []).append((start, end, records))
     pieces = [
-        _Piece((ext.order, start), ext, start, end)
+        _Piece((ext.order, start), ext, start, end, records)
         for i, ext in enumerate(extents)
-        for start, end in cuts[i]
+        for start, end, records in cuts[i]
     ]
-    return _pack(pieces, max_split, open_cost)
+    return _pack(pieces, max_split, open_cost, max_records)

@@ -196,7 +196,14 @@ def _plan(
             data_bytes = sum(e.end - e.start for e in extents)
             open_cost = options.open_cost_in_bytes
             max_split = max_split_bytes(options, data_bytes + open_cost * len(extents))
-            bins = splits_for(extents, max_split, open_cost, limit, options.walk_cuts)
+            bins = splits_for(
+                extents,
+                max_split,
+                open_cost,
+                limit,
+                options.walk_cuts,
+                options.max_records_per_partition,
+            )
             want = options.min_partitions
             if want is not None and len(bins) < want:
                 # best effort below the open-cost floor; a batch is never split
@@ -210,7 +217,14 @@ def _plan(
                     if stalled:
                         step = max_split // 2
                     max_split = max(1, min(data_bytes // want, step, max_split * 9 // 10))
-                    bins = splits_for(extents, max_split, open_cost, limit, options.walk_cuts)
+                    bins = splits_for(
+                        extents,
+                        max_split,
+                        open_cost,
+                        limit,
+                        options.walk_cuts,
+                        options.max_records_per_partition,
+                    )
                     stalled = len(bins) <= len(best)
                     if not stalled:
                         best = bins

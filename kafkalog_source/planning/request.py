@@ -52,6 +52,11 @@ class PlanRequest:
     # a file deleted between planning and reading is a data loss to count and warn about, not an
     # error (a stream's micro-batch with failOnDataLoss=false: retention deleted the segment)
     deleted_is_loss: bool = False
+    # startingOffsetsByTimestampStrategy: a partition with no record at or after the starting
+    # time fails the plan (error) or reads nothing (latest; a stream resolves its start itself)
+    no_time_match: str = "latest"
+    # maxRecordsPerPartition: at most this many offsets in one split (packing)
+    max_records_per_partition: int | None = None
 
     # what the user said, for the planner's own use
     @property
@@ -143,6 +148,17 @@ def check_stream_options(o: ReadOptions) -> None:
         )
 
 
+def no_time_match(key: PartitionKey, t: int) -> OptionError:
+    """``startingOffsetsByTimestampStrategy=error``: no record of partition ``key`` has a
+    timestamp at or after ``t`` (Spark's Kafka source's words)."""
+    return OptionError(
+        f"No offset matched from request of topic-partition {key[0]}-{key[1]} and timestamp "
+        f"{t}. Set startingOffsetsByTimestampStrategy=latest to start such a partition at its "
+        "latest offset",
+        doc=doc_ref("startingOffsetsByTimestampStrategy"),
+    )
+
+
 def batch_request(o: ReadOptions) -> PlanRequest:
     """A batch read of what ``o`` says."""
     check_batch(o)
@@ -153,6 +169,8 @@ def batch_request(o: ReadOptions) -> PlanRequest:
         max_partition_bytes=o.max_partition_bytes,
         min_partitions=o.min_partitions,
         allow_empty=o.allow_empty,
+        no_time_match=o.starting_offsets_by_timestamp_strategy,
+        max_records_per_partition=o.max_records_per_partition,
     )
 
 
@@ -170,7 +188,12 @@ def pieces_request(o: ReadOptions, piece_bytes: int, walk_cuts: bool = True) -> 
         min_partitions=o.min_partitions,
         in_order=True,
         allow_empty=o.allow_empty,
-        walk_cuts=walk_cuts or given or o.min_partitions is not None,
+        walk_cuts=walk_cuts
+        or given
+        or o.min_partitions is not None
+        or o.max_records_per_partition is not None,
+        no_time_match=o.starting_offsets_by_timestamp_strategy,
+        max_records_per_partition=o.max_records_per_partition,
     )
 
 
@@ -191,6 +214,7 @@ def micro_batch_request(
         min_partitions=min_partitions,
         allow_empty=True,
         deleted_is_loss=not fail_on_data_loss,
+        max_records_per_partition=o.max_records_per_partition,
     )
 
 
@@ -216,6 +240,7 @@ __all__ = [
     "check_batch",
     "check_stream_options",
     "micro_batch_request",
+    "no_time_match",
     "pieces_request",
     "time_lookup_request",
 ]

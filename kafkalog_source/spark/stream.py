@@ -41,6 +41,7 @@ from ..streaming.source import (
     prints_from_json,
     reader_options,
     stream_fail_on_data_loss,
+    turn_from_json,
 )
 from .partitions import SplitPartition, read_partition
 from .reports import capture
@@ -77,9 +78,13 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """The end of the next micro-batch (``start`` when nothing is new), with the last batch
-        before each partition's end: a query restarted from it checks that batch is unchanged."""
-        end = self.source.latest(offsets_from_json(start), _limit(limit), prints_from_json(start))
-        return offsets_to_json(end, self.source.prints(end))
+        before each partition's end (a query restarted from it checks that batch is unchanged)
+        and, under maxFilesPerTrigger, the last partition served a file (where the rotation
+        goes on, after a restart too)."""
+        end = self.source.latest(
+            offsets_from_json(start), _limit(limit), prints_from_json(start), turn_from_json(start)
+        )
+        return offsets_to_json(end, self.source.prints(end), self.source.turn)
 
     def reportLatestOffset(self) -> dict | None:
         """Every partition's available end, for the query's progress."""
