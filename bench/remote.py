@@ -377,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
         help="an archive of T topics x P partitions x S segments (see remote_cluster.py)",
     )
     ap.add_argument("--indexes", action="store_true", help="--cluster: with .index, .timeindex")
+    ap.add_argument(
+        "--plan-only", action="store_true", help="--cluster: the peer, listing and plan only"
+    )
     args = ap.parse_args(argv)
     extra = dict(item.split("=", 1) for item in args.option)
     if args.cluster:

@@ -207,9 +207,10 @@ def cluster_case(
         t_peer, _, c_peer = counted(download)
         t_list, _, c_list = counted(listing)
         t_plan, ranges, c_plan = counted(planned)
-        t_read, _, c_read = counted(arrow)
-        query()  # warm: DuckDB's first import
-        t_query, _, c_query = counted(query)
+        if not args.plan_only:
+            t_read, _, c_read = counted(arrow)
+            query()  # warm: DuckDB's first import
+            t_query, _, c_query = counted(query)
         lines.append(
             f"archive: {topics} topic(s) x {partitions} partitions x {segments} segment(s) = "
             f"{n} .log objects of {log_bytes // n} bytes ({log_bytes / MiB:.1f} MiB, {records} "
@@ -225,6 +226,8 @@ def cluster_case(
             f"{f'plan: {ranges} ranges (listing + evidence)':44} {t_plan:8.2f} {'':7}  "
             f"{_kinds(c_plan)}; evidence: {_kinds(_minus(c_plan, c_list))}"
         )
+        if args.plan_only:
+            return lines
         lines.append(
             f"{'read, Arrow API, planning included':44} {t_read:8.2f} {t_peer / t_read:6.2f}x  "
             f"{_kinds(c_read)}; data: {_kinds(_minus(c_read, c_plan))}"

@@ -48,6 +48,8 @@ from .filesystems import (
     resolve,
     using_store,
 )
+from .known import NOT_LISTED, Listed, lookup
+from .objects import RangeNotSatisfiable
 
 log = logging.getLogger("kafkalog")
 
@@ -244,7 +246,9 @@ def remote_totals() -> tuple[int, int]:
 
 
 class RemoteFileSource(ByteSource):
-    """An object in a remote store, read with ranged requests through a ``pyarrow.fs`` file.
+    """An object in a remote store, read with ranged requests: ``GET`` s of obstore's client for
+    S3, GCS and Azure (no ``HEAD`` when the size is known from a listing), a ``pyarrow.fs`` file
+    for the others.
 
     Random reads (index entries, batch headers) are one request each. After :meth:`sequential`,
     reads are served from blocks of ``read_ahead_bytes`` fetched by background threads, up to
@@ -258,20 +262,36 @@ class RemoteFileSource(ByteSource):
     store refused the credentials); a missing object raises ``FileNotFoundError``.
     """
 
-    def __init__(self, location: Location, store: StoreOptions | None = None) -> None:
-        """Open the object at ``location`` (one metadata request)."""
+    def __init__(
+        self, location: Location, store: StoreOptions | None = None, size: int | None = None
+    ) -> None:
+        """Open the object at ``location``. With ``size`` (the listed one) and an obstore client
+        (:mod:`.objects`: S3, GCS, Azure), no request: the first ranged ``GET`` says what the
+        object's size is now, and a size that changed since the listing, seen before any byte
+        was handed out, is taken as the size at the open (what a ``HEAD`` would have said).
+        Otherwise one metadata request (pyarrow's open, or obstore's ``HEAD``)."""
         self.location = location
         self.store = store or StoreOptions()
         self._shown = redact_uri(location.uri)
         self._limiter = current_limiter()  # requests in flight, shared with other sources
-        self._pieces: list[tuple[int, bytes]] = []  # fetched ahead (prefetch), by position
+        self._pieces: list[tuple[int, Any]] = []  # fetched ahead (prefetch), by position
         self._pinned = False
-        self._file = self._retrying(
-            lambda: location.fs.open_input_file(location.path), 0, 0, opening=True
-        )
-        super().__init__(location.uri, self._file.size())
+        self._objects = location.objects
+        self._file: Any = None
+        self._fresh = True  # no byte handed out yet: an answer's size is the size at the open
+        asked = False
+        if self._objects is None:
+            self._file = self._retrying(
+                lambda: location.fs.open_input_file(location.path), 0, 0, opening=True
+            )
+            size, asked = self._file.size(), True
+        elif size is None:
+            meta = self._retrying(lambda: self._objects.head(location.key), 0, 0, opening=True)
+            size, asked = meta.size, True
+        super().__init__(location.uri, size)
         self._lock = threading.Lock()
-        self._count(0)  # the metadata request of the open
+        if asked:
+            self._count(0)  # the metadata request of the open
         self._blocks: deque[tuple[int, int, Future]] = deque()  # (start, end, future of bytes)
         self._seq_end: int | None = None  # None: not sequential
         self._pool: ThreadPoolExecutor | None = None
@@ -287,8 +307,14 @@ class RemoteFileSource(ByteSource):
                     return call()
                 with self._limiter:  # one permit per request, never across a backoff
                     return call()
-            except FileNotFoundError:
+            except RangeNotSatisfiable:
                 raise
+            except FileNotFoundError as exc:
+                if self._objects is None:
+                    raise
+                said = scrub(describe(exc), self.store.secrets())
+                what = "no such object" if opening else "object deleted since it was listed"
+                raise FileNotFoundError(errno.ENOENT, f"{what} ({said})", self._shown) from exc
             except store_errors() as exc:
                 said = scrub(describe(exc), self.store.secrets())
                 if access_denied(exc):
@@ -335,23 +361,53 @@ class RemoteFileSource(ByteSource):
     def _gone(self) -> bool:
         """Whether the object no longer exists (one metadata request; False when that fails
         too: the read's own error is reported then)."""
-        from pyarrow.fs import FileType
-
         try:
             if self._limiter is None:
-                info = self.location.fs.get_file_info(self.location.path)
+                gone = self._exists() is False
             else:
                 with self._limiter:  # a request like any other: it holds a permit
-                    info = self.location.fs.get_file_info(self.location.path)
+                    gone = self._exists() is False
         except Exception:  # noqa: BLE001 - the read's error is what the caller reports
             return False
         self._count(0)
-        return bool(info.type == FileType.NotFound)
+        return gone
 
-    def _fetch(self, pos: int, n: int) -> bytes:
-        data = self._retrying(lambda: self._file.read_at(n, pos), pos, pos + n)
+    def _exists(self) -> bool:
+        """One metadata request: whether the object exists now."""
+        if self._objects is not None:
+            try:
+                self._objects.head(self.location.key)
+            except FileNotFoundError:
+                return False
+            return True
+        from pyarrow.fs import FileType
+
+        info = self.location.fs.get_file_info(self.location.path)
+        return bool(info.type != FileType.NotFound)
+
+    def _fetch(self, pos: int, n: int) -> Any:
+        if self._objects is None:
+            data = self._retrying(lambda: self._file.read_at(n, pos), pos, pos + n)
+            self._count(len(data))
+            return data
+        key = self.location.key
+        try:
+            data, meta = self._retrying(lambda: self._objects.get(key, pos, pos + n), pos, pos + n)
+        except RangeNotSatisfiable:
+            # the object ends before ``pos``: it shrank since it was listed
+            self._count(0)
+            self._observe(self.current_size())
+            return b""
         self._count(len(data))
+        self._observe(meta.size)
         return data
+
+    def _observe(self, size_now: int) -> None:
+        """An answer said the object holds ``size_now`` bytes: before any byte was handed out,
+        that is its size at the open (it changed since it was listed); after, reads show it."""
+        if self._fresh and size_now >= 0 and size_now != self.size:
+            log.debug("%s: %d bytes now, %d when listed", self._shown, size_now, self.size)
+            self.size = size_now
 
     def _count(self, nbytes: int) -> None:
         """One request that fetched ``nbytes``, in this source's counters and the process's."""
@@ -367,7 +423,9 @@ class RemoteFileSource(ByteSource):
         source is closed, or read past by a sequential read)."""
         n = max(0, min(n, self.size - pos))
         if n and self._piece_at(pos, n) is None:
-            self._pieces.append((pos, self._fetch(pos, n)))
+            data = self._fetch(pos, n)
+            if len(data):
+                self._pieces.append((pos, data))
 
     def _piece_at(self, pos: int, n: int = 1) -> tuple[int, bytes] | None:
         """The prefetched piece holding ``[pos, pos + n)``, if any."""
@@ -378,21 +436,23 @@ class RemoteFileSource(ByteSource):
 
     def read(self, pos: int, n: int) -> bytes:
         """See :meth:`ByteSource.read` (one ranged request, or the read-ahead blocks)."""
+        self._fresh = False
         n = max(0, min(n, self.size - pos))
         if n == 0:
             return b""
         piece = self._piece_at(pos, n)
         if piece is not None:
-            return piece[1][pos - piece[0] : pos - piece[0] + n]
+            return bytes(piece[1][pos - piece[0] : pos - piece[0] + n])
         if self._seq_end is not None:
             buf = bytearray(n)
             got = self.read_into(pos, buf)
             return bytes(buf[:got])
-        return self._fetch(pos, n)
+        return bytes(self._fetch(pos, n))
 
     def read_into(self, pos: int, buffer: Any) -> int:
         """See :meth:`ByteSource.read_into`."""
         view = memoryview(buffer).cast("B")
+        self._fresh = False
         want = min(len(view), max(0, self.size - pos))
         if want == 0:
             return 0
@@ -463,6 +523,8 @@ class RemoteFileSource(ByteSource):
     def current_size(self) -> int:
         """The object's size now (one metadata request; -1 when it cannot be told)."""
         try:
+            if self._objects is not None:
+                return self._objects.head(self.location.key).size
             return int(self.location.fs.get_file_info(self.location.path).size or 0)
         except OSError:
             return -1
@@ -480,10 +542,11 @@ class RemoteFileSource(ByteSource):
         if self._pinned:
             return
         self._pieces = []
-        try:
-            self._file.close()
-        except OSError:
-            pass
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
 
     def pin(self, pinned: bool = True) -> None:
         """While pinned, :meth:`close` keeps the file open and its prefetched bytes (one source
@@ -491,9 +554,15 @@ class RemoteFileSource(ByteSource):
         self._pinned = pinned
 
 
-def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
+def open_stored(
+    path: str, store: StoreOptions | None = None, size: int | None = None
+) -> ByteSource:
     """The object or file at ``path`` as it is stored (no tiered-storage decoding); inside an
-    active :class:`WarmSources` that warmed ``path``, its source (or what opening it raised)."""
+    active :class:`WarmSources` that warmed ``path``, its source (or what opening it raised).
+
+    A remote object's size comes from ``size`` or what the active listing knows
+    (:mod:`.known`), so that opening it makes no request; an object below a prefix listed whole
+    that the listing did not show raises ``FileNotFoundError`` without asking the store."""
     warm = _warm.get()
     if warm is not None:
         found = warm.get(path)
@@ -501,7 +570,12 @@ def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
             return found
     store = store or current_store()
     if is_remote(path):
-        return RemoteFileSource(resolve(path, store), store)
+        known = lookup(path)
+        if known is NOT_LISTED:
+            raise FileNotFoundError(errno.ENOENT, "not in the listing", redact_uri(path))
+        if size is None and isinstance(known, Listed):
+            size = known.size
+        return RemoteFileSource(resolve(path, store), store, size)
     return LocalFileSource(local_path(path))
 
 
@@ -603,7 +677,18 @@ def file_stat(path: str, store: StoreOptions | None = None) -> tuple[int, int, s
     """``(size, mtime_ns, identity)`` of a file or object; None when it does not exist or cannot
     be looked up. Identity is the real path of a local file, the URI of an object."""
     if is_remote(path):
+        known = lookup(path)
+        if known is NOT_LISTED:
+            return None
+        if isinstance(known, Listed):
+            return (known.size, known.mtime_ns, path)
         loc = resolve(path, store)
+        if loc.objects is not None:
+            try:
+                meta = loc.objects.head(loc.key)
+            except OSError:
+                return None
+            return (meta.size, meta.mtime_ns, path)
         try:
             info = loc.fs.get_file_info(loc.path)
         except OSError:
