@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -178,9 +179,12 @@ def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> Any:
     endpoint = kwargs.get("endpoint_override")
     if endpoint:
         endpoint = _endpoint(endpoint, kwargs.get("scheme"))
-        config["endpoint"] = endpoint
+        # (obstore lets AWS_ENDPOINT_URL_S3 win over "endpoint", not over this name)
+        config["aws_endpoint_url_s3"] = endpoint
     elif kwargs.get("scheme") == "http":
         raise Unsupported("scheme")
+    elif os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT"):
+        raise Unsupported("an endpoint in the environment that the AWS chain ignores")
     if region:
         config["region"] = region
     if kwargs.get("force_virtual_addressing"):
@@ -331,7 +335,7 @@ def _translate(exc: BaseException) -> BaseException:
         return exc
     from obstore import exceptions as ox
 
-    text = " ".join(str(exc).split())
+    text = " ".join(re.split(r"\s*Debug source:", str(exc))[0].split())
     if isinstance(exc, ox.NotFoundError):
         return FileNotFoundError(text)
     if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError)):
