@@ -59,7 +59,7 @@ from ..redact import redact_uri, scrub
 from ..stats import ReadEvent, ReadStats
 from ..transport.failures import access_denied, describe, store_errors
 from ..transport.filesystems import Location, is_remote, local_path, resolve
-from ..transport.known import KnownObjects, known_objects, note_listing
+from ..transport.known import KnownObjects, current_known, known_objects, note_listing
 from ..transport.source import local_access_denied, open_stored, remote_access_denied
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
@@ -269,21 +269,13 @@ class _RemoteLister:
         times included), as entries, with one directory entry per prefix between."""
         prefix = loc.key.rstrip("/") + "/" if loc.key else ""
         lead = loc.path[: len(loc.path) - len(loc.key)] if loc.key else loc.path.rstrip("/") + "/"
-        out: list[_Entry] = []
-        dirs: set[str] = set()
-        top = directory.rstrip("/")
-        for page in loc.objects.list(prefix):
-            for key, listed in page:
-                if key.endswith("/"):
-                    continue  # a "directory marker" object
-                uri = loc.to_uri(lead + key)
-                out.append(_Entry(uri, False, listed.size, listed.mtime_ns / 1e6, uri))
-                d = _parent(uri)
-                while d != top and d.startswith(top + "/") and d not in dirs:
-                    dirs.add(d)
-                    out.append(_Entry(d, True, 0, 0.0, d))
-                    d = _parent(d)
-        return out
+        objects = [
+            (loc.to_uri(lead + key), listed.size, listed.mtime_ns)
+            for page in loc.objects.list(prefix)
+            for key, listed in page
+            if not key.endswith("/")  # a "directory marker" object
+        ]
+        return _with_dirs(directory, objects)
 
     def list_dir(self, directory: str) -> list[_Entry] | None:
         directory = directory.rstrip("/")
@@ -292,6 +284,14 @@ class _RemoteLister:
         if any(directory.startswith(root + "/") for root in self._listed):
             return []  # below a listed root and not seen: empty (or a file)
         loc = self._location(directory)
+        known = current_known()
+        covered = known.under(directory) if known is not None else None
+        if covered:  # listed whole already (earlier in this plan or command): no request
+            self._listed.append(directory)
+            tree = _tree(directory, _with_dirs(directory, [(u, m.size, m.mtime_ns)
+                                                           for u, m in covered]))  # fmt: skip
+            self._dirs.update(tree)
+            return tree[directory]
         self.requests += 1
         try:
             if loc.objects is not None:
@@ -311,11 +311,7 @@ class _RemoteLister:
         # the listing is the truth about what exists below it, for the rest of the plan
         files = [(e.path, e.size, int(e.mtime * 1e6)) for e in entries if not e.is_dir]
         note_listing(directory, files)
-        tree: dict[str, list[_Entry]] = {directory: []}
-        for entry in entries:
-            tree.setdefault(_parent(entry.path), []).append(entry)
-            if entry.is_dir:
-                tree.setdefault(entry.path, [])
+        tree = _tree(directory, entries)
         self._dirs.update(tree)
         if not entries:
             st = self.stat(directory)
@@ -349,6 +345,32 @@ class _RemoteLister:
 
     def real(self, path: str) -> str:
         return path
+
+
+def _with_dirs(directory: str, objects: list[tuple[str, int, int]]) -> list[_Entry]:
+    """Entries of the ``(uri, size, mtime_ns)`` objects below ``directory``, with one directory
+    entry per prefix between (object stores have no directories)."""
+    out: list[_Entry] = []
+    dirs: set[str] = set()
+    top = directory.rstrip("/")
+    for uri, size, mtime_ns in objects:
+        out.append(_Entry(uri, False, size, mtime_ns / 1e6, uri))
+        d = _parent(uri)
+        while d != top and d.startswith(top + "/") and d not in dirs:
+            dirs.add(d)
+            out.append(_Entry(d, True, 0, 0.0, d))
+            d = _parent(d)
+    return out
+
+
+def _tree(directory: str, entries: list[_Entry]) -> dict[str, list[_Entry]]:
+    """Directory URI → its entries, for the entries of a listing below ``directory``."""
+    tree: dict[str, list[_Entry]] = {directory: []}
+    for entry in entries:
+        tree.setdefault(_parent(entry.path), []).append(entry)
+        if entry.is_dir:
+            tree.setdefault(entry.path, [])
+    return tree
 
 
 class _Collector:

@@ -64,8 +64,10 @@ one is watched).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,6 +206,7 @@ class StreamSource:
     _rewrites: dict[PartitionKey, Rewrite] = field(default_factory=dict)  # not yet reported
     _target: Offsets | None = None  # Trigger.AvailableNow: the offsets to stop at
     _logs: dict[PartitionKey, PartitionLog] | None = None  # the last snapshot
+    _listing: Any = None  # KnownObjects: what the last snapshot's listing said
     available: Offsets = field(default_factory=dict)  # each partition's end at the last latest()
     # per partition: its latest positions and the last batch before each, as this source found
     # them (it delivered up to there, or checked the print a query restarted with)
@@ -216,8 +219,7 @@ class StreamSource:
     def snapshot(self) -> dict[PartitionKey, PartitionLog]:
         """List the archive and find each partition's available end (cheap after the first
         call: only bytes appended since the last call are walked)."""
-        with using_store(self.options.store):
-            segments = discover(self.options, allow_empty=True)
+        with using_store(self.options.store), self._listed_now() as segments:
             groups: dict[PartitionKey, list[SegmentFile]] = {}
             homes: dict[PartitionKey, str] = {}
             for seg in segments:
@@ -257,6 +259,20 @@ class StreamSource:
                     del self._known[path]
                     self._cuts.pop(path, None)
         return out
+
+    @contextlib.contextmanager
+    def _listed_now(self) -> Iterator[list[SegmentFile]]:
+        """List the archive (one listing per trigger); within the block, and in this trigger's
+        plan, what the listing said answers what exists and how large it is (no ``HEAD``)."""
+        segments = discover(self.options, allow_empty=True)
+        self._listing = getattr(segments, "known", None)
+        with self._listed():
+            yield segments
+
+    def _listed(self) -> contextlib.AbstractContextManager[Any]:
+        """A block in which the last listing answers what exists and how large it is."""
+        listing = self._listing
+        return listing.active() if listing is not None else contextlib.nullcontext()
 
     def _end_of(self, seg: SegmentFile, floor: int, key: PartitionKey) -> int:
         """The offset after the last complete batch of ``seg`` (its base offset when it has none).
@@ -346,7 +362,8 @@ class StreamSource:
 
     def _offset_for_time(self, p: PartitionLog, t: int) -> int:
         """The first offset of ``p`` whose timestamp is >= ``t``; ``p.end`` when there is none."""
-        splits = plan(time_lookup_request(self.options, p.key, p.end, t), p.segments)
+        with self._listed():
+            splits = plan(time_lookup_request(self.options, p.key, p.end, t), p.segments)
         ranges = [r for split in splits for r in split.ranges]
         from ..reader import read_range  # the kernels: only for a timestamp start
 
@@ -367,7 +384,7 @@ class StreamSource:
         self.available = {k: p.end for k, p in logs.items()}
         self._check_prints(start, prints or {}, logs)
         start = self._checked_start(start, logs)
-        with using_store(self.options.store):  # its index and checkpoint reads: the read's store
+        with using_store(self.options.store), self._listed():  # the read's store and listing
             self._check_cut_ends(start, logs)
         avail: Offsets = {}
         for key, p in logs.items():
@@ -646,7 +663,8 @@ class StreamSource:
             # it keeps several cores busy (Spark's file source divides by the parallelism)
             min_partitions=self.options.min_partitions or STREAM_MIN_PARTITIONS,
         )
-        return plan(request, segments)
+        with self._listed():  # the listing the end was chosen from: no HEAD
+            return plan(request, segments)
 
 
 def _admit(

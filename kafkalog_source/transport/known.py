@@ -103,6 +103,16 @@ class KnownObjects:
                 return None
             return [(u, self._objects[u]) for u in self._children.get(d, ())]
 
+    def under(self, root: str) -> list[tuple[str, Listed]] | None:
+        """Every object below ``root`` when a whole listing covered it (a listing of ``root`` or
+        of a prefix above it: asking the store again would tell the same); None otherwise."""
+        r = root.rstrip("/")
+        with self._lock:
+            if r not in self._roots and not self._under_root(r + "/x"):
+                return None
+            head = r + "/"
+            return [(u, m) for u, m in self._objects.items() if u.startswith(head)]
+
     def sizes(self, uris: Iterable[str]) -> tuple[tuple[str, int], ...]:
         """``(uri, size)`` of those of ``uris`` a listing showed."""
         with self._lock:

@@ -591,6 +591,15 @@ def _close_found(found: tuple[str, ByteSource | BaseException]) -> None:
         src.close()
 
 
+def _asks(path: str, wanted: Wanted) -> bool:
+    """Whether warming ``path`` would make a request: not for a file the listing did not show
+    (it does not exist), nor for an open of a listed one that fetches nothing."""
+    known = lookup(path)
+    if known is NOT_LISTED:
+        return False
+    return not (isinstance(known, Listed) and not wanted(known.size))
+
+
 _warm: contextvars.ContextVar[WarmSources | None] = contextvars.ContextVar(
     "kafkalog_warm_sources", default=None
 )
@@ -616,7 +625,11 @@ class WarmSources:
         requests under way end, each after its own retries): it is raised where its file is
         read, and a store that fails is not asked again for every other file."""
         with self._lock:
-            todo = [(p, w) for p, w in dict(files).items() if is_remote(p) and p not in self._found]
+            todo = [
+                (p, w)
+                for p, w in dict(files).items()
+                if is_remote(p) and p not in self._found and _asks(p, w)
+            ]
         results = bounded_map(self._open, todo, limit, _close_found, "kafkalog-warm")
         try:
             for path, got in results:
