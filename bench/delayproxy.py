@@ -76,8 +76,9 @@ class DelayProxy:
         self.request_lines: list[bytes] = []  # the first line of each request
         self.kinds: dict[str, int] = dict.fromkeys(KINDS, 0)  # requests by request_kind
         # a request whose first line contains a key is answered with its value (a whole HTTP
-        # response), not forwarded: errors injected for tests
-        self.answers: dict[bytes, bytes] = {}
+        # response), not forwarded: errors injected for tests; a callable value is called with
+        # the request line and answers what it returns (None: the request is forwarded)
+        self.answers: dict[bytes, Any] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -143,6 +144,8 @@ class DelayProxy:
                             await asyncio.sleep(self.delay)
                         first = chunk.split(b"\r\n", 1)[0]
                         answer = next((v for k, v in self.answers.items() if k in first), None)
+                        if callable(answer):  # asked each time: None forwards the request
+                            answer = answer(first)
                         if answer is not None:
                             self._end(1)
                             writer.write(answer)

@@ -99,6 +99,7 @@ def cluster_case(
 ) -> list[str]:
     """One archive of ``shape`` behind the delay proxy: the lines of its table. ``env`` is the
     calling script's module (its moto, proxy and upload helpers and the kafkalog API)."""
+    from kafkalog_source.layout import checkpoints
     from kafkalog_source.layout.discovery import discover
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning import logview
@@ -153,7 +154,8 @@ def cluster_case(
             requests by kind of the best run)."""
             best: tuple[float, Any, dict[str, int]] | None = None
             for _ in range(args.repeat):
-                logview.forget()
+                logview.forget()  # as a fresh process: no walk, no checkpoint known
+                checkpoints.forget()
                 proxy_counts(pport, reset=True)
                 t = time.perf_counter()
                 result = run()
