@@ -1020,7 +1020,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         _SIZE,
         "What each segment weighs when small segments are packed together.",
         "As Spark's file sources: small segments are packed into one split up to "
-        "`maxPartitionBytes`, each counting at least this much.",
+        "`maxPartitionBytes`, each counting at least this much. A remote segment counts a "
+        "sixteenth of it: a read keeps many remote files' requests in flight at once.",
     ),
     OptionSpec(
         "recursiveFileLookup",

@@ -67,6 +67,8 @@ from .transactions import log_transactions
 
 log = logging.getLogger("kafkalog")
 
+REMOTE_OPENS_AT_ONCE = 16  # a remote segment weighs openCostInBytes / this in a split
+
 
 def _group_key(seg: SegmentFile) -> tuple:
     """Segments that form one partition log: same directory (one replica's log), and same topic
@@ -200,6 +202,11 @@ def _plan(
                 return []
             data_bytes = sum(e.end - e.start for e in extents)
             open_cost = options.open_cost_in_bytes
+            if remote:
+                # a read keeps many remote files' requests in flight at once (reader/prefetch.py,
+                # remoteConcurrency, 16 by default): each weighs that much less in a split (a
+                # constant, so that the plan does not depend on remoteConcurrency)
+                open_cost //= REMOTE_OPENS_AT_ONCE
             max_split = max_split_bytes(options, data_bytes + open_cost * len(extents))
             bins = splits_for(extents, max_split, open_cost, limit, options.walk_cuts)
             want = options.min_partitions
