@@ -119,7 +119,9 @@ class RemoteFileSource(ByteSource):
                 if self._objects is None:
                     raise
                 said = scrub(describe(exc), self.store.secrets())
-                what = "no such object" if opening else "object deleted since it was listed"
+                what = (
+                    "no such object" if opening else "object deleted since it was listed or opened"
+                )
                 raise FileNotFoundError(errno.ENOENT, f"{what} ({said})", self._shown) from exc
             except store_errors() as exc:
                 said = scrub(describe(exc), self.store.secrets())
