@@ -6,6 +6,11 @@ forwarded; bodies and responses pass at once, in order. It counts requests and t
 flight (sent by the client, no response byte back yet; HTTP/1.1 clients send one request at a
 time per connection), and keeps the largest number in flight seen (``max_in_flight``).
 
+Requests are also counted by kind (:func:`request_kind`): ``LIST`` (a bucket or container
+listing), ``HEAD``, ``GET`` (of an object), ``PUT`` and ``OTHER``. A process of its own answers
+``GET /__delayproxy__/counts`` itself (not forwarded, not delayed, not counted) with those counts
+as JSON, and zeroes them when the query string says ``reset=1``.
+
 In a process (tests)::
 
     with DelayProxy(target_port, delay=0.02) as proxy:
@@ -21,11 +26,40 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import json
 import sys
 import threading
 from typing import Any
 
 METHODS = (b"GET ", b"HEAD ", b"PUT ", b"POST ", b"DELETE ")
+CONTROL = b"/__delayproxy__/counts"
+KINDS = ("LIST", "HEAD", "GET", "PUT", "OTHER")
+
+
+def request_kind(first_line: bytes) -> str:
+    """What an HTTP request line asks of an S3, GCS or Azure store: ``LIST`` (S3's
+    ``list-type=2`` or a bucket-level ``GET /bucket?...``, GCS's ``/o?``, Azure's
+    ``comp=list`` / ``resource=filesystem``), ``HEAD``, ``GET`` (an object), ``PUT`` or
+    ``OTHER``."""
+    method, _, rest = first_line.partition(b" ")
+    target = rest.split(b" ", 1)[0]
+    path, _, query = target.partition(b"?")
+    if method == b"HEAD":
+        return "HEAD"
+    if method == b"PUT":
+        return "PUT"
+    if method != b"GET":
+        return "OTHER"
+    if (
+        b"list-type=" in query
+        or b"comp=list" in query
+        or b"resource=filesystem" in query
+        or path.endswith(b"/o")
+        or (path.strip(b"/").count(b"/") == 0 and query)
+    ):
+        return "LIST"
+    return "GET"
 
 
 class DelayProxy:
@@ -40,9 +74,11 @@ class DelayProxy:
         self.in_flight = 0
         self.max_in_flight = 0
         self.request_lines: list[bytes] = []  # the first line of each request
+        self.kinds: dict[str, int] = dict.fromkeys(KINDS, 0)  # requests by request_kind
         # a request whose first line contains a key is answered with its value (a whole HTTP
-        # response), not forwarded: errors injected for tests
-        self.answers: dict[bytes, bytes] = {}
+        # response), not forwarded: errors injected for tests; a callable value is called with
+        # the request line and answers what it returns (None: the request is forwarded)
+        self.answers: dict[bytes, Any] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -56,13 +92,25 @@ class DelayProxy:
             self.requests = 0
             self.max_in_flight = self.in_flight
             self.request_lines = []
+            self.kinds = dict.fromkeys(KINDS, 0)
+
+    def counts(self, reset: bool = False) -> dict[str, int]:
+        """The requests made by kind (and ``total``) since the last reset; ``reset`` zeroes
+        them."""
+        with self._lock:
+            out = {**self.kinds, "total": self.requests}
+        if reset:
+            self.reset()
+        return out
 
     def _begin(self, chunk: bytes) -> None:
         with self._lock:
             self.requests += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            self.request_lines.append(chunk.split(b"\r\n", 1)[0])
+            first = chunk.split(b"\r\n", 1)[0]
+            self.request_lines.append(first)
+            self.kinds[request_kind(first)] += 1
 
     def _end(self, n: int) -> None:
         with self._lock:
@@ -80,12 +128,24 @@ class DelayProxy:
         async def client_to_server() -> None:
             try:
                 while chunk := await reader.read(1 << 16):
+                    if chunk.startswith(b"GET " + CONTROL):
+                        first = chunk.split(b"\r\n", 1)[0]
+                        body = json.dumps(self.counts(reset=b"reset=1" in first)).encode()
+                        writer.write(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                            + body
+                        )
+                        await writer.drain()
+                        continue
                     if chunk.startswith(METHODS):
                         self._begin(chunk)
                         if self.delay:
                             await asyncio.sleep(self.delay)
                         first = chunk.split(b"\r\n", 1)[0]
                         answer = next((v for k, v in self.answers.items() if k in first), None)
+                        if callable(answer):  # asked each time: None forwards the request
+                            answer = answer(first)
                         if answer is not None:
                             self._end(1)
                             writer.write(answer)
@@ -173,6 +233,17 @@ def http_error(status: int, reason: str, code: str, message: str) -> bytes:
         f"Content-Length: {len(body)}\r\n\r\n"
     ).encode()
     return head + body
+
+
+def proxy_counts(port: int, reset: bool = False) -> dict[str, int]:
+    """The counts by kind of the proxy process listening on ``port`` (see the module docstring);
+    ``reset`` zeroes them."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", CONTROL.decode() + ("?reset=1" if reset else ""))
+        return json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
 
 
 def main(argv: list[str] | None = None) -> int:

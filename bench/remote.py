@@ -5,8 +5,9 @@ segment (shape A = 16 B key + 100 B value, magic 2, uncompressed, 16 KiB batches
 default 512) and the ``.index`` a broker would write beside it, and measures, best of
 ``--repeat`` rounds each:
 
-* ``download``: the limit for that server, a plain sequential download of the object with
-  pyarrow (``open_input_stream``, read in 8 MiB pieces, bytes thrown away);
+* ``download``: the limit for that server, the peer the ratios are taken against: the object in
+  ranged GETs of 8 MiB with 4 in flight (boto3); and a plain sequential download with pyarrow
+  (``open_input_stream``, read in 8 MiB pieces, bytes thrown away);
 * ``arrow``: kafkalog's Arrow read of the object (``iter_batches``, every column), with the
   default read-ahead (``readAheadBytes`` 8m, ``readAheadRequests`` 2) or those given;
 * ``arrow-local``: the same read of the local file, for the decoding cost alone;
@@ -32,6 +33,11 @@ of its own) that adds ``--delay-ms`` (default 20) to every request, as a real st
 * with ``--concurrency-one``, the same plan and read with ``remoteConcurrency=1``;
 * with ``--spark``, a Spark count of the rows (``local[2]``, splits of many segments each).
 
+``--cluster TxPxS`` (repeatable) measures a cluster's archive instead: T topics x P partitions x
+S segments, ``.log`` objects only (``--indexes``: with their index files), with the requests of
+each phase (listing, evidence, data) counted by kind through the proxy, against a 16-way GET-only
+download with boto3; see :mod:`remote_cluster`.
+
 Usage::
 
     .venv/bin/python bench/remote.py                 # 512 MiB, best of 2: about 5 minutes
@@ -39,6 +45,8 @@ Usage::
     .venv/bin/python bench/remote.py -o readAheadBytes=32m -o readAheadRequests=3
     .venv/bin/python bench/remote.py --many 1000               # small segments behind a proxy
     .venv/bin/python bench/remote.py --many 1000 --many 10000  # + 10,000 (a few minutes to upload)
+    .venv/bin/python bench/remote.py --cluster 50x20x1 --cluster 1x10x100 --spark
+    .venv/bin/python bench/remote.py --cluster 500x20x1 --repeat 1     # 10,000 partitions
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
 
+from remote_cluster import cluster_case, parse_shape  # noqa: E402
 from segments import build_segment  # noqa: E402
 from spark import write_offset_index  # noqa: E402
 from timing import best_of  # noqa: E402
@@ -129,21 +138,16 @@ def start_proxy(target_port: int, delay_ms: float) -> tuple[subprocess.Popen, in
 INDEX_INTERVAL = 4096  # log.index.interval.bytes
 
 
-def build_many(n: int, partitions: int, seg_kib: int) -> tuple[Path, int, int]:
-    """``n`` small segments of about ``seg_kib`` KiB (shape A, v2, uncompressed, 8 KiB batches)
-    over ``partitions`` partition directories, with the ``.index`` and ``.timeindex`` a broker
-    writes, under bench/_data/; written once. Returns (log directory, .log bytes, records).
-
-    One template segment is built with kafka-python's builders; each copy gets its batches'
-    base offsets (outside the CRC) rewritten, so the partition's offsets run on across files."""
-    out = BENCH / "_data" / "remote" / f"many-{n}-{partitions}-{seg_kib}k8"
-    marker = out / "done"
-    template = out.parent / f"template-{seg_kib}k8.log"
-    if not template.exists():
-        template.parent.mkdir(parents=True, exist_ok=True)
-        build_segment(template, "A", 2, "none", seg_kib * 1024, batch_bytes=8192)
-    data = bytearray(template.read_bytes())
-    batches = []  # (position, size, last offset delta, max timestamp)
+def template(seg_kib: int) -> tuple[bytes, list[tuple[int, int, int, int]], int, bytes, bytes]:
+    """The template segment of about ``seg_kib`` KiB (shape A, v2, uncompressed, 8 KiB batches,
+    built once with kafka-python's builders): (bytes, batches as (position, size, last offset
+    delta, max timestamp), records, the ``.index`` and ``.timeindex`` a broker writes)."""
+    path = BENCH / "_data" / "remote" / f"template-{seg_kib}k8.log"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        build_segment(path, "A", 2, "none", seg_kib * 1024, batch_bytes=8192)
+    data = path.read_bytes()
+    batches = []
     pos = 0
     while pos + 61 <= len(data):
         size = 12 + struct.unpack_from(">i", data, pos + 8)[0]
@@ -162,6 +166,20 @@ def build_many(n: int, partitions: int, seg_kib: int) -> tuple[Path, int, int]:
             since = 0
         since += size
         rel += last_delta + 1
+    return data, batches, per_segment, bytes(index), bytes(time_index)
+
+
+def build_many(n: int, partitions: int, seg_kib: int) -> tuple[Path, int, int]:
+    """``n`` small segments of about ``seg_kib`` KiB (shape A, v2, uncompressed, 8 KiB batches)
+    over ``partitions`` partition directories, with the ``.index`` and ``.timeindex`` a broker
+    writes, under bench/_data/; written once. Returns (log directory, .log bytes, records).
+
+    One template segment is built with kafka-python's builders; each copy gets its batches'
+    base offsets (outside the CRC) rewritten, so the partition's offsets run on across files."""
+    out = BENCH / "_data" / "remote" / f"many-{n}-{partitions}-{seg_kib}k8"
+    marker = out / "done"
+    raw, batches, per_segment, index, time_index = template(seg_kib)
+    data = bytearray(raw)
     if not marker.exists():
         for i in range(n):
             part, k = i % partitions, i // partitions
@@ -350,9 +368,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--concurrency-one", action="store_true", help="also plan and read with remoteConcurrency=1"
     )
-    ap.add_argument("--spark", action="store_true", help="--many: also a Spark count")
+    ap.add_argument("--spark", action="store_true", help="--many, --cluster: also a Spark count")
+    ap.add_argument(
+        "--cluster",
+        type=parse_shape,
+        action="append",
+        default=[],
+        metavar="TxPxS",
+        help="an archive of T topics x P partitions x S segments (see remote_cluster.py)",
+    )
+    ap.add_argument("--indexes", action="store_true", help="--cluster: with .index, .timeindex")
+    ap.add_argument(
+        "--plan-only", action="store_true", help="--cluster: the peer, listing and plan only"
+    )
     args = ap.parse_args(argv)
     extra = dict(item.split("=", 1) for item in args.option)
+    if args.cluster:
+        print(f"options: {extra or 'defaults'}; best of {args.repeat}; {os.cpu_count()} cores")
+        for shape in args.cluster:
+            for line in cluster_case(args, extra, shape, sys.modules[__name__]):
+                print(line, flush=True)
+        return 0
     if args.many:
         print(f"options: {extra or 'defaults'}; best of {args.repeat}; {os.cpu_count()} cores")
         for n in args.many:
@@ -384,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         s3.create_dir(BUCKET)
         import boto3  # comes with moto; one PUT per object (moto fails multipart at this size)
+        from botocore.config import Config
 
         client = boto3.client(
             "s3",
@@ -391,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
             aws_access_key_id="bench",
             aws_secret_access_key="bench",
             region_name="us-east-1",
+            config=Config(max_pool_connections=8),
         )
         for suffix in (".log", ".index"):
             client.put_object(
@@ -410,6 +448,19 @@ def main(argv: list[str] | None = None) -> int:
                 while f.read(8 * MiB):
                     pass
 
+        def ranged() -> None:
+            """The peer: the object in ranged GETs of 8 MiB, 4 in flight (boto3)."""
+
+            def get(start: int) -> int:
+                end = min(start + 8 * MiB, size) - 1
+                got = client.get_object(
+                    Bucket=BUCKET, Key=f"{KEY}.log", Range=f"bytes={start}-{end}"
+                )
+                return len(got["Body"].read())
+
+            with ThreadPoolExecutor(4) as pool:
+                assert sum(pool.map(get, range(0, size, 8 * MiB))) == size
+
         def arrow(path: str, opts: dict[str, str]) -> Any:
             def run() -> None:
                 rows = sum(b.num_rows for b in iter_batches(path, **opts))
@@ -418,8 +469,10 @@ def main(argv: list[str] | None = None) -> int:
             return run
 
         results: list[tuple[str, float, str]] = []
-        t = best_of(args.repeat, download)
+        t = best_of(args.repeat, ranged)
         base = size / t
+        results.append(("download (boto3, 8 MiB ranged GETs, 4 in flight)", t, ""))
+        t = best_of(args.repeat, download)
         results.append(("download (pyarrow, sequential)", t, ""))
         t = best_of(args.repeat, arrow(uri, options))
         results.append(("arrow: kafkalog over s3", t, ""))

@@ -1168,7 +1168,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         _SIZE,
         "What each segment weighs when small segments are packed together.",
         "As Spark's file sources: small segments are packed into one split up to "
-        "`maxPartitionBytes`, each counting at least this much.",
+        "`maxPartitionBytes`, each counting at least this much. A remote segment counts a "
+        "sixteenth of it: a read keeps many remote files' requests in flight at once.",
     ),
     OptionSpec(
         "recursiveFileLookup",
@@ -1359,12 +1360,14 @@ FS_OPTION = OptionSpec(
     parse_fs_option,
     "as the store's filesystem constructor takes the argument",
     "A filesystem constructor argument for remote paths.",
-    "Store `s3`, `gs`, `abfs`, `hdfs`, or an fsspec protocol: the argument is passed to that "
-    "store's filesystem constructor, typed as the constructor wants it, and overrides the "
-    "store's credential chain (`fs.s3.endpoint_override`, `fs.s3.region`, "
-    '`fs.abfs.sas_token`, ...). A name the constructor does not take fails with a "did you '
-    'mean" hint. Values are masked in messages unless known to be harmless. See '
-    "[Remote storage](../guides/remote-storage.md) for each store's arguments.",
+    "Store `s3`, `gs`, `abfs`, `hdfs`, or an fsspec protocol: the argument configures that "
+    "store's client (for `s3`, `gs` and `abfs`, pyarrow's constructor arguments mapped onto "
+    "obstore's settings; for the others, passed to the filesystem's constructor), typed as "
+    "pyarrow's constructor wants it, and overrides the store's credential chain "
+    "(`fs.s3.endpoint_override`, `fs.s3.region`, `fs.abfs.sas_token`, ...). A name the "
+    'constructor does not take fails with a "did you mean" hint. Values are masked in messages '
+    "unless known to be harmless. See [Remote storage](../guides/remote-storage.md) for each "
+    "store's arguments.",
 )
 
 SPEC_OF: dict[str, OptionSpec] = {n.lower(): s for s in OPTION_SPECS for n in (s.name, *s.aliases)}

@@ -599,6 +599,27 @@ def test_s3_bucket_end_to_end(s3_server, tmp_path: Path) -> None:
     assert fetched > 0
 
 
+def test_s3_bucket_read_with_one_listing_and_no_head(s3_server, tmp_path: Path) -> None:
+    """Behind a proxy that records every request: the manifests, the .indexes and .log objects
+    are opened by their listed sizes (one listing, no HEAD), in planning and in the read."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from delayproxy import DelayProxy, request_kind
+
+    _bucket(tmp_path)
+    uri = s3_server.upload(tmp_path / "tiered", "kafkalog-tiered-nohead/tiered")
+    port = int(s3_server.endpoint.rsplit(":", 1)[1])
+    with DelayProxy(port, delay=0) as proxy:
+        opts = {**s3_server.options, "fs.s3.endpoint_override": f"http://127.0.0.1:{proxy.port}"}
+        for extra in ({}, {"maxPartitionBytes": "1k", "openCostInBytes": "0"}):
+            proxy.reset()
+            got = _sorted(read_table(uri, **opts, **extra))
+            assert got.equals(_sorted(read_table(_originals(), **extra))), extra
+            kinds = [request_kind(line) for line in proxy.request_lines]
+            assert kinds.count("LIST") == 1 and "HEAD" not in kinds, proxy.request_lines
+
+
 def test_s3_big_compressed_segment_split_inside(s3_server, tmp_path: Path) -> None:
     from kafkalog_source.options import parse_options
     from kafkalog_source.planning.planner import plan

@@ -86,10 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code."""
+    from ..transport.known import known_objects
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with _store_of(args), _reader_warnings(args):
+        with _store_of(args), _reader_warnings(args), known_objects():  # a prefix is listed once
             return int(args.run(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("kafkalog: interrupted", file=sys.stderr)

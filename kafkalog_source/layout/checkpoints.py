@@ -25,8 +25,11 @@ debug level), never an error.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from ..transport.known import Listed, lookup
 from ..transport.source import open_stored
 
 log = logging.getLogger("kafkalog")
@@ -48,16 +51,56 @@ def join(directory: str, name: str) -> str:
     return directory.rstrip("/") + "/" + name if "://" in directory else f"{directory}/{name}"
 
 
+def _text_key(path: str) -> tuple[str, int, int] | None:
+    """The cache key of a listed object's text: its version (size, modification time)."""
+    known = lookup(path)
+    if isinstance(known, Listed) and known.mtime_ns:
+        return (path, known.size, known.mtime_ns)
+    return None
+
+
+def known_text(path: str) -> bool:
+    """Whether the text of ``path`` as listed now was read already (no request will ask)."""
+    key = _text_key(path)
+    with _texts_lock:
+        return key is not None and key in _texts
+
+
 def _read_text(path: str, limit: int) -> str | None:
+    # a listed object is read once per version (size, modification time): a stream's triggers
+    # do not ask for a checkpoint that did not change
+    key = _text_key(path)
+    if key is not None:
+        with _texts_lock:
+            if key in _texts:
+                _texts.move_to_end(key)
+                return _texts[key]
     try:
         with open_stored(path) as src:
             if src.size > limit:
                 log.debug("%s: %d bytes, larger than a checkpoint; ignored", path, src.size)
                 return None
-            return src.read(0, src.size).decode("utf-8")
+            text = src.read(0, src.size).decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:  # missing (the usual case), unreadable, not text
         log.debug("%s: not read (%s)", path, e)
         return None
+    if key is not None:
+        with _texts_lock:
+            _texts[key] = text
+            while len(_texts) > _TEXTS_KEPT:
+                _texts.popitem(last=False)
+    return text
+
+
+_texts: OrderedDict[tuple[str, int, int], str] = OrderedDict()
+_texts_lock = threading.Lock()
+_TEXTS_KEPT = 4096
+
+
+def forget() -> None:
+    """Forget the checkpoint texts read from stores (as a new process would not know them)."""
+    with _texts_lock:
+        _texts.clear()
 
 
 def parse_offset_checkpoint(text: str) -> dict[TopicPartition, int] | None:
@@ -167,6 +210,8 @@ def read_topic_id(partition_directory: str) -> str | None:
 
 __all__ = [
     "CHECKPOINT_FILES",
+    "forget",
+    "known_text",
     "CLEANER",
     "LEADER_EPOCH",
     "LOG_START",

@@ -42,6 +42,7 @@ below it is a directory.
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import glob
 import logging
@@ -59,6 +60,7 @@ from ..selection import topic_selection
 from ..stats import ReadEvent, ReadStats
 from ..transport.failures import access_denied, describe, store_errors
 from ..transport.filesystems import Location, is_remote, local_path, resolve
+from ..transport.known import KnownObjects, current_known, known_objects, note_listing
 from ..transport.source import local_access_denied, open_stored, remote_access_denied
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
@@ -236,11 +238,45 @@ class _RemoteLister:
                 return e
         loc = self._location(path)
         self.requests += 1
+        if loc.objects is not None:
+            return self._stat_object(loc, path)
         try:
             info = loc.fs.get_file_info(loc.path)
         except store_errors() as e:
             raise self._failed("look up", path, e) from e
         return self._info_entry(loc, info)
+
+    def _stat_object(self, loc: Location, path: str) -> _Entry | None:
+        """An object (one ``HEAD``), or a prefix with objects below it (a directory: one
+        listing page), or None."""
+        try:
+            meta = loc.objects.head(loc.key) if loc.key else None
+        except FileNotFoundError:
+            meta = None
+        except store_errors() as e:
+            raise self._failed("look up", path, e) from e
+        if meta is not None:
+            return _Entry(path, False, meta.size, meta.mtime_ns / 1e6, path)
+        prefix = loc.key.rstrip("/") + "/" if loc.key else ""
+        self.requests += 1
+        try:
+            page = next(iter(loc.objects.list(prefix)), [])
+        except store_errors() as e:
+            raise self._failed("look up", path, e) from e
+        return _Entry(path, True, 0, 0.0, path) if page else None
+
+    def _list_objects(self, loc: Location, directory: str) -> list[_Entry]:
+        """Every object below ``directory`` (obstore's paged listing: sizes and modification
+        times included), as entries, with one directory entry per prefix between."""
+        prefix = loc.key.rstrip("/") + "/" if loc.key else ""
+        lead = loc.path[: len(loc.path) - len(loc.key)] if loc.key else loc.path.rstrip("/") + "/"
+        objects = [
+            (loc.to_uri(lead + key), listed.size, listed.mtime_ns)
+            for page in loc.objects.list(prefix)
+            for key, listed in page
+            if not key.endswith("/")  # a "directory marker" object
+        ]
+        return _with_dirs(directory, objects)
 
     def list_dir(self, directory: str) -> list[_Entry] | None:
         directory = directory.rstrip("/")
@@ -249,28 +285,36 @@ class _RemoteLister:
         if any(directory.startswith(root + "/") for root in self._listed):
             return []  # below a listed root and not seen: empty (or a file)
         loc = self._location(directory)
-        from pyarrow.fs import FileSelector
-
+        known = current_known()
+        covered = known.under(directory) if known is not None else None
+        if covered:  # listed whole already (earlier in this plan or command): no request
+            self._listed.append(directory)
+            tree = _tree(directory, _with_dirs(directory, [(u, m.size, m.mtime_ns)
+                                                           for u, m in covered]))  # fmt: skip
+            self._dirs.update(tree)
+            return tree[directory]
         self.requests += 1
         try:
-            infos = loc.fs.get_file_info(
-                FileSelector(loc.path.rstrip("/"), recursive=True, allow_not_found=True)
-            )
+            if loc.objects is not None:
+                entries = self._list_objects(loc, directory)
+            else:
+                from pyarrow.fs import FileSelector
+
+                infos = loc.fs.get_file_info(
+                    FileSelector(loc.path.rstrip("/"), recursive=True, allow_not_found=True)
+                )
+                entries = [e for e in (self._info_entry(loc, i) for i in infos) if e is not None]
         except FileNotFoundError:
             return None
         except store_errors() as e:
             raise self._failed("list", directory, e) from e
         self._listed.append(directory)
-        tree: dict[str, list[_Entry]] = {directory: []}
-        for info in infos:
-            entry = self._info_entry(loc, info)
-            if entry is None:
-                continue
-            tree.setdefault(_parent(entry.path), []).append(entry)
-            if entry.is_dir:
-                tree.setdefault(entry.path, [])
+        # the listing is the truth about what exists below it, for the rest of the plan
+        files = [(e.path, e.size, int(e.mtime * 1e6)) for e in entries if not e.is_dir]
+        note_listing(directory, files)
+        tree = _tree(directory, entries)
         self._dirs.update(tree)
-        if not infos:
+        if not entries:
             st = self.stat(directory)
             if st is None:
                 return None
@@ -302,6 +346,32 @@ class _RemoteLister:
 
     def real(self, path: str) -> str:
         return path
+
+
+def _with_dirs(directory: str, objects: list[tuple[str, int, int]]) -> list[_Entry]:
+    """Entries of the ``(uri, size, mtime_ns)`` objects below ``directory``, with one directory
+    entry per prefix between (object stores have no directories)."""
+    out: list[_Entry] = []
+    dirs: set[str] = set()
+    top = directory.rstrip("/")
+    for uri, size, mtime_ns in objects:
+        out.append(_Entry(uri, False, size, mtime_ns / 1e6, uri))
+        d = _parent(uri)
+        while d != top and d.startswith(top + "/") and d not in dirs:
+            dirs.add(d)
+            out.append(_Entry(d, True, 0, 0.0, d))
+            d = _parent(d)
+    return out
+
+
+def _tree(directory: str, entries: list[_Entry]) -> dict[str, list[_Entry]]:
+    """Directory URI → its entries, for the entries of a listing below ``directory``."""
+    tree: dict[str, list[_Entry]] = {directory: []}
+    for entry in entries:
+        tree.setdefault(_parent(entry.path), []).append(entry)
+        if entry.is_dir:
+            tree.setdefault(entry.path, [])
+    return tree
 
 
 class _Collector:
@@ -522,8 +592,13 @@ class _Collector:
                 return exc
 
         workers = min(16, len(pending)) if any(is_remote(e.path) for e in pending) else 1
+        ctx = contextvars.copy_context()  # the listing's objects: manifests opened by size
+
+        def load_in(entry: _Entry) -> Any:
+            return ctx.copy().run(load, entry)
+
         with ThreadPoolExecutor(workers, thread_name_prefix="kafkalog-manifests") as pool:
-            results = list(pool.map(load, pending))
+            results = list(pool.map(load_in, pending))
         for entry, manifest in zip(pending, results, strict=True):
             if isinstance(manifest, FileNotFoundError):
                 self.note_tiered_orphan(entry.path)
@@ -794,6 +869,16 @@ def _look_deeper(collector: _Collector) -> str | None:
     )
 
 
+class Discovered(list):
+    """The segment files :func:`discover` found, and what its listings said of the objects below
+    the paths (``known``: sizes, and which files do not exist), for the plan that reads them."""
+
+    def __init__(self, segments: list[SegmentFile], known: KnownObjects | None = None) -> None:
+        """``segments``, with the listings' ``known`` objects."""
+        super().__init__(segments)
+        self.known = known
+
+
 def discover(
     options: ReadOptions, stats: ReadStats | None = None, allow_empty: bool | None = None
 ) -> list[SegmentFile]:
@@ -806,9 +891,20 @@ def discover(
     naming the paths, as Spark's file sources fail on a path with nothing to read, unless
     ``allowEmpty`` is set (or ``allow_empty``, a caller's override: a stream), which returns the
     empty list. An empty segment file is a segment (an empty topic), not nothing.
+
+    The list returned is a :class:`Discovered`: it carries what the remote listings said of
+    every object below the paths (:mod:`~..transport.known`), which a plan of these segments
+    uses instead of asking the store again.
     """
     if not options.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
+    with known_objects() as known:
+        return Discovered(_discover(options, stats, allow_empty), known)
+
+
+def _discover(
+    options: ReadOptions, stats: ReadStats | None, allow_empty: bool | None
+) -> list[SegmentFile]:
     collector = _Collector(options, stats)
     for raw in options.paths:
         for path in _expand(raw, collector):

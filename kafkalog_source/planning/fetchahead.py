@@ -22,7 +22,7 @@ thread that plans its partition). Nothing changes what the plan is, nor which by
 from __future__ import annotations
 
 from ..format.batch import V2_HEADER_SIZE
-from ..layout.checkpoints import CHECKPOINT_FILES, join
+from ..layout.checkpoints import CHECKPOINT_FILES, join, known_text
 from ..layout.discovery import SegmentFile, parent_directory
 from ..layout.indexes import sibling_path
 from ..layout.tiered import is_tiered_log
@@ -101,7 +101,7 @@ def planned_reads(
             if last or times:
                 out.append((sibling_path(s.path, ".timeindex"), _whole))
     for d in log_dirs:
-        out += [(join(d, name), _whole) for name in CHECKPOINT_FILES]
+        out += [(join(d, n), _whole) for n in CHECKPOINT_FILES if not known_text(join(d, n))]
     return out
 
 

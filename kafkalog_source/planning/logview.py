@@ -50,6 +50,7 @@ Print = tuple[int, int, int, int, int]
 # replaced; a rewrite further back is reported from the first print kept
 PRINTS = 4096
 _BLOCK = 64 * 1024
+_APPENDED_AT_ONCE = 8 << 20  # a remote file's appended bytes fetched in one request, up to this
 # A control record's key starts within: length (<=5) + attributes (1) + timestampDelta (<=10) +
 # offsetDelta (<=5) + keyLength (<=5) bytes; then 4 key bytes.
 _CONTROL_PEEK = 32
@@ -174,6 +175,10 @@ def _appended(src: ByteSource, prev: SegmentWalk, version: Version) -> bool:
     if prev.last_head is None:
         return prev.next_pos == prev.start
     pos, head = prev.last_head
+    if src.size - pos <= _APPENDED_AT_ONCE:
+        # a remote file: the last batch's header and the bytes appended after it in one request
+        # (the walk that goes on is served from it); a local file: nothing to do
+        src.prefetch(pos, src.size - pos)
     return src.read(pos, len(head)) == head
 
 

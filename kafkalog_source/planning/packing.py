@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..layout.tiered import MANIFEST_SUFFIX, is_tiered_log, tiered_sibling
 from ..transport.fanout import bounded_map
+from ..transport.filesystems import is_remote
+from ..transport.known import current_known
 from .extents import Extent
 from .request import PlanRequest
 from .splits import SegmentRange
@@ -213,7 +216,18 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
         end_offset=_end_offset(ext, end),
         offsets_exact=not ext.merged and seg.snapshot is None,
         partition_missing=ext.reported,
+        objects=_objects(seg.path),
     )
+
+
+def _objects(path: str) -> tuple[tuple[str, int], ...]:
+    """The listed sizes of the objects a reader of ``path`` opens (none for a local file)."""
+    known = current_known()
+    if known is None or not is_remote(path):
+        return ()
+    if is_tiered_log(path):
+        return known.sizes((path, tiered_sibling(path, MANIFEST_SUFFIX)))
+    return known.sizes((path,))
 
 
 def _end_offset(ext: Extent, end: int) -> int | None:

@@ -32,7 +32,10 @@ cutting there and leaves the rest of the segment to the reader (and its ``mode``
 
 Remote segments: a request costs tens of milliseconds, so what the plan will read is fetched
 first with ``remoteConcurrency`` requests in flight (:mod:`.fetchahead`), and the partition logs
-are then planned that many at a time (each log's steps in order); the plan is the same.
+are then planned that many at a time (each log's steps in order); the plan is the same. The
+listing is the truth about what exists for the length of a plan (:mod:`..transport.known`): a
+file it did not show (an ``.index``, a checkpoint) is not asked for, and one it showed is opened
+with its listed size, with no ``HEAD``.
 
 Modules: :mod:`.probe` (one segment: indexes, verified boundaries, header walks), :mod:`.extents`
 (steps 1-3 per partition log), :mod:`.packing` (step 4), :mod:`.transactions` (step 5); this
@@ -49,6 +52,7 @@ from ..layout.discovery import SegmentFile, discover, parent_directory, segment_
 from ..options import StoreOptions
 from ..transport.fanout import bounded_map, request_limit
 from ..transport.filesystems import is_remote
+from ..transport.known import known_objects
 from ..transport.source import WarmSources, remote_totals, using_store
 from .evidence import clip, partition_evidence
 from .extents import Extent, bounds_for, offset_window, partition_extents
@@ -62,6 +66,8 @@ from .splits import MissingOffsets, Split
 from .transactions import log_transactions
 
 log = logging.getLogger("kafkalog")
+
+REMOTE_OPENS_AT_ONCE = 16  # a remote segment weighs openCostInBytes / this in a split
 
 
 def _group_key(seg: SegmentFile) -> tuple:
@@ -97,7 +103,8 @@ def plan(
     The front ends build the request (:mod:`.request`); the planner reads nothing else.
     """
     before = remote_totals()
-    with using_store(request.store):
+    known = getattr(segments, "known", None)  # what discover()'s listings said
+    with using_store(request.store), known.active() if known is not None else known_objects():
         splits = _plan(request, segments, pruning)
     fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
     if requests:
@@ -195,6 +202,11 @@ def _plan(
                 return []
             data_bytes = sum(e.end - e.start for e in extents)
             open_cost = options.open_cost_in_bytes
+            if remote:
+                # a read keeps many remote files' requests in flight at once (reader/prefetch.py,
+                # remoteConcurrency, 16 by default): each weighs that much less in a split (a
+                # constant, so that the plan does not depend on remoteConcurrency)
+                open_cost //= REMOTE_OPENS_AT_ONCE
             max_split = max_split_bytes(options, data_bytes + open_cost * len(extents))
             bins = splits_for(
                 extents,

@@ -32,12 +32,16 @@ from ..framing.walk import frame_stop, walk_classified
 from ..layout.discovery import SegmentFile
 from ..layout.files import open_source
 from ..layout.indexes import read_offset_index, read_time_index, sibling_path
+from ..transport.filesystems import is_remote
 from ..transport.source import ByteSource
+from .splits import NO_LIMIT
 
 log = logging.getLogger("kafkalog")
 
 # How many index entries to try around a target before walking headers instead.
 _INDEX_TRIES = 4
+# a remote file with at most this much after a header read there is fetched to its end at once
+_TAIL_BYTES = 64 << 10
 # A walk that only narrows a range (it never decides correctness) gives up after this many batches.
 _NARROWING_WALK_CAP = 100_000
 
@@ -224,7 +228,12 @@ class SegmentProbe:
         i = int(np.searchsorted(offs, lo, side="left"))
         # entry i may be the append holding lo; entries before it end below lo
         for j in range(min(i, len(offs) - 1), max(i - _INDEX_TRIES, -1), -1):
-            h = self.verified(int(poss[j]), None, int(offs[j]))
+            pos = int(poss[j])
+            if lo >= NO_LIMIT - 1 and self.size - pos <= _TAIL_BYTES and is_remote(self.path):
+                # the file's end asked for: a remote file's short tail after its last entry in
+                # one request, which the header walk to the end is then served from
+                self.source.prefetch(pos, self.size - pos)
+            h = self.verified(pos, None, int(offs[j]))
             if h is not None and h.base_offset <= lo:
                 return h
         return None

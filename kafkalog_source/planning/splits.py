@@ -113,6 +113,10 @@ class SegmentRange:
     # partition gets the offsets the planner reported missing (not to count them twice).
     offsets_exact: bool = True
     partition_missing: tuple[MissingOffsets, ...] = ()
+    # The listed sizes of the remote objects this range's reader opens, ``(uri, size)``: the
+    # segment's (a tiered segment's manifest and ``.log`` object), so that a reader anywhere (a
+    # Spark task) opens them with no ``HEAD`` (transport/known.py)
+    objects: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,16 @@ under way, closes the sources nobody took and ends the pool's threads.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 from ..layout.files import open_source
 from ..options import StoreOptions
 from ..planning.splits import SegmentRange
 from ..transport.fanout import Ahead, request_limit
 from ..transport.filesystems import is_remote
+from ..transport.known import KnownObjects, current_known
 from ..transport.source import ByteSource
 
 _NEXT_HEADER = 17  # bytes after a range that ends inside its file: the next batch's prefix
@@ -53,7 +56,7 @@ class RangePrefetch:
         return max(0, min(rng.end - rng.start + extra, self._store.read_ahead_bytes))
 
     def _open(self, rng: SegmentRange) -> ByteSource:
-        with request_limit(self._limit):
+        with request_limit(self._limit), range_objects(rng):
             src = open_source(rng.path, self._store)
             try:
                 src.prefetch(rng.start, self._wanted(rng))
@@ -75,6 +78,17 @@ class RangePrefetch:
         self._ahead.close()
 
 
+@contextlib.contextmanager
+def range_objects(rng: SegmentRange) -> Iterator[None]:
+    """Within the block, the objects ``rng`` opens are known by their listed sizes (no
+    ``HEAD``; see :attr:`SegmentRange.objects`), unless a plan's listing is active already."""
+    if not rng.objects or current_known() is not None:
+        yield
+        return
+    with KnownObjects((uri, size, 0) for uri, size in rng.objects).active():
+        yield
+
+
 def range_prefetch(ranges: list[SegmentRange], store: StoreOptions | None) -> RangePrefetch | None:
     """A :class:`RangePrefetch` for ``ranges`` when some are remote (with ``remoteConcurrency``
     1, one range is fetched ahead and one request is in flight at a time); else None (each range
@@ -85,4 +99,4 @@ def range_prefetch(ranges: list[SegmentRange], store: StoreOptions | None) -> Ra
     return RangePrefetch(ranges, store)
 
 
-__all__ = ["RangePrefetch", "range_prefetch"]
+__all__ = ["RangePrefetch", "range_objects", "range_prefetch"]

@@ -40,6 +40,7 @@ from .filters import RecordFilters
 from .legacy import LegacyMessages
 from .output import ArrowOutput
 from .policy import CorruptPolicy, Resync
+from .prefetch import range_objects
 from .transactions import AbortedTransactions
 from .tuning import (
     ARENA_BYTES,
@@ -134,7 +135,8 @@ class RangeReader(
             if self._opener is not None:
                 src = self._opener(rng)
             else:
-                src = open_source(rng.path, self.opts.store)
+                with range_objects(rng):
+                    src = open_source(rng.path, self.opts.store)
         except FileNotFoundError as exc:
             if rng.end <= rng.start:
                 return  # a range that holds nothing (it carries the plan's missing offsets)

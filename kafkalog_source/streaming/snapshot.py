@@ -20,8 +20,10 @@ changed is kept as a :class:`~..planning.logview.Rewrite` for :mod:`.rewrites` t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import OptionError
 from ..layout.discovery import SegmentFile, discover, parent_directory
@@ -56,11 +58,21 @@ class ArchiveView:
     known: dict[str, SegmentWalk] = field(default_factory=dict)  # last segments' walks seen
     idle: set[str] = field(default_factory=set)  # last segments unchanged at the last snapshot
     rewrites: dict[PartitionKey, Rewrite] = field(default_factory=dict)  # not yet reported
+    listing: Any = None  # KnownObjects: what the last snapshot's listing said
+
+    def listed(self) -> contextlib.AbstractContextManager[Any]:
+        """A block in which the last listing answers what exists and how large it is (one
+        listing per trigger: no ``HEAD``)."""
+        listing = self.listing
+        return listing.active() if listing is not None else contextlib.nullcontext()
 
     def snapshot(self) -> dict[PartitionKey, PartitionLog]:
-        """List the archive and find each partition's available end."""
+        """List the archive (once per trigger) and find each partition's available end; within
+        it, and in the trigger's plan, the listing answers what exists and how large it is."""
         with using_store(self.options.store):
             segments = discover(self.options, allow_empty=True)
+            self.listing = getattr(segments, "known", None)
+        with using_store(self.options.store), self.listed():
             groups: dict[PartitionKey, list[SegmentFile]] = {}
             homes: dict[PartitionKey, str] = {}
             for seg in segments:

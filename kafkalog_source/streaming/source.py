@@ -129,7 +129,8 @@ class StreamSource:
         """The first offset of ``p`` whose timestamp is >= ``t``; when there is none, ``p.end``
         under ``startingOffsetsByTimestampStrategy=latest``, else (``error``, the default, as
         Spark's Kafka source) an OptionError."""
-        splits = plan(time_lookup_request(self.options, p.key, p.end, t), p.segments)
+        with self._view.listed():
+            splits = plan(time_lookup_request(self.options, p.key, p.end, t), p.segments)
         ranges = [r for split in splits for r in split.ranges]
         from ..reader import read_range  # the kernels: only for a timestamp start
 
@@ -162,7 +163,7 @@ class StreamSource:
         self._batches.check_prints(start, prints or {}, logs)
         self._batches.report_rewrites(start, logs)
         start = check_retention(start, logs, self._policy, self._target is not None)
-        with using_store(self.options.store):  # its index and checkpoint reads: the read's store
+        with using_store(self.options.store), self._view.listed():  # the read's store, listing
             self._cut_ends.check(start, logs)
         avail: Offsets = {}
         for key, p in logs.items():
@@ -232,7 +233,8 @@ class StreamSource:
             # it keeps several cores busy (Spark's file source divides by the parallelism)
             min_partitions=self.options.min_partitions or STREAM_MIN_PARTITIONS,
         )
-        return plan(request, segments)
+        with self._view.listed():  # the listing the end was chosen from: no HEAD
+            return plan(request, segments)
 
 
 __all__ = [

@@ -91,4 +91,49 @@ def aws_settings(environ: Mapping[str, str] | None = None) -> AwsSettings:
     return AwsSettings(endpoint=endpoint or None, region=region or None)
 
 
-__all__ = ["AwsSettings", "aws_settings"]
+_SESSION_KEYS = (
+    "role_arn",
+    "credential_process",
+    "sso_session",
+    "sso_start_url",
+    "credential_source",
+    "web_identity_token_file",
+)
+
+
+def profile_credentials(environ: Mapping[str, str] | None = None) -> dict[str, str] | str | None:
+    """The profile's credentials in the shared files, as the AWS tools find them: the keys
+    (``access_key_id``, ``secret_access_key``, ``session_token``) of the profile's section in
+    ``AWS_SHARED_CREDENTIALS_FILE`` (default ``~/.aws/credentials``), else in the config file;
+    ``"session"`` when the profile gets them another way (an SSO login, a process, a role to
+    assume: a job for boto3's session); None when the files say nothing of it (the rest of the
+    chain applies: web identity, container and instance-role credentials)."""
+    env = os.environ if environ is None else environ
+    name = env.get("AWS_PROFILE") or env.get("AWS_DEFAULT_PROFILE") or "default"
+    path = env.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.join(
+        os.path.expanduser("~"), ".aws", "credentials"
+    )
+    sections: list[dict[str, str]] = []
+    try:
+        st = os.stat(path)
+        creds = _read_config(path, (st.st_mtime_ns, st.st_size))
+        if creds.has_section(name):
+            sections.append(dict(creds.items(name)))
+    except OSError:
+        pass
+    profile, _ = _profile(env)
+    sections.append(profile)
+    for section in sections:
+        key = section.get("aws_access_key_id")
+        secret = section.get("aws_secret_access_key")
+        if key and secret:
+            out = {"access_key_id": key, "secret_access_key": secret}
+            if section.get("aws_session_token"):
+                out["session_token"] = section["aws_session_token"]
+            return out
+        if any(section.get(k) for k in _SESSION_KEYS):
+            return "session"
+    return None
+
+
+__all__ = ["AwsSettings", "aws_settings", "profile_credentials"]

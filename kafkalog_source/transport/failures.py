@@ -8,7 +8,10 @@ a missing object, a bad request or an unknown host fail at once, naming the erro
 pyarrow raises a plain ``OSError`` for its stores' failures, so they are told apart by the words
 its clients write: ``AWS Error ACCESS_DENIED during GetObject operation``, ``AWS Error UNKNOWN
 (HTTP status 503)``, ``google::cloud::Status(UNAVAILABLE: ...)``, ``Azure Error:
-[ServerBusy] 503 ...``. A Python exception (from an fsspec store) is told by its type.
+[ServerBusy] 503 ...``; so are obstore's (:mod:`.objects` turns them into the same ``OSError``
+family): ``Server returned non-2xx status code: 503 Service Unavailable: ...<Code>SlowDown``,
+``error sending request ...: Connection refused``. A Python exception (from an fsspec store) is
+told by its type.
 """
 
 from __future__ import annotations
@@ -32,15 +35,20 @@ _NOT_FOUND = re.compile(
 _NOT_TRANSIENT = re.compile(r"resolve host|curlCode: 6\b|Name or service not known", re.IGNORECASE)
 _TRANSIENT = (
     ("throttling", re.compile(r"SLOW_DOWN|SlowDown|THROTTL|Throttl|TooManyRequests|TOO_MANY_REQ"
-                              r"|RESOURCE_EXHAUSTED|ServerBusy|\bHTTP status 429\b|\] 429 ")),
+                              r"|RESOURCE_EXHAUSTED|ServerBusy|\bHTTP status 429\b|\] 429 "
+                              r"|status code: 429\b|\b429 Too Many Requests")),
     ("timeout", re.compile(r"REQUEST_TIMEOUT|RequestTimeout|DEADLINE_EXCEEDED|OperationTimedOut"
                            r"|timed out|timeout", re.IGNORECASE)),
     ("connection", re.compile(r"NETWORK_CONNECTION|connection (?:reset|refused|aborted|closed)"
                               r"|couldn't connect|could not connect|broken pipe|curlCode: (?:7|"
-                              r"52|55|56)\b", re.IGNORECASE)),
+                              r"52|55|56)\b|error sending request|error decoding response body"
+                              r"|IncompleteMessage|connection closed before|unexpected EOF",
+                              re.IGNORECASE)),
     ("server error", re.compile(r"SERVICE_UNAVAILABLE|ServiceUnavailable|INTERNAL_FAILURE"
                                 r"|InternalError|\bUNAVAILABLE\b|\bINTERNAL\b"
-                                r"|\bHTTP status 5[0-9][0-9]\b|\] 5[0-9][0-9] ")),
+                                r"|\bHTTP status 5[0-9][0-9]\b|\] 5[0-9][0-9] "
+                                r"|status code: 5[0-9][0-9]\b|\b50[0-9] (?:Internal Server Error"
+                                r"|Bad Gateway|Service Unavailable|Gateway Timeout)")),
 )  # fmt: skip
 _TRANSIENT_ERRNO = {
     errno.ETIMEDOUT: "timeout",

@@ -74,13 +74,17 @@ def is_remote(path: str) -> bool:
 @dataclass(frozen=True)
 class Location:
     """A remote URI resolved: the filesystem, the path inside it, and how to turn a path of that
-    filesystem back into a URI of the same form (so listings and errors show what the user typed)."""
+    filesystem back into a URI of the same form (so listings and errors show what the user typed).
+    For S3, GCS and Azure, ``objects`` is the obstore client of the bucket (None when an option
+    has no counterpart in it, see :mod:`.objects`) and ``key`` the object's key in it."""
 
     uri: str
     fs: Any  # pyarrow.fs.FileSystem
     path: str
     head: str  # uri = head + path_in_fs (with the leading part adjusted, see to_uri)
     strip: str  # the leading part of a filesystem path that the URI form leaves out
+    objects: Any = None  # ObjectClient of the bucket or container, or None
+    key: str = ""  # the key inside the bucket (with ``objects``)
 
     def to_uri(self, fs_path: str) -> str:
         """The URI of another path of the same filesystem."""
@@ -91,7 +95,10 @@ class Location:
 
     def child(self, fs_path: str) -> Location:
         """The location of another path of the same filesystem."""
-        return Location(self.to_uri(fs_path), self.fs, fs_path, self.head, self.strip)
+        key = fs_path.partition("/")[2] if self.objects is not None else ""
+        return Location(
+            self.to_uri(fs_path), self.fs, fs_path, self.head, self.strip, self.objects, key
+        )
 
 
 _cache: dict[tuple, Any] = {}
@@ -152,6 +159,8 @@ def _bucket_region(bucket: str) -> str | None:
     if bucket not in _regions:
         from pyarrow import fs as pafs
 
+        global _s3_used
+        _s3_used = True
         try:
             _regions[bucket] = pafs.resolve_s3_region(bucket)
         except (OSError, ValueError):
@@ -202,12 +211,6 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
         if store == "s3":
             from pyarrow import fs as pafs
 
-            global _s3_used
-            _s3_used = True
-
-            retry = kwargs.pop(RETRY_ARG, None)
-            if retry is not None:
-                kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retry)
             chain = aws_settings()  # AWS_ENDPOINT_URL_S3, AWS_REGION, the profile, ...
             if chain.endpoint and "endpoint_override" not in kwargs:
                 kwargs["endpoint_override"] = chain.endpoint
@@ -220,13 +223,35 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
                 if region is not None:
                     kwargs["region"] = region
             key = ("s3", frozen, kwargs.get("endpoint_override"), kwargs.get("region"))
-            fs = _filesystem(key, lambda: pafs.S3FileSystem(**kwargs))
-            return Location(uri, fs, parts.netloc + parts.path, f"{scheme}://", "")
+            pa_kwargs = dict(kwargs)
+            retry = pa_kwargs.pop(RETRY_ARG, None)
+            if retry is not None:
+                pa_kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retry)
+            fs = _filesystem(key, lambda: _s3(pafs, pa_kwargs))
+            objects = _client(key, parts.netloc, "s3", kwargs, kwargs.get("region"))
+            return Location(
+                uri,
+                fs,
+                parts.netloc + parts.path,
+                f"{scheme}://",
+                "",
+                objects,
+                parts.path.lstrip("/"),
+            )
         if store == "gs":
             from pyarrow import fs as pafs
 
             fs = _filesystem(("gs", frozen), lambda: pafs.GcsFileSystem(**kwargs))
-            return Location(uri, fs, parts.netloc + parts.path, f"{scheme}://", "")
+            objects = _client(("gs", frozen), parts.netloc, "gs", kwargs)
+            return Location(
+                uri,
+                fs,
+                parts.netloc + parts.path,
+                f"{scheme}://",
+                "",
+                objects,
+                parts.path.lstrip("/"),
+            )
         if store == "abfs":
             from pyarrow import fs as pafs
 
@@ -243,12 +268,17 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
                 # the Azure portal shows it) would become a path segment, not a query string
                 kwargs["sas_token"] = f"?{sas}"
             fs = _filesystem(("abfs", frozen, host), lambda: pafs.AzureFileSystem(**kwargs))
+            objects = _client(
+                ("abfs", frozen, host), container, "abfs", kwargs, account=kwargs["account_name"]
+            )
             return Location(
                 uri,
                 fs,
                 container + parts.path,
                 f"{scheme}://{parts.netloc}",
                 container,
+                objects,
+                parts.path.lstrip("/"),
             )
         if store == "hdfs":
             from pyarrow import fs as pafs
@@ -265,6 +295,31 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
         raise
     except (TypeError, ValueError) as exc:
         raise _constructor_error(store, exc, so) from None
+
+
+_clients: dict[tuple, Any] = {}
+
+
+def _client(
+    key: tuple, bucket: str, store: str, kwargs: dict, region: str | None = None, account: str = ""
+) -> Any:
+    """The obstore client of ``bucket`` (cached per configuration and bucket), or None when
+    obstore cannot serve the options (see :mod:`.objects`)."""
+    from .objects import object_client
+
+    ck = (key, bucket, account)
+    with _cache_lock:
+        if ck in _clients:
+            return _clients[ck]
+    client = object_client(store, bucket, dict(kwargs), region, account)
+    with _cache_lock:
+        return _clients.setdefault(ck, client)
+
+
+def _s3(pafs: Any, kwargs: dict) -> Any:
+    global _s3_used
+    _s3_used = True
+    return pafs.S3FileSystem(**kwargs)
 
 
 def _fsspec_location(uri: str, scheme: str, kwargs: dict, frozen: tuple) -> Location:

@@ -7,8 +7,10 @@ picks the implementation from the path:
 * :class:`LocalFileSource`: a local path or ``file:`` URI, read with ``pread``. Nothing maps the
   file, so a file that shrinks while it is read shows up as a short read
   (:meth:`ByteSource.read_fully_into` raises :class:`~kafkalog_source.errors.FileChangedError`).
-* :class:`RemoteFileSource`: an object in a store (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``,
-  fsspec schemes; see :mod:`.filesystems`), read with ranged requests. A sequential read fetches
+* :class:`~.remote.RemoteFileSource`: an object in a store (``s3://``, ``gs://``, ``abfs://``,
+  ``hdfs://``, fsspec schemes; see :mod:`.filesystems`), read with ranged requests (S3, GCS and
+  Azure through obstore, :mod:`.objects`: no ``HEAD`` when a listing gave the size, see
+  :mod:`.known`). A sequential read fetches
   ``readAheadBytes`` per request with ``readAheadRequests`` requests in flight ahead of the
   decoder, and never past the range being read; failed requests are retried with backoff.
 
@@ -25,98 +27,19 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
-import logging
 import os
 import threading
-import time
-from abc import ABC, abstractmethod
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..errors import AccessDeniedError, FileChangedError, StorageError
-from ..options import STORE_OF_SCHEME, StoreOptions
-from ..redact import redact_uri, scrub
-from .failures import access_denied, describe, not_found, store_errors, transient
-from .fanout import bounded_map, current_limiter
-from .filesystems import (
-    Location,
-    current_store,
-    is_remote,
-    local_path,
-    resolve,
-    using_store,
-)
-
-log = logging.getLogger("kafkalog")
-
-
-class ByteSource(ABC):
-    """One open file, read by byte ranges into the caller's buffers."""
-
-    path: str
-    size: int  # bytes in the file when it was opened
-
-    def __init__(self, path: str, size: int) -> None:
-        self.path = path
-        self.size = size
-        self.bytes_read = 0
-        self.requests = 0
-
-    @property
-    def uri(self) -> str:
-        """The location as given to :func:`~..layout.files.open_source`."""
-        return self.path
-
-    @abstractmethod
-    def read_into(self, pos: int, buffer: Any) -> int:
-        """Read bytes from ``pos`` into ``buffer`` (a writable memoryview or uint8 array) until it
-        is full or the file ends; return how many were read (short only at the end of file)."""
-
-    @abstractmethod
-    def read(self, pos: int, n: int) -> bytes:
-        """Up to ``n`` bytes from ``pos`` (fewer only at the end of the file)."""
-
-    def will_need(self, pos: int, n: int) -> None:
-        """Hint that ``[pos, pos + n)`` will be read soon (a no-op where nothing can be done)."""
-        return None
-
-    def prefetch(self, pos: int, n: int) -> None:
-        """Fetch ``[pos, pos + n)`` now, to serve later reads inside it from memory (a no-op where
-        reads cost no request); raises what the read raises."""
-        return None
-
-    def sequential(self, start: int = 0, end: int | None = None) -> None:
-        """Hint that ``[start, end)`` (``end`` None: to the end of the file) will be read front to
-        back (a no-op where nothing can be done)."""
-        return None
-
-    @abstractmethod
-    def current_size(self) -> int:
-        """The file's size now (-1 when it cannot be told), for error messages."""
-
-    def read_fully_into(self, pos: int, buffer: Any) -> None:
-        """Fill ``buffer`` from ``pos``; raises :class:`FileChangedError` when the file no longer
-        holds those bytes (it shrank, or was replaced, since it was opened)."""
-        got = self.read_into(pos, buffer)
-        if got < len(buffer):
-            raise FileChangedError(
-                f"file shrank/changed while being read: size was {self.size}, "
-                f"now {self.current_size()}",
-                self.path,
-                pos + got,
-            )
-
-    def close(self) -> None:
-        """Release the file."""
-        return None
-
-    def __enter__(self) -> ByteSource:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+from ..errors import AccessDeniedError
+from ..options import StoreOptions
+from ..redact import redact_uri
+from .base import ByteSource
+from .fanout import bounded_map
+from .filesystems import current_store, is_remote, local_path, resolve, using_store
+from .known import NOT_LISTED, Listed, lookup
+from .remote import RemoteFileSource, remote_access_denied, remote_totals
 
 
 class LocalFileSource(ByteSource):
@@ -215,285 +138,15 @@ def local_access_denied(path: str, exc: OSError) -> AccessDeniedError:
     )
 
 
-def remote_access_denied(
-    uri: str, said: str, start: int | None = None, end: int | None = None
-) -> AccessDeniedError:
-    """The error for an object (or prefix) the store refused to the credentials in use: ``said``
-    is the store's error, already scrubbed of secrets."""
-    scheme = uri.partition(":")[0].lower()
-    store = STORE_OF_SCHEME.get(scheme, scheme)
-    return AccessDeniedError(
-        f"access denied ({said}); not retried: check the credentials the {store} store gets "
-        f"(fs.{store}.* options, or the environment, profile or role its client reads; on a "
-        "cluster, the executors' too) and that they may read this",
-        redact_uri(uri),
-        start,
-        end,
-    )
-
-
-_totals = [0, 0]  # bytes fetched and requests made by every RemoteFileSource of this process
-_totals_lock = threading.Lock()
-
-
-def remote_totals() -> tuple[int, int]:
-    """``(bytes, requests)`` fetched from remote stores by this process so far (planning reports
-    the difference over a plan)."""
-    with _totals_lock:
-        return _totals[0], _totals[1]
-
-
-class RemoteFileSource(ByteSource):
-    """An object in a remote store, read with ranged requests through a ``pyarrow.fs`` file.
-
-    Random reads (index entries, batch headers) are one request each. After :meth:`sequential`,
-    reads are served from blocks of ``read_ahead_bytes`` fetched by background threads, up to
-    ``read_ahead_requests`` blocks ahead of the one being read and never past the hinted end, so
-    fetching the next block overlaps decoding this one and memory stays bounded by
-    ``(read_ahead_requests + 1) * read_ahead_bytes``. A request that fails in a way a retry can
-    fix (a timeout, a dropped connection, throttling, a server error: see :mod:`.failures`) is
-    retried ``retries`` times with exponential backoff; any other failure ends the read at once.
-    Either way :class:`~kafkalog_source.errors.StorageError` names the URI, the byte range and
-    the error that ended the read (:class:`~kafkalog_source.errors.AccessDeniedError` when the
-    store refused the credentials); a missing object raises ``FileNotFoundError``.
-    """
-
-    def __init__(self, location: Location, store: StoreOptions | None = None) -> None:
-        """Open the object at ``location`` (one metadata request)."""
-        self.location = location
-        self.store = store or StoreOptions()
-        self._shown = redact_uri(location.uri)
-        self._limiter = current_limiter()  # requests in flight, shared with other sources
-        self._pieces: list[tuple[int, bytes]] = []  # fetched ahead (prefetch), by position
-        self._pinned = False
-        self._file = self._retrying(
-            lambda: location.fs.open_input_file(location.path), 0, 0, opening=True
-        )
-        super().__init__(location.uri, self._file.size())
-        self._lock = threading.Lock()
-        self._count(0)  # the metadata request of the open
-        self._blocks: deque[tuple[int, int, Future]] = deque()  # (start, end, future of bytes)
-        self._seq_end: int | None = None  # None: not sequential
-        self._pool: ThreadPoolExecutor | None = None
-
-    def _retrying(self, call: Any, start: int, end: int, opening: bool = False) -> Any:
-        """``call()``, retried with backoff when it fails in a way a retry can fix; StorageError
-        (AccessDeniedError) naming the error that ended the read otherwise; a read (not the
-        ``opening`` call) of an object deleted since raises ``FileNotFoundError``."""
-        attempt = 0
-        while True:
-            try:
-                if self._limiter is None:
-                    return call()
-                with self._limiter:  # one permit per request, never across a backoff
-                    return call()
-            except FileNotFoundError:
-                raise
-            except store_errors() as exc:
-                said = scrub(describe(exc), self.store.secrets())
-                if access_denied(exc):
-                    raise remote_access_denied(self.location.uri, said, start, end) from exc
-                # a read of an object deleted since it was opened: the store answers its GET
-                # with not found, or with an error its client cannot read (pyarrow's S3 client:
-                # INTERNAL_FAILURE, "Failed to flush response stream", retried as a server
-                # error); before the read fails for good, one HEAD tells which
-                kind = transient(exc)
-                final = kind is None or attempt >= self.store.retries
-                if not opening and (not_found(exc) or (final and self._gone())):
-                    raise FileNotFoundError(
-                        errno.ENOENT, f"object deleted after it was opened ({said})", self._shown
-                    ) from exc
-                if kind is None:
-                    raise StorageError(
-                        f"read failed ({said}); not retried: not a timeout, a dropped "
-                        "connection, throttling or a server error, which a retry could fix",
-                        self._shown,
-                        start,
-                        end,
-                    ) from exc
-                if attempt >= self.store.retries:
-                    raise StorageError(
-                        f"read failed after {attempt + 1} attempts; the last error ({kind}): "
-                        f"{said}",
-                        self._shown,
-                        start,
-                        end,
-                    ) from exc
-                delay = min(0.1 * (2**attempt), 5.0)
-                log.info(
-                    "%s: bytes [%d, %d): %s (%s); retrying in %.1fs",
-                    self._shown,
-                    start,
-                    end,
-                    said,
-                    kind,
-                    delay,
-                )
-                time.sleep(delay)
-                attempt += 1
-
-    def _gone(self) -> bool:
-        """Whether the object no longer exists (one metadata request; False when that fails
-        too: the read's own error is reported then)."""
-        from pyarrow.fs import FileType
-
-        try:
-            if self._limiter is None:
-                info = self.location.fs.get_file_info(self.location.path)
-            else:
-                with self._limiter:  # a request like any other: it holds a permit
-                    info = self.location.fs.get_file_info(self.location.path)
-        except Exception:  # noqa: BLE001 - the read's error is what the caller reports
-            return False
-        self._count(0)
-        return bool(info.type == FileType.NotFound)
-
-    def _fetch(self, pos: int, n: int) -> bytes:
-        data = self._retrying(lambda: self._file.read_at(n, pos), pos, pos + n)
-        self._count(len(data))
-        return data
-
-    def _count(self, nbytes: int) -> None:
-        """One request that fetched ``nbytes``, in this source's counters and the process's."""
-        with self._lock:  # read-ahead threads count too: bytes_read is what was fetched
-            self.requests += 1
-            self.bytes_read += nbytes
-        with _totals_lock:
-            _totals[0] += nbytes
-            _totals[1] += 1
-
-    def prefetch(self, pos: int, n: int) -> None:
-        """See :meth:`ByteSource.prefetch` (one ranged request; the bytes are kept until the
-        source is closed, or read past by a sequential read)."""
-        n = max(0, min(n, self.size - pos))
-        if n and self._piece_at(pos, n) is None:
-            self._pieces.append((pos, self._fetch(pos, n)))
-
-    def _piece_at(self, pos: int, n: int = 1) -> tuple[int, bytes] | None:
-        """The prefetched piece holding ``[pos, pos + n)``, if any."""
-        for start, data in self._pieces:
-            if start <= pos and pos + n <= start + len(data):
-                return start, data
-        return None
-
-    def read(self, pos: int, n: int) -> bytes:
-        """See :meth:`ByteSource.read` (one ranged request, or the read-ahead blocks)."""
-        n = max(0, min(n, self.size - pos))
-        if n == 0:
-            return b""
-        piece = self._piece_at(pos, n)
-        if piece is not None:
-            return piece[1][pos - piece[0] : pos - piece[0] + n]
-        if self._seq_end is not None:
-            buf = bytearray(n)
-            got = self.read_into(pos, buf)
-            return bytes(buf[:got])
-        return self._fetch(pos, n)
-
-    def read_into(self, pos: int, buffer: Any) -> int:
-        """See :meth:`ByteSource.read_into`."""
-        view = memoryview(buffer).cast("B")
-        want = min(len(view), max(0, self.size - pos))
-        if want == 0:
-            return 0
-        piece = self._piece_at(pos, want)
-        if self._seq_end is None or piece is not None:
-            if piece is not None:
-                data = piece[1][pos - piece[0] : pos - piece[0] + want]
-            else:
-                data = self._fetch(pos, want)
-            view[: len(data)] = data
-            return len(data)
-        got = 0
-        while got < want:
-            p = pos + got
-            if self._pieces:  # prefetched bytes first; those read past are dropped
-                self._pieces = [(s, d) for s, d in self._pieces if s + len(d) > p]
-                piece = self._piece_at(p)
-                if piece is not None:
-                    off = p - piece[0]
-                    take = min(want - got, len(piece[1]) - off)
-                    view[got : got + take] = piece[1][off : off + take]
-                    got += take
-                    continue
-            if p >= self._seq_end:  # past the hinted range: exactly what is asked, no read-ahead
-                data = self._fetch(p, want - got)
-                view[got : got + len(data)] = data
-                got += len(data)
-                break
-            start, data = self._block_at(p)
-            off = p - start
-            take = min(want - got, len(data) - off)
-            if take <= 0:  # the store returned fewer bytes than the object's size
-                break
-            view[got : got + take] = data[off : off + take]
-            got += take
-        return got
-
-    def _block_at(self, p: int) -> tuple[int, bytes]:
-        """The read-ahead block holding byte ``p``; schedules the blocks after it."""
-        blocks = self._blocks
-        while blocks and blocks[0][1] <= p:
-            blocks.popleft()  # read past: dropped (a finished future holds its bytes only)
-        if not blocks or p < blocks[0][0]:
-            for _, _, fut in blocks:
-                fut.cancel()
-            blocks.clear()
-        size = self.store.read_ahead_bytes
-        limit = min(self.size, self._seq_end or 0)
-        want = 1 + self.store.read_ahead_requests
-        nxt = blocks[-1][1] if blocks else p
-        while len(blocks) < want and nxt < limit:
-            end = min(nxt + size, limit)
-            blocks.append((nxt, end, self._submit(nxt, end - nxt)))
-            nxt = end
-        start, _, fut = blocks[0]
-        return start, fut.result()
-
-    def _submit(self, pos: int, n: int) -> Future:
-        if self._pool is None:
-            workers = max(1, self.store.read_ahead_requests)
-            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kafkalog-readahead")
-        return self._pool.submit(self._fetch, pos, n)
-
-    def sequential(self, start: int = 0, end: int | None = None) -> None:
-        """Read ``[start, end)`` through the read-ahead blocks (see the class docstring)."""
-        self._seq_end = self.size if end is None else min(end, self.size)
-
-    def current_size(self) -> int:
-        """The object's size now (one metadata request; -1 when it cannot be told)."""
-        try:
-            return int(self.location.fs.get_file_info(self.location.path).size or 0)
-        except OSError:
-            return -1
-
-    def close(self) -> None:
-        """Drop the read-ahead blocks and close the file (a pinned source stays open and keeps
-        its prefetched bytes: see :class:`WarmSources`)."""
-        for _, _, fut in self._blocks:
-            fut.cancel()
-        self._blocks.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-        self._seq_end = None
-        if self._pinned:
-            return
-        self._pieces = []
-        try:
-            self._file.close()
-        except OSError:
-            pass
-
-    def pin(self, pinned: bool = True) -> None:
-        """While pinned, :meth:`close` keeps the file open and its prefetched bytes (one source
-        handed to several readers in turn)."""
-        self._pinned = pinned
-
-
-def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
+def open_stored(
+    path: str, store: StoreOptions | None = None, size: int | None = None
+) -> ByteSource:
     """The object or file at ``path`` as it is stored (no tiered-storage decoding); inside an
-    active :class:`WarmSources` that warmed ``path``, its source (or what opening it raised)."""
+    active :class:`WarmSources` that warmed ``path``, its source (or what opening it raised).
+
+    A remote object's size comes from ``size`` or what the active listing knows
+    (:mod:`.known`), so that opening it makes no request; an object below a prefix listed whole
+    that the listing did not show raises ``FileNotFoundError`` without asking the store."""
     warm = _warm.get()
     if warm is not None:
         found = warm.get(path)
@@ -501,7 +154,12 @@ def open_stored(path: str, store: StoreOptions | None = None) -> ByteSource:
             return found
     store = store or current_store()
     if is_remote(path):
-        return RemoteFileSource(resolve(path, store), store)
+        known = lookup(path)
+        if known is NOT_LISTED:
+            raise FileNotFoundError(errno.ENOENT, "not in the listing", redact_uri(path))
+        if size is None and isinstance(known, Listed):
+            size = known.size
+        return RemoteFileSource(resolve(path, store), store, size)
     return LocalFileSource(local_path(path))
 
 
@@ -515,6 +173,15 @@ def _close_found(found: tuple[str, ByteSource | BaseException]) -> None:
         src.pin(False)
     if isinstance(src, ByteSource):
         src.close()
+
+
+def _asks(path: str, wanted: Wanted) -> bool:
+    """Whether warming ``path`` would make a request: not for a file the listing did not show
+    (it does not exist), nor for an open of a listed one that fetches nothing."""
+    known = lookup(path)
+    if known is NOT_LISTED:
+        return False
+    return not (isinstance(known, Listed) and not wanted(known.size))
 
 
 _warm: contextvars.ContextVar[WarmSources | None] = contextvars.ContextVar(
@@ -542,7 +209,11 @@ class WarmSources:
         requests under way end, each after its own retries): it is raised where its file is
         read, and a store that fails is not asked again for every other file."""
         with self._lock:
-            todo = [(p, w) for p, w in dict(files).items() if is_remote(p) and p not in self._found]
+            todo = [
+                (p, w)
+                for p, w in dict(files).items()
+                if is_remote(p) and p not in self._found and _asks(p, w)
+            ]
         results = bounded_map(self._open, todo, limit, _close_found, "kafkalog-warm")
         try:
             for path, got in results:
@@ -603,7 +274,18 @@ def file_stat(path: str, store: StoreOptions | None = None) -> tuple[int, int, s
     """``(size, mtime_ns, identity)`` of a file or object; None when it does not exist or cannot
     be looked up. Identity is the real path of a local file, the URI of an object."""
     if is_remote(path):
+        known = lookup(path)
+        if known is NOT_LISTED:
+            return None
+        if isinstance(known, Listed):
+            return (known.size, known.mtime_ns, path)
         loc = resolve(path, store)
+        if loc.objects is not None:
+            try:
+                meta = loc.objects.head(loc.key)
+            except OSError:
+                return None
+            return (meta.size, meta.mtime_ns, path)
         try:
             info = loc.fs.get_file_info(loc.path)
         except OSError:

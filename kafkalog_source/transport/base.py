@@ -1,0 +1,80 @@
+"""The one interface every reader of bytes goes through: :class:`ByteSource`, one open file read
+by ranges (implementations: :class:`~.source.LocalFileSource`, :class:`~.remote.RemoteFileSource`,
+the tiered-storage chunked source)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ..errors import FileChangedError
+
+
+class ByteSource(ABC):
+    """One open file, read by byte ranges into the caller's buffers."""
+
+    path: str
+    size: int  # bytes in the file when it was opened
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path = path
+        self.size = size
+        self.bytes_read = 0
+        self.requests = 0
+
+    @property
+    def uri(self) -> str:
+        """The location as given to :func:`~..layout.files.open_source`."""
+        return self.path
+
+    @abstractmethod
+    def read_into(self, pos: int, buffer: Any) -> int:
+        """Read bytes from ``pos`` into ``buffer`` (a writable memoryview or uint8 array) until it
+        is full or the file ends; return how many were read (short only at the end of file)."""
+
+    @abstractmethod
+    def read(self, pos: int, n: int) -> bytes:
+        """Up to ``n`` bytes from ``pos`` (fewer only at the end of the file)."""
+
+    def will_need(self, pos: int, n: int) -> None:
+        """Hint that ``[pos, pos + n)`` will be read soon (a no-op where nothing can be done)."""
+        return None
+
+    def prefetch(self, pos: int, n: int) -> None:
+        """Fetch ``[pos, pos + n)`` now, to serve later reads inside it from memory (a no-op where
+        reads cost no request); raises what the read raises."""
+        return None
+
+    def sequential(self, start: int = 0, end: int | None = None) -> None:
+        """Hint that ``[start, end)`` (``end`` None: to the end of the file) will be read front to
+        back (a no-op where nothing can be done)."""
+        return None
+
+    @abstractmethod
+    def current_size(self) -> int:
+        """The file's size now (-1 when it cannot be told), for error messages."""
+
+    def read_fully_into(self, pos: int, buffer: Any) -> None:
+        """Fill ``buffer`` from ``pos``; raises :class:`FileChangedError` when the file no longer
+        holds those bytes (it shrank, or was replaced, since it was opened)."""
+        got = self.read_into(pos, buffer)
+        if got < len(buffer):
+            raise FileChangedError(
+                f"file shrank/changed while being read: size was {self.size}, "
+                f"now {self.current_size()}",
+                self.path,
+                pos + got,
+            )
+
+    def close(self) -> None:
+        """Release the file."""
+        return None
+
+    def __enter__(self) -> ByteSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["ByteSource"]

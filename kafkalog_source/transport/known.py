@@ -1,0 +1,176 @@
+"""What a listing said about a store's objects, so that nobody asks the store again.
+
+A remote store answers a listing with every object's key, size and modification time, page by
+page. Planning used to ask again, object by object: a ``HEAD`` to open a segment whose size the
+listing had given, and a ``HEAD`` for each ``.index``, ``.timeindex`` or checkpoint file the
+listing had shown not to exist. A :class:`KnownObjects` holds what listings said, and while it
+is active (:meth:`KnownObjects.active`, a context variable that the threads of :mod:`.fanout`
+inherit), opening or looking up a remote object consults it first (:func:`lookup`):
+
+* an object a listing showed: its size and modification time, with no request (an open makes
+  no ``HEAD``; its first ranged ``GET`` tells its size now, see :mod:`.source`);
+* a path below a prefix that was listed whole and not among its objects: it does not exist, and
+  no request asks (:data:`NOT_LISTED`);
+* anything else: unknown, the store is asked as before.
+
+A plan holds one (the listing is the truth about what exists for the length of a plan); a
+range's reader holds one made of the objects its range opens (:attr:`SegmentRange.objects
+<kafkalog_source.planning.splits.SegmentRange>`), sizes only, so that a Spark task makes no
+``HEAD`` either. Nothing here makes a request or knows anything of Kafka.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Listed:
+    """An object as a listing showed it."""
+
+    size: int
+    mtime_ns: int = 0
+
+
+class _NotListed:
+    """The answer for a path below a prefix listed whole that the listing did not show."""
+
+    def __repr__(self) -> str:
+        return "NOT_LISTED"
+
+
+NOT_LISTED = _NotListed()
+
+
+def _parent(uri: str) -> str:
+    return uri.rstrip("/").rpartition("/")[0]
+
+
+class KnownObjects:
+    """Objects listings showed (URI → :class:`Listed`) and the prefixes listed whole."""
+
+    def __init__(self, objects: Iterable[tuple[str, int, int]] = ()) -> None:
+        """Start with ``(uri, size, mtime_ns)`` objects known (no prefix listed whole)."""
+        self._lock = threading.Lock()
+        self._objects: dict[str, Listed] = {}
+        self._roots: set[str] = set()
+        self._children: dict[str, list[str]] = {}  # directory URI -> object URIs in it
+        self.add(objects)
+
+    def add(self, objects: Iterable[tuple[str, int, int]]) -> None:
+        """Learn ``(uri, size, mtime_ns)`` objects."""
+        with self._lock:
+            for uri, size, mtime_ns in objects:
+                if uri not in self._objects:
+                    self._children.setdefault(_parent(uri), []).append(uri)
+                self._objects[uri] = Listed(int(size), int(mtime_ns))
+
+    def add_listing(self, root: str, objects: Iterable[tuple[str, int, int]]) -> None:
+        """A whole listing of the prefix ``root``: its objects, and nothing else below it."""
+        self.add(objects)
+        with self._lock:
+            self._roots.add(root.rstrip("/"))
+
+    def _under_root(self, uri: str) -> bool:
+        u = uri.rstrip("/")
+        while "/" in u:
+            u = u.rpartition("/")[0]
+            if u in self._roots:
+                return True
+            if u.endswith(":/") or u.endswith(":"):
+                return False
+        return False
+
+    def lookup(self, uri: str) -> Listed | _NotListed | None:
+        """What listings said of ``uri``: :class:`Listed`, :data:`NOT_LISTED` (below a prefix
+        listed whole, not shown), or None (nothing known: ask the store)."""
+        with self._lock:
+            found = self._objects.get(uri)
+            if found is not None:
+                return found
+            return NOT_LISTED if self._under_root(uri) else None
+
+    def listed_dir(self, directory: str) -> list[tuple[str, Listed]] | None:
+        """The objects directly in ``directory`` when a whole listing covered it; None when no
+        listing did (ask the store)."""
+        d = directory.rstrip("/")
+        with self._lock:
+            if d not in self._roots and not self._under_root(d + "/x"):
+                return None
+            return [(u, self._objects[u]) for u in self._children.get(d, ())]
+
+    def under(self, root: str) -> list[tuple[str, Listed]] | None:
+        """Every object below ``root`` when a whole listing covered it (a listing of ``root`` or
+        of a prefix above it: asking the store again would tell the same); None otherwise."""
+        r = root.rstrip("/")
+        with self._lock:
+            if r not in self._roots and not self._under_root(r + "/x"):
+                return None
+            head = r + "/"
+            return [(u, m) for u, m in self._objects.items() if u.startswith(head)]
+
+    def sizes(self, uris: Iterable[str]) -> tuple[tuple[str, int], ...]:
+        """``(uri, size)`` of those of ``uris`` a listing showed."""
+        with self._lock:
+            return tuple((u, self._objects[u].size) for u in uris if u in self._objects)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[KnownObjects]:
+        """Within the block (and the threads started with :mod:`.fanout` in it), remote opens and
+        look-ups consult this."""
+        token = _known.set(self)
+        try:
+            yield self
+        finally:
+            _known.reset(token)
+
+
+_known: contextvars.ContextVar[KnownObjects | None] = contextvars.ContextVar(
+    "kafkalog_known_objects", default=None
+)
+
+
+def current_known() -> KnownObjects | None:
+    """The active :class:`KnownObjects`, if any."""
+    return _known.get()
+
+
+def lookup(uri: str) -> Listed | _NotListed | None:
+    """What the active :class:`KnownObjects` says of ``uri`` (None: nothing known)."""
+    known = _known.get()
+    return None if known is None else known.lookup(uri)
+
+
+@contextlib.contextmanager
+def known_objects() -> Iterator[KnownObjects]:
+    """The active :class:`KnownObjects`, or a new one active for the block when there is none
+    (one per plan: what its listings said holds for the length of the plan)."""
+    known = _known.get()
+    if known is not None:
+        yield known
+        return
+    known = KnownObjects()
+    with known.active():
+        yield known
+
+
+def note_listing(root: str, objects: Iterable[tuple[str, int, int]]) -> None:
+    """Tell the active :class:`KnownObjects` (if any) that ``root`` was listed whole."""
+    known = _known.get()
+    if known is not None:
+        known.add_listing(root, objects)
+
+
+__all__ = [
+    "NOT_LISTED",
+    "KnownObjects",
+    "Listed",
+    "current_known",
+    "known_objects",
+    "lookup",
+    "note_listing",
+]

@@ -1,0 +1,432 @@
+"""S3, GCS and Azure objects read with one ``GET`` each: the ``obstore`` client.
+
+pyarrow's Python API cannot open an object without a ``HEAD`` (``open_input_file`` and
+``open_input_stream`` take only a path), and its listing returns only once every page is in.
+obstore (Python bindings of the Rust ``object_store`` crate, the client of Apache Arrow's Rust
+implementation, DataFusion and Delta Lake) gets a byte range of an object by its key alone (the
+answer carries the object's size and modification time now), lists a prefix in streamed pages
+that carry each object's size, and retries throttling, server errors and dropped connections
+with backoff. So a bucket of thousands of small segments costs a listing and one ``GET`` per
+object, with requests in flight from many threads (its calls release the GIL).
+
+:func:`object_client` maps the ``fs.s3.*``, ``fs.gs.*`` and ``fs.abfs.*`` options (pyarrow's
+constructor arguments, which stay the documented names) onto obstore's settings:
+
+==================================  ========================================================
+option                              obstore
+==================================  ========================================================
+``fs.s3.access_key``,               ``access_key_id``, ``secret_access_key``,
+``secret_key``, ``session_token``   ``session_token``
+``fs.s3.anonymous``                 ``skip_signature``
+``fs.s3.region``                    ``region``
+``fs.s3.endpoint_override``,        ``endpoint`` (``scheme://`` prefixed when it has none;
+``fs.s3.scheme``                    ``http`` allowed when it says so)
+``fs.s3.force_virtual_addressing``  ``virtual_hosted_style_request``
+``fs.s3.role_arn``, ``session_      an AssumeRole credential provider (boto3's STS client;
+name``, ``external_id``             without boto3 the read goes through pyarrow)
+``fs.s3.request_timeout``,          client ``timeout``, ``connect_timeout``
+``connect_timeout``
+``fs.s3.proxy_options``             client ``proxy_url``
+``fs.s3.tls_ca_file_path``          client ``root_certificate`` (the file's PEM text)
+``fs.s3.retry_max_attempts``        ``max_retries`` = attempts - 1 (default 3 attempts)
+``fs.gs.anonymous``                 ``skip_signature``
+``fs.gs.access_token``              a credential provider giving the token
+``fs.gs.endpoint_override``,        ``base_url``
+``fs.gs.scheme``
+``fs.gs.retry_time_limit``          ``retry_timeout``
+``fs.abfs.account_name``,           ``account_name``, ``account_key``, ``sas_key``,
+``account_key``, ``sas_token``,     ``client_id``, ``client_secret``, ``tenant_id``
+``client_id``, ``client_secret``,
+``tenant_id``
+``fs.abfs.blob_storage_authority``  ``endpoint`` (``{scheme}://{account}{authority}`` for an
+``blob_storage_scheme``             authority starting with ``.``, else the emulator form
+                                    ``{scheme}://{authority}/{account}``)
+==================================  ========================================================
+
+Options about writing (``background_writes``, ``allow_bucket_creation``, ``default_metadata``,
+...) and the DFS endpoint do not concern reads. An option with no counterpart (``fs.s3.
+load_frequency``, ``fs.gs.target_service_account``, ``fs.s3.role_arn`` without boto3) makes
+:func:`object_client` return None: that store is read through pyarrow's filesystem as before
+(a ``HEAD`` per open). Credentials otherwise come from obstore's own chains: the AWS variables
+(``AWS_ACCESS_KEY_ID``, ..., web identity, container and instance-role credentials), a profile's
+keys in the shared files (read by :func:`~.aws.profile_credentials`; a profile that needs an SSO
+login, a process or a role goes through boto3's session when boto3 is installed, else through
+pyarrow), ``GOOGLE_APPLICATION_CREDENTIALS`` and the metadata server, the ``AZURE_*`` variables
+and managed identities.
+
+Errors come out as the ``OSError`` family that :mod:`.failures` tells apart: a missing object as
+``FileNotFoundError``, refused credentials as ``PermissionError``, the rest as ``OSError``
+carrying the client's message (which names the status, the store's error code and the URL; the
+caller scrubs it of secrets).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from .aws import profile_credentials
+from .known import Listed
+
+log = logging.getLogger("kafkalog")
+
+DEFAULT_ATTEMPTS = 3  # pyarrow's S3 default (AwsStandardS3RetryStrategy)
+_LIST_PAGE = 1000  # objects per listing page (S3's most)
+
+
+class Unsupported(Exception):
+    """An option obstore has no counterpart for: read that store through pyarrow."""
+
+
+class RangeNotSatisfiable(OSError):
+    """A ranged ``GET`` that starts at or past the object's end (HTTP 416): it shrank."""
+
+
+def _seconds(v: Any) -> timedelta:
+    return v if isinstance(v, timedelta) else timedelta(seconds=float(v))
+
+
+def _endpoint(value: str, scheme: str | None) -> str:
+    return value if "://" in value else f"{scheme or 'https'}://{value}"
+
+
+def _proxy_url(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        host = value.get("host")
+        if not host:
+            raise Unsupported("proxy_options")
+        auth = ""
+        if value.get("username"):
+            auth = f"{value['username']}:{value.get('password', '')}@"
+        port = f":{value['port']}" if value.get("port") else ""
+        return f"{value.get('scheme', 'http')}://{auth}{host}{port}"
+    raise Unsupported("proxy_options")
+
+
+def _client_options(kwargs: dict[str, Any], endpoint: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if endpoint is not None and endpoint.lower().startswith("http://"):
+        out["allow_http"] = True
+    if kwargs.get("request_timeout") is not None:
+        out["timeout"] = _seconds(kwargs["request_timeout"])
+    if kwargs.get("connect_timeout") is not None:
+        out["connect_timeout"] = _seconds(kwargs["connect_timeout"])
+    if kwargs.get("proxy_options"):
+        out["proxy_url"] = _proxy_url(kwargs["proxy_options"])
+    if kwargs.get("tls_ca_file_path"):
+        with open(kwargs["tls_ca_file_path"], "rb") as f:
+            out["root_certificate"] = f.read()
+    return out
+
+
+def _retry_config(attempts: int | None, limit: Any = None) -> dict[str, Any]:
+    n = DEFAULT_ATTEMPTS if attempts is None else max(1, int(attempts))
+    out: dict[str, Any] = {
+        "max_retries": n - 1,
+        "backoff": {
+            "init_backoff": timedelta(milliseconds=100),
+            "max_backoff": timedelta(seconds=5),
+            "base": 2,
+        },
+        "retry_timeout": _seconds(limit) if limit is not None else timedelta(seconds=60),
+    }
+    return out
+
+
+_S3_IGNORED = {
+    # about writing, or pyarrow's own behaviour, not reads
+    "background_writes",
+    "allow_delayed_open",
+    "allow_bucket_creation",
+    "allow_bucket_deletion",
+    "check_directory_existence_before_creation",
+    "default_metadata",
+}
+
+
+def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> Any:
+    from obstore.store import S3Store
+
+    known = {
+        "access_key",
+        "secret_key",
+        "session_token",
+        "anonymous",
+        "region",
+        "endpoint_override",
+        "scheme",
+        "force_virtual_addressing",
+        "request_timeout",
+        "connect_timeout",
+        "proxy_options",
+        "tls_ca_file_path",
+        "retry_max_attempts",
+        "role_arn",
+        "session_name",
+        "external_id",
+    }
+    other = set(kwargs) - known - _S3_IGNORED
+    if other:
+        raise Unsupported(", ".join(sorted(other)))
+    config: dict[str, Any] = {}
+    endpoint = kwargs.get("endpoint_override")
+    if endpoint:
+        endpoint = _endpoint(endpoint, kwargs.get("scheme"))
+        # (obstore lets AWS_ENDPOINT_URL_S3 win over "endpoint", not over this name)
+        config["aws_endpoint_url_s3"] = endpoint
+    elif kwargs.get("scheme") == "http":
+        raise Unsupported("scheme")
+    elif os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT"):
+        raise Unsupported("an endpoint in the environment that the AWS chain ignores")
+    if region:
+        config["region"] = region
+    if kwargs.get("force_virtual_addressing"):
+        config["virtual_hosted_style_request"] = True
+    provider = None
+    if kwargs.get("anonymous"):
+        config["skip_signature"] = True
+    elif kwargs.get("role_arn"):
+        provider = _assume_role(kwargs, region)
+    elif kwargs.get("access_key") or kwargs.get("secret_key"):
+        config["access_key_id"] = kwargs.get("access_key", "")
+        config["secret_access_key"] = kwargs.get("secret_key", "")
+        if kwargs.get("session_token"):
+            config["session_token"] = kwargs["session_token"]
+    elif not os.environ.get("AWS_ACCESS_KEY_ID"):
+        keys = profile_credentials()
+        if keys == "session":  # SSO, credential_process, a role: boto3 knows how
+            provider = _boto3_session(region)
+        elif keys is not None:
+            config.update(keys)
+    return S3Store(
+        bucket,
+        config=config,
+        client_options=_client_options(kwargs, endpoint),
+        retry_config=_retry_config(kwargs.get("retry_max_attempts")),
+        credential_provider=provider,
+    )
+
+
+def _boto3_session(region: str | None) -> Any:
+    try:
+        import boto3
+        from obstore.auth.boto3 import Boto3CredentialProvider
+    except ImportError:
+        raise Unsupported("an AWS profile that needs boto3") from None
+    return Boto3CredentialProvider(boto3.Session(region_name=region))
+
+
+def _assume_role(kwargs: dict[str, Any], region: str | None) -> Any:
+    try:
+        import boto3
+        from obstore.auth.boto3 import StsCredentialProvider
+    except ImportError:
+        raise Unsupported("role_arn (needs boto3)") from None
+    base = {}
+    if kwargs.get("access_key"):
+        base = {
+            "aws_access_key_id": kwargs.get("access_key"),
+            "aws_secret_access_key": kwargs.get("secret_key"),
+            "aws_session_token": kwargs.get("session_token"),
+        }
+    request = {
+        "RoleArn": kwargs["role_arn"],
+        "RoleSessionName": kwargs.get("session_name") or "kafkalog",
+    }
+    if kwargs.get("external_id"):
+        request["ExternalId"] = kwargs["external_id"]
+    return StsCredentialProvider(boto3.Session(region_name=region, **base), **request)
+
+
+def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> Any:
+    from obstore.store import GCSStore
+
+    known = {"anonymous", "access_token", "credential_token_expiration", "endpoint_override",
+             "scheme", "retry_time_limit", "project_id", "default_bucket_location",
+             "default_metadata"}  # fmt: skip
+    other = set(kwargs) - known
+    if other:
+        raise Unsupported(", ".join(sorted(other)))
+    config: dict[str, Any] = {}
+    endpoint = kwargs.get("endpoint_override")
+    if endpoint:
+        endpoint = _endpoint(endpoint, kwargs.get("scheme"))
+        config["base_url"] = endpoint
+    provider = None
+    if kwargs.get("anonymous"):
+        config["skip_signature"] = True
+    elif kwargs.get("access_token"):
+        token = kwargs["access_token"]
+
+        def provider() -> dict[str, Any]:
+            return {"token": token, "expires_at": None}
+
+    return GCSStore(
+        bucket,
+        config=config,
+        client_options=_client_options(kwargs, endpoint),
+        retry_config=_retry_config(None, kwargs.get("retry_time_limit")),
+        credential_provider=provider,
+    )
+
+
+def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> Any:
+    from obstore.store import AzureStore
+
+    known = {"account_name", "account_key", "sas_token", "client_id", "client_secret",
+             "tenant_id", "blob_storage_authority", "blob_storage_scheme",
+             "dfs_storage_authority", "dfs_storage_scheme"}  # fmt: skip
+    other = set(kwargs) - known
+    if other:
+        raise Unsupported(", ".join(sorted(other)))
+    account = kwargs.get("account_name") or account
+    config: dict[str, Any] = {"account_name": account}
+    for ours, theirs in (
+        ("account_key", "account_key"),
+        ("client_id", "client_id"),
+        ("client_secret", "client_secret"),
+        ("tenant_id", "tenant_id"),
+    ):
+        if kwargs.get(ours):
+            config[theirs] = kwargs[ours]
+    if kwargs.get("sas_token"):
+        config["sas_key"] = str(kwargs["sas_token"]).lstrip("?")
+    endpoint = None
+    authority = kwargs.get("blob_storage_authority")
+    if authority:
+        scheme = kwargs.get("blob_storage_scheme") or "https"
+        endpoint = (
+            f"{scheme}://{account}{authority}"
+            if authority.startswith(".")
+            else f"{scheme}://{authority}/{account}"
+        )
+        config["endpoint"] = endpoint
+    return AzureStore(
+        container,
+        config=config,
+        client_options=_client_options(kwargs, endpoint),
+        retry_config=_retry_config(None),
+    )
+
+
+@dataclass(frozen=True)
+class Meta:
+    """What an answer said of the object: its size and modification time now."""
+
+    size: int
+    mtime_ns: int
+
+
+def _meta(m: Any) -> Meta:
+    lm = m.get("last_modified")
+    return Meta(int(m["size"]), int(lm.timestamp() * 1e9) if lm is not None else 0)
+
+
+def _translate(exc: BaseException) -> BaseException:
+    """An obstore error as the ``OSError`` family :mod:`.failures` reads."""
+    if isinstance(exc, OSError):
+        return exc
+    from obstore import exceptions as ox
+
+    text = " ".join(re.split(r"\s*Debug source:", str(exc))[0].split())
+    if isinstance(exc, ox.NotFoundError):
+        return FileNotFoundError(text)
+    if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError)):
+        return PermissionError(text)
+    if "status code: 416" in text or "Range Not Satisfiable" in text:
+        return RangeNotSatisfiable(text)
+    if isinstance(exc, ox.BaseError):
+        return OSError(f"{type(exc).__name__}: {text}")
+    return exc
+
+
+class ObjectClient:
+    """One bucket (or container) of S3, GCS or Azure through obstore: keys relative to it."""
+
+    def __init__(self, store: Any, where: str) -> None:
+        """``store`` is the obstore store of the bucket; ``where`` names it in ``repr``."""
+        self._store = store
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"ObjectClient({self.where})"
+
+    def head(self, key: str) -> Meta:
+        """The object's size and modification time (one ``HEAD``)."""
+        import obstore
+
+        try:
+            return _meta(obstore.head(self._store, key))
+        except Exception as exc:  # noqa: BLE001 - translated, raised again
+            raise _translate(exc) from exc
+
+    def get(self, key: str, start: int, end: int | None) -> tuple[memoryview, Meta]:
+        """Bytes ``[start, end)`` (``end`` None: to the object's end; fewer where the object ends
+        first) in one ``GET``, and what the answer said of the object now."""
+        import obstore
+
+        try:
+            if start == 0 and end is None:
+                r = obstore.get(self._store, key)
+            else:
+                rng = {"offset": start} if end is None else (start, end)
+                r = obstore.get(self._store, key, options={"range": rng})
+            data = memoryview(r.bytes())
+            return data, _meta(r.meta)
+        except Exception as exc:  # noqa: BLE001 - translated, raised again
+            raise _translate(exc) from exc
+
+    def list(self, prefix: str) -> Iterator[list[tuple[str, Listed]]]:
+        """The objects below ``prefix`` (a key ending with ``/``, or ``""``), page by page, as
+        the store sends them: ``(key, Listed)``."""
+        import obstore
+
+        try:
+            stream = obstore.list(self._store, prefix=prefix or None, chunk_size=_LIST_PAGE)
+            for page in stream:
+                out = []
+                for m in page:
+                    mm = _meta(m)
+                    out.append((m["path"], Listed(mm.size, mm.mtime_ns)))
+                yield out
+        except Exception as exc:  # noqa: BLE001 - translated, raised again
+            raise _translate(exc) from exc
+
+
+def object_client(
+    store: str, bucket: str, kwargs: dict[str, Any], region: str | None = None, account: str = ""
+) -> ObjectClient | None:
+    """The obstore client of ``bucket`` (a container for ``abfs``, of ``account``) configured
+    by ``kwargs`` (the ``fs.<store>.*`` options, typed); None when obstore is not installed or
+    an option has no counterpart in it (the caller reads through pyarrow then)."""
+    try:
+        import obstore  # noqa: F401
+    except ImportError:
+        return None
+    try:
+        if store == "s3":
+            return ObjectClient(_s3_store(bucket, kwargs, region), f"s3://{bucket}")
+        if store == "gs":
+            return ObjectClient(_gcs_store(bucket, kwargs), f"gs://{bucket}")
+        if store == "abfs":
+            return ObjectClient(_azure_store(bucket, account, kwargs), f"abfs://{bucket}@{account}")
+    except Exception as exc:  # noqa: BLE001 - Unsupported, or settings obstore refuses
+        log.debug("%s://%s: read through pyarrow (obstore: %s)", store, bucket, type(exc).__name__)
+        return None
+    return None
+
+
+__all__ = [
+    "DEFAULT_ATTEMPTS",
+    "Meta",
+    "ObjectClient",
+    "RangeNotSatisfiable",
+    "object_client",
+]
