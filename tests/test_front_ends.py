@@ -548,3 +548,25 @@ def test_store_options_for_no_path_are_named_once() -> None:
     assert "TOPSECRET" not in line
     # convert's OUT in the store: the options are used
     assert unused_store_options(args, ["/local/logs", "s3://lake/kafka"]) == []
+
+
+@pytest.mark.spark
+def test_a_stream_s_losses_reach_the_accounting(spark, spark_reports, tmp_path):
+    """A last segment cut short, its .index naming offsets past the cut, untouched for an hour:
+    a stream with failOnDataLoss=false reports those offsets as a loss, and they reach the
+    ReadStats the command sums up (the summary line of `convert --checkpoint`), as a batch
+    read's do."""
+    import os
+
+    m = _manifest()
+    part = _copy(tmp_path / "cut-indexed", MULTI)
+    log = part / "00000000000000001096.log"
+    batches = m[f"{MULTI}/00000000000000001096.log"]["batches"]
+    log.write_bytes(log.read_bytes()[: batches[-1]["position"] + 20])
+    old = os.stat(log).st_mtime - 3600
+    for f in part.iterdir():
+        os.utime(f, (old, old))
+    case = Case("cut-indexed", str(part), {}, Truth(0))
+    stream = _spark_stream(spark, spark_reports, case, {"failOnDataLoss": "false"}, tmp_path / "ck")
+    batch = arrow(case, {})
+    assert batch.missing and stream.missing == batch.missing, (stream, batch)

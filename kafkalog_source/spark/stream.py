@@ -44,7 +44,7 @@ from ..streaming.source import (
     turn_from_json,
 )
 from .partitions import SplitPartition, read_partition
-from .reports import capture
+from .reports import capture, write_stats
 
 log = logging.getLogger("kafkalog")
 
@@ -84,7 +84,17 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = self.source.latest(
             offsets_from_json(start), _limit(limit), prints_from_json(start), turn_from_json(start)
         )
+        self._report_losses()
         return offsets_to_json(end, self.source.prints(end), self.source.turn)
+
+    def _report_losses(self) -> None:
+        """In a kafkalog command's local Spark, the losses this trigger found (retention, a
+        cut or rewritten segment, with failOnDataLoss=false) go to the command's summary as
+        missing offsets, as a task's do."""
+        losses = self.source.take_losses()
+        if losses is not None and capture():
+            write_stats(losses, repr([(e.path, e.base_offset, e.last_offset, e.reason)
+                                      for e in losses.events]))  # fmt: skip
 
     def reportLatestOffset(self) -> dict | None:
         """Every partition's available end, for the query's progress."""

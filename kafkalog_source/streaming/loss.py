@@ -26,6 +26,7 @@ from ..planning.evidence import last_segment_cut
 from ..planning.logview import Version, version_of
 from ..planning.probe import SegmentProbe
 from ..planning.splits import MissingOffsets
+from ..stats import ReadEvent, ReadStats
 from ..transport.filesystems import is_remote
 from .offsets import Offsets, PartitionKey
 from .snapshot import ArchiveView, PartitionLog
@@ -43,17 +44,37 @@ class LossPolicy:
 
     fail_on_data_loss: bool = True
     lost: int = 0  # offsets lost to retention or replaced by a rewrite (failOnDataLoss=false)
+    # the losses not yet handed on (take()): as the reader's accounting counts them
+    stats: ReadStats = field(default_factory=ReadStats)
 
     def report(self, message: str, key: PartitionKey, lo: int, hi: int | None) -> None:
         """Offsets ``[lo, hi)`` of ``key`` are lost (``hi`` None: how many is not known):
-        DataLossError under failOnDataLoss, else a warning and :attr:`lost` counts them."""
+        DataLossError under failOnDataLoss, else a warning, :attr:`lost` counts them and
+        :attr:`stats` keeps them as missing offsets."""
         if self.fail_on_data_loss:
             raise DataLossError(
                 f"{message}. Set failOnDataLoss=false to log such losses and go on", None, None
             )
         if hi is not None:
             self.lost += hi - lo
+            self.stats.missing_offsets += hi - lo
+            self.stats.missing_ranges += 1
+        self.stats.record(
+            ReadEvent(
+                "missing offsets", message, f"{key[0]}-{key[1]}", None, lo, 0, message,
+                last_offset=hi - 1 if hi is not None else None,
+            ),
+            level=logging.DEBUG,  # logged below
+            capped=False,
+        )  # fmt: skip
         log.warning("%s; going on (failOnDataLoss=false)", message)
+
+    def take(self) -> ReadStats | None:
+        """The losses reported since the last call, as ReadStats (None: none)."""
+        if not self.stats.events:
+            return None
+        out, self.stats = self.stats, ReadStats()
+        return out
 
 
 def check_retention(

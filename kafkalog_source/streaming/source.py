@@ -34,6 +34,7 @@ from ..planning.request import (
     time_lookup_request,
 )
 from ..planning.splits import Split
+from ..stats import ReadStats
 from ..transport.filesystems import using_store
 from .admission import Limit, admit, delay_batch
 from .loss import (
@@ -93,6 +94,11 @@ class StreamSource:
     def lost(self) -> int:
         """Offsets lost to retention or replaced by a rewrite (failOnDataLoss=false)."""
         return self._policy.lost
+
+    def take_losses(self) -> ReadStats | None:
+        """The losses reported since the last call (failOnDataLoss=false), as the reader's
+        accounting counts missing offsets; None when there were none."""
+        return self._policy.take()
 
     @property
     def walked_bytes(self) -> int:
