@@ -1,0 +1,107 @@
+"""What the two table formats share: the result of a commit, where OUT is, what else may be
+there, and the point between writing a run's data files and committing them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..redact import redact_uri
+from ..transport.filesystems import is_remote, local_path, resolve
+from .spec import TargetError
+
+CHUNK_BYTES = 64 << 20  # Arrow data gathered before each group of data files is written
+
+
+@dataclass(frozen=True)
+class Committed:
+    """One commit: the rows and data files it added, and what names it in the table's history
+    (an Iceberg snapshot id, a Delta version)."""
+
+    rows: int
+    files: int
+    commit: str
+    table_rows: int | None = None  # the table's rows after it, when the format says
+
+
+def before_commit(location: str, files: list[str]) -> None:
+    """Called by each format after a run's data files are written and before the commit that
+    adds them (Delta: once the writer has every batch; its files are closed by the commit call).
+    Does nothing: the place a test stops a run to check that an uncommitted run leaves the
+    table as it was."""
+
+
+@dataclass(frozen=True)
+class Out:
+    """OUT: ``shown`` for messages, the pyarrow filesystem and path that reach it, and ``uri``
+    (an absolute local path, or the URI as given)."""
+
+    shown: str
+    fs: Any
+    path: str
+    uri: str
+    remote: bool
+
+    def entries(self) -> list[str]:
+        """The names directly under OUT (none when it does not exist); :class:`TableError` when
+        OUT is a file."""
+        from pyarrow.fs import FileSelector, FileType
+
+        info = self.fs.get_file_info(self.path)
+        if info.type == FileType.NotFound:
+            return []
+        if info.type != FileType.Directory:
+            raise TargetError(f"OUT {self.shown} exists and is not a directory")
+        listing = self.fs.get_file_info(FileSelector(self.path, allow_not_found=True))
+        return sorted(i.base_name for i in listing)
+
+    def has(self, *parts: str) -> bool:
+        """Whether ``OUT/<parts>`` exists."""
+        from pyarrow.fs import FileType
+
+        return self.fs.get_file_info("/".join([self.path, *parts])).type != FileType.NotFound
+
+    def clear(self, keep: tuple[str, ...] = ()) -> None:
+        """Delete what is under OUT but the names in ``keep``."""
+        from pyarrow.fs import FileType
+
+        for name in self.entries():
+            if name in keep:
+                continue
+            p = f"{self.path}/{name}"
+            if self.fs.get_file_info(p).type == FileType.Directory:
+                self.fs.delete_dir(p)
+            else:
+                self.fs.delete_file(p)
+
+
+def out_location(location: str) -> Out:
+    """OUT resolved through the filesystem layer reads use (remote URIs with the command's
+    ``fs.*`` store options)."""
+    if is_remote(location):
+        loc = resolve(location)
+        path = loc.path.rstrip("/") or loc.path
+        return Out(redact_uri(location), loc.fs, path, location.rstrip("/"), True)
+    from pyarrow.fs import LocalFileSystem
+
+    local = os.path.abspath(local_path(location))
+    return Out(location, LocalFileSystem(), local, local, False)
+
+
+def foreign_table(out: Out, fmt: str) -> str | None:
+    """What else than a ``fmt`` table OUT holds (for a one-line refusal), or None when OUT is
+    absent, empty, or holds only what a new ``fmt`` table may find there."""
+    names = out.entries()
+    if not names:
+        return None
+    if "_delta_log" in names and fmt != "delta":
+        return (
+            "a Delta table (it has a _delta_log); convert with --format delta, or into another OUT"
+        )
+    if "metadata" in names and fmt != "iceberg" and out.has("metadata"):
+        return "an Iceberg table (it has metadata/); convert with --format iceberg, or into another OUT"
+    return f"not empty and holds no {fmt.capitalize()} table ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
+
+
+__all__ = ["CHUNK_BYTES", "Committed", "Out", "before_commit", "foreign_table", "out_location"]
