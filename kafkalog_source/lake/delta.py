@@ -1,12 +1,14 @@
 """Delta Lake tables through the ``deltalake`` package (delta-rs): the table's state and schema,
 and one commit per run that writes the data files and adds them.
 
-**Writes.** The record batches stream into ``deltalake.write_deltalake`` (its Rust writer
-partitions, writes Parquet and commits, without holding the data), with the derived partition
-columns (``timestamp_day``, see :mod:`.spec`) computed per batch. A schema change goes in the same
-commit (``schema_mode="merge"``): batches are conformed to the merged schema first
-(:func:`~.schema.conform`), since the writer cannot fill a struct field a newer payload schema
-dropped.
+**Writes.** Record batches, with the derived partition columns (``timestamp_day``, see
+:mod:`.spec`) computed per batch, are gathered into chunks of about :data:`~.sink.CHUNK_BYTES`
+and written by pyarrow as Hive-partitioned Parquet files under OUT (the partition columns in
+the paths, not in the files, as Delta wants), as ``convert --format parquet`` writes; then one
+Delta commit (``deltalake``: ``create_table_with_add_actions``, ``create_write_transaction``)
+adds them with their partition values and statistics. A schema change (columns and struct
+fields added) is committed just before, by an empty append with ``schema_mode="merge"``; the
+batches are conformed to the merged schema (:func:`~.schema.conform`).
 
 **State.** The commit info of each kafkalog commit carries the run's state (:mod:`.state`) as
 custom metadata, and the commit adds one app transaction (``txn``) per topic-partition:
@@ -18,15 +20,22 @@ topic-partition's offset.
 **Concurrency.** delta-rs commits version N+1 only if no other commit took it; when one did, it
 checks the other commit for conflicts and tries the next version. Two kafkalog runs both add the
 app transactions of every topic-partition they hold, which delta-rs reports as a conflict:
-the later commit fails (:class:`~.spec.ConcurrentRunError`) and the run starts over from the
-offsets the other committed. A commit by anything else (an OPTIMIZE, another writer's append)
-does not conflict, and the run's commit lands after it.
+the later commit fails (:class:`~.spec.ConcurrentRunError`), its files are deleted, and the run
+starts over from the offsets the other committed. A commit by anything else (an OPTIMIZE,
+another writer's append) does not conflict, and the run's commit lands after it. The commit
+that creates the table is not retried at all: delta-rs would commit it as a second creation on
+top of a table another run created meanwhile.
 """
 
 from __future__ import annotations
 
+import json
+import time
+import uuid
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 
@@ -34,11 +43,12 @@ from ..redact import scrub
 from ..streaming.source import Offsets
 from . import sink as hooks
 from .schema import relaxed
-from .sink import Committed, foreign_table, out_location
+from .sink import CHUNK_BYTES, Committed, foreign_table, out_location
 from .spec import ConcurrentRunError, PartitionField, TableError, TableTarget, TargetError
 from .state import OFFSETS, TXN_PREFIX, TableState, txn_app_id
 from .stores import delta_storage_options
 
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # a null partition value in a Hive path
 HISTORY_STEP = 50  # commits read per step when looking back for the last kafkalog commit
 
 
@@ -172,34 +182,18 @@ class DeltaSink:
         state: TableState,
         partitioning: tuple[PartitionField, ...],
     ) -> Committed:
-        """Write ``batches`` (conformed to ``schema``) and commit them with ``state`` in one
-        Delta commit, creating the table if there is none. Raises :class:`ConcurrentRunError`
-        when another kafkalog run committed first."""
-        from deltalake import CommitProperties, Transaction, write_deltalake
+        """Write ``batches`` (conformed to ``schema``) as data files and commit them with
+        ``state`` in one Delta commit, creating the table if there is none (a schema change is a
+        commit of its own before it). Raises :class:`ConcurrentRunError` when another kafkalog
+        run committed first; the run's files are then deleted."""
+        from deltalake import CommitProperties, Transaction
 
         derived = [p for p in partitioning if p.transform != "identity"]
         full = pa.schema(
             list(schema)
             + [pa.field(p.derived, _derived_type(p, schema.field(p.column).type)) for p in derived]
         )
-        counted = {"rows": 0}
-        failure: list[BaseException] = []
-
-        def stream() -> Iterator[pa.RecordBatch]:
-            try:
-                for rb in batches:
-                    if not rb.num_rows:
-                        continue
-                    if derived:
-                        cols = [derived_column(p, rb.column(p.column)) for p in derived]
-                        rb = pa.RecordBatch.from_arrays([*rb.columns, *cols], schema=full)
-                    counted["rows"] += rb.num_rows
-                    yield rb
-                hooks.before_commit(self.out.uri, [])
-            except BaseException as e:  # the reader's error, not the writer's
-                failure.append(e)
-                raise
-
+        columns = [p.derived for p in partitioning]
         props = CommitProperties(
             custom_metadata=state.to_properties(),
             app_transactions=[
@@ -207,50 +201,227 @@ class DeltaSink:
                 for (t, p), off in sorted(state.offsets.items())
             ],
         )
-        evolving = self.table is not None and not _same(self.schema(), schema)
+        if self.table is not None and not _same(self.schema(), schema):
+            self._evolve(full)
+        writer = _FileWriter(self.out, full, columns)
         try:
-            write_deltalake(
-                self.table if self.table is not None else self.out.uri,
-                pa.RecordBatchReader.from_batches(full, stream()),
-                mode="append",
-                partition_by=[p.derived for p in partitioning] or None,
-                schema_mode="merge" if evolving else None,
-                storage_options=self.storage or None if self.table is None else None,
-                commit_properties=props,
-            )
+            for rb in batches:
+                if derived:
+                    cols = [derived_column(p, rb.column(p.column)) for p in derived]
+                    rb = pa.RecordBatch.from_arrays([*rb.columns, *cols], schema=full)
+                writer.add(rb)
+            writer.flush()
+            hooks.before_commit(self.out.uri, [a.path for a in writer.actions])
+            self._commit(writer.actions, full, columns, props)
+        except ConcurrentRunError:
+            writer.delete()
+            raise
+        except BaseException:
+            writer.delete()
+            raise
+        return Committed(writer.rows, len(writer.actions), str(self.table.version()), None)
+
+    def _evolve(self, full: pa.Schema) -> None:
+        """Commit the merged schema (an empty append with schema merge): columns and struct
+        fields added. A commit of its own, before the data's: a run killed between the two
+        leaves the new columns without rows, never rows without their offsets."""
+        from deltalake import DeltaTable, write_deltalake
+
+        try:
+            write_deltalake(self.table, full.empty_table(), mode="append", schema_mode="merge")
         except Exception as e:
-            if failure:
-                raise failure[0] from None
+            raise TableError(
+                f"cannot change the schema of the Delta table at OUT {self.shown}: "
+                f"{self._message(e)}"
+            ) from None
+        self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
+
+    def _commit(self, actions: list[Any], full: pa.Schema, columns: list[str], props: Any) -> None:
+        from deltalake import CommitProperties, DeltaTable
+        from deltalake.schema import Schema
+        from deltalake.transaction import create_table_with_add_actions
+
+        try:
+            if self.table is None:
+                # no retry: delta-rs would commit a second table creation as the next version
+                # of a table another run created meanwhile, its files beside the other's
+                props = CommitProperties(
+                    custom_metadata=props.custom_metadata,
+                    app_transactions=props.app_transactions,
+                    max_commit_retries=0,
+                )
+                create_table_with_add_actions(
+                    self.out.uri,
+                    Schema.from_arrow(full),
+                    actions,
+                    mode="error",
+                    partition_by=columns,
+                    name=None,
+                    description=None,
+                    configuration=None,
+                    storage_options=self.storage or None,
+                    commit_properties=props,
+                    post_commithook_properties=None,
+                )
+            else:
+                self.table.create_write_transaction(
+                    actions, mode="append", schema=full, partition_by=columns,
+                    commit_properties=props,
+                )  # fmt: skip
+        except Exception as e:
             if _conflict(e):
                 raise ConcurrentRunError(
                     f"another run committed to the Delta table at {self.shown} while this one "
                     f"wrote ({self._message(e)})"
                 ) from None
             raise TableError(
-                f"cannot write the Delta table at OUT {self.shown}: {self._message(e)}"
+                f"cannot commit to the Delta table at OUT {self.shown}: {self._message(e)}"
             ) from None
-        from deltalake import DeltaTable
+        self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
 
-        dt = DeltaTable(self.out.uri, storage_options=self.storage or None)
-        info = dt.history(1)[0]
-        metrics = info.get("operationMetrics") or {}
-        return Committed(
-            counted["rows"],
-            int(metrics.get("num_added_files", 0)),
-            str(dt.version()),
-            None,
+
+class _FileWriter:
+    """A run's Parquet data files under OUT, Hive-partitioned by the partition columns (which
+    the files do not hold, as Delta wants), written with pyarrow in chunks of about
+    :data:`~.sink.CHUNK_BYTES`; the Delta add action of each (path, partition values, size,
+    statistics)."""
+
+    def __init__(self, out: Any, schema: pa.Schema, columns: list[str]) -> None:
+        self.out = out
+        self.schema = schema
+        self.columns = columns
+        self.uuid = str(uuid.uuid4())
+        self.pending: list[pa.RecordBatch] = []
+        self.size = 0
+        self.chunks = 0
+        self.rows = 0
+        self.actions: list[Any] = []
+        self.paths: list[str] = []
+
+    def add(self, rb: pa.RecordBatch) -> None:
+        """Take one batch; write when a chunk is full."""
+        if not rb.num_rows:
+            return
+        self.pending.append(rb)
+        self.size += rb.nbytes
+        self.rows += rb.num_rows
+        if self.size >= CHUNK_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is pending."""
+        import pyarrow.dataset as ds
+        from deltalake.transaction import AddAction
+
+        if not self.pending:
+            return
+        table = pa.Table.from_batches(self.pending, schema=self.schema)
+        self.pending, self.size = [], 0
+        data = pa.schema([f for f in self.schema if f.name not in self.columns])
+        written: list[Any] = []
+        ds.write_dataset(
+            table,
+            self.out.path,
+            filesystem=self.out.fs,
+            format="parquet",
+            partitioning=ds.partitioning(
+                pa.schema([self.schema.field(c) for c in self.columns]), flavor="hive"
+            )
+            if self.columns
+            else None,
+            basename_template=f"part-{self.chunks:05d}-{self.uuid}-c{{i}}.parquet",
+            existing_data_behavior="overwrite_or_ignore",
+            max_partitions=1 << 20,
+            max_rows_per_group=1 << 20,
+            file_visitor=written.append,
         )
+        self.chunks += 1
+        now = int(time.time() * 1000)
+        for f in written:
+            # relative to the table, as on disk (delta-rs percent-encodes it for the log)
+            rel = f.path[len(self.out.path) :].lstrip("/")
+            self.paths.append(f.path)
+            values = self._partition_values(rel)
+            self.actions.append(AddAction(rel, f.size, values, now, True, _stats(f.metadata, data)))
+
+    def _partition_values(self, rel: str) -> dict[str, str | None]:
+        """The Delta partition values of a file at ``rel`` (Hive directories, URI-encoded)."""
+        out: dict[str, str | None] = {}
+        for part in rel.split("/")[:-1]:
+            name, _, text = part.partition("=")
+            value = unquote(text)
+            if value == NULL_PARTITION:
+                out[name] = None
+            elif pa.types.is_timestamp(self.schema.field(name).type):
+                t = datetime.fromisoformat(value).astimezone(timezone.utc)
+                out[name] = t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            else:
+                out[name] = value
+        return out
+
+    def delete(self) -> None:
+        """Delete the files written (best effort: an unreferenced file is no part of the
+        table)."""
+        for path in self.paths:
+            try:
+                self.out.fs.delete_file(path)
+            except OSError:
+                pass
+
+
+def _stats(md: Any, schema: pa.Schema) -> str:
+    """Delta file statistics from a Parquet footer: the row count, and nulls, minimum and maximum
+    of each top-level column of a plain type (nested columns have none)."""
+    nulls: dict[str, int] = {}
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    plain = {
+        f.name
+        for f in schema
+        if not (
+            pa.types.is_nested(f.type) or pa.types.is_binary(f.type) or pa.types.is_decimal(f.type)
+        )
+    }
+    unknown: set[str] = set()
+    for g in range(md.num_row_groups):
+        group = md.row_group(g)
+        for c in range(group.num_columns):
+            col = group.column(c)
+            name = col.path_in_schema
+            if name not in plain:
+                continue
+            st = col.statistics
+            if st is None or not st.has_null_count:
+                unknown.add(name)
+                continue
+            nulls[name] = nulls.get(name, 0) + st.null_count
+            if st.has_min_max:
+                lo, hi = _json_value(st.min), _json_value(st.max)
+                mins[name] = lo if name not in mins else min(mins[name], lo)
+                maxs[name] = hi if name not in maxs else max(maxs[name], hi)
+    for name in unknown:
+        nulls.pop(name, None)
+        mins.pop(name, None)
+        maxs.pop(name, None)
+    return json.dumps(
+        {"numRecords": md.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    )
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, datetime):
+        return v.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return v
 
 
 def _conflict(e: BaseException) -> bool:
-    """Whether a write failed because another commit took its version (a concurrent run)."""
+    """Whether a commit failed because another commit took its version (a concurrent run), or
+    created the table first."""
     name = type(e).__name__
     text = str(e).lower()
-    return (
-        name == "CommitFailedError"
-        or "concurrent" in text
-        or ("version" in text and "already exists" in text)
-    )
+    return name == "CommitFailedError" or "concurrent" in text or "already exists" in text
 
 
 def _same(a: pa.Schema | None, b: pa.Schema) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pyarrow as pa
 
@@ -195,8 +195,8 @@ def delta_files(target: TableTarget) -> TableFiles:
         values = {c: _partition_text(a.get(f"partition.{c}")) for c in parts}
         key = tuple(values[c] for c in parts)
         values_of[key] = values
-        path = a["path"]
-        full = path if "://" in path else f"{out.uri}/{path}"
+        path = a["path"]  # a URI reference: percent-encoded (the Delta protocol's add.path)
+        full = path if "://" in path else f"{out.uri}/{unquote(path)}"
         groups.setdefault(key, []).append(full if out.remote else _local(full))
     tf = TableFiles("delta", sink.shown, schema, partition_columns=parts, remote=out.remote)
     tf.groups = [(values_of[k], files) for k, files in groups.items()]

@@ -182,13 +182,11 @@ class IcebergSink:
         return True
 
     def _check_empty(self) -> None:
-        what = foreign_table(self.out, "iceberg")
+        own = () if self.target.properties or self.target.catalog else (EMBEDDED_CATALOG,)
+        what = foreign_table(self.out, "iceberg", own)
         if what is None:
             return
-        names = set(self.out.entries()) - {EMBEDDED_CATALOG}
-        if not names:
-            return
-        if "metadata" in names and not self.target.properties:
+        if self.out.has("metadata") and "Delta" not in what:
             what = (
                 f"an Iceberg table that {self._catalog_shown()} does not hold as "
                 f"{self.identifier}; name it with --table or its catalog with --catalog"

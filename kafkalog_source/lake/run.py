@@ -219,7 +219,7 @@ def _attempt(
         raise TargetError(
             f"{e} (a table keeps its offsets per topic-partition, as a stream)"
         ) from None
-    check_topics(state, {t for t, _ in logs}, where, redact_uri(str(path)))
+    check_topics(state, {t for t, _ in logs}, where, _shown(path))
     source.prepare_available_now()
     start = dict(state.offsets) if state.offsets else source.initial()
     end = source.latest(start, Limit(), state.prints)
@@ -251,7 +251,7 @@ def _attempt(
         prints={**state.prints, **source.prints(end)},
         read=read_identity(opts),
         schemas={**state.schemas, **origins},
-        archive=redact_uri(path if isinstance(path, str) else ", ".join(map(str, path))),
+        archive=_shown(path),
     )
     batches = _batches(prepared, stats, set(new), schema, progress)
     committed = sink.append(schema, batches, new_state, partitioning)
@@ -264,6 +264,13 @@ def _attempt(
         schema_changed=table_schema is not None and not table_schema.equals(schema),
         attempts=attempt,
     )
+
+
+def _shown(path: Any) -> str:
+    """The path (or paths) read, as messages show it."""
+    if isinstance(path, (list, tuple)):
+        return ", ".join(redact_uri(str(p)) for p in path)
+    return redact_uri(str(path))
 
 
 def _origins(prepared: Any) -> dict[str, dict[str, Any]]:

@@ -4,6 +4,7 @@ there, and the point between writing a run's data files and committing them."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,19 +90,68 @@ def out_location(location: str) -> Out:
     return Out(location, LocalFileSystem(), local, local, False)
 
 
-def foreign_table(out: Out, fmt: str) -> str | None:
+# the data files a run writes before its commit, as each format's writer names them: what a
+# run killed before its first commit leaves in OUT, which the next run may write over
+_LEFTOVER = {
+    "iceberg": re.compile(r"^\d{5}-\d+-[0-9a-f-]{36}\.parquet$|^.*\.avro$"),
+    "delta": re.compile(r"^part-\d{5}-[0-9a-f-]{36}-c\d+(\.\w+)?\.parquet$"),
+}
+
+
+def foreign_table(out: Out, fmt: str, own: tuple[str, ...] = ()) -> str | None:
     """What else than a ``fmt`` table OUT holds (for a one-line refusal), or None when OUT is
-    absent, empty, or holds only what a new ``fmt`` table may find there."""
-    names = out.entries()
+    absent, empty, or holds only what a new ``fmt`` table may find there: ``own`` names (the
+    embedded catalog), and the data and manifest files of a run killed before it committed the
+    table's first version (named as the format's writer names them; Iceberg: no table metadata
+    file beside them unless ``own`` is there, since the commit writes one before the catalog
+    records it)."""
+    names = [n for n in out.entries() if n not in own]
     if not names:
         return None
     if "_delta_log" in names and fmt != "delta":
         return (
             "a Delta table (it has a _delta_log); convert with --format delta, or into another OUT"
         )
-    if "metadata" in names and fmt != "iceberg" and out.has("metadata"):
-        return "an Iceberg table (it has metadata/); convert with --format iceberg, or into another OUT"
-    return f"not empty and holds no {fmt.capitalize()} table ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
+    if "metadata" in names and fmt != "iceberg":
+        return (
+            "an Iceberg table (it has metadata/); convert with --format iceberg, or into another "
+            "OUT"
+        )
+    if _leftovers(out, fmt, bool(own) and any(out.has(n) for n in own)):
+        return None
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return f"not empty and holds no {fmt.capitalize()} table ({shown})"
+
+
+def _leftovers(out: Out, fmt: str, catalog_here: bool) -> bool:
+    """Whether everything under OUT is what a run of ``fmt`` writes before its first commit."""
+    from pyarrow.fs import FileSelector, FileType
+
+    pattern = _LEFTOVER[fmt]
+    found = out.fs.get_file_info(FileSelector(out.path, recursive=True, allow_not_found=True))
+    for info in found:
+        rel = info.path[len(out.path) :].lstrip("/")
+        if fmt == "iceberg" and rel.split("/")[0] == "catalog.db":
+            continue
+        if info.type == FileType.Directory:
+            if fmt == "iceberg" and rel.split("/")[0] in ("data", "metadata"):
+                continue
+            if fmt == "delta" and all("=" in part for part in rel.split("/")):
+                continue
+            return False
+        if (
+            fmt == "iceberg"
+            and rel.startswith("metadata/")
+            and info.base_name.endswith(".metadata.json")
+        ):
+            if catalog_here:
+                continue  # written by a commit the embedded catalog never recorded
+            return False
+        if not pattern.match(info.base_name):
+            return False
+        if fmt == "iceberg" and not rel.startswith(("data/", "metadata/")):
+            return False
+    return True
 
 
 __all__ = ["CHUNK_BYTES", "Committed", "Out", "before_commit", "foreign_table", "out_location"]
