@@ -43,13 +43,13 @@ from ..redact import scrub
 from ..streaming.source import Offsets
 from . import sink as hooks
 from .schema import relaxed
-from .sink import CHUNK_BYTES, Committed, foreign_table, out_location
+from .sink import Committed, chunks, foreign_table, out_location, parquet_encodings, write_behind
 from .spec import ConcurrentRunError, PartitionField, TableError, TableTarget, TargetError
 from .state import OFFSETS, TXN_PREFIX, TableState, txn_app_id
 from .stores import delta_storage_options
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # a null partition value in a Hive path
-HISTORY_STEP = 50  # commits read per step when looking back for the last kafkalog commit
+HISTORY_STEP = 8  # how much further each look back for the last kafkalog commit reaches
 
 
 def derived_column(p: PartitionField, source: pa.Array) -> pa.Array:
@@ -59,12 +59,28 @@ def derived_column(p: PartitionField, source: pa.Array) -> pa.Array:
     import pyarrow.compute as pc
 
     if p.transform == "day":
-        return pc.cast(pc.floor_temporal(source, unit="day"), pa.date32())
+        return utc_days(source)
     if p.transform == "month":
         return pc.cast(pc.floor_temporal(source, unit="month"), pa.date32())
     if p.transform == "year":
         return pc.cast(pc.year(source), pa.int32())
     return pc.floor_temporal(source, unit="hour")
+
+
+def utc_days(source: pa.Array) -> pa.Array:
+    """The UTC date of each timestamp (microseconds): a floor division of the values, several
+    times faster than Arrow's time-zone-aware cast, which gives the same dates."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if source.offset or source.type.unit != "us":
+        return pc.cast(source, pa.date32())
+    validity, data = source.buffers()[:2]
+    values = np.frombuffer(data, dtype=np.int64, count=len(source))
+    days = np.floor_divide(values, 86_400_000_000).astype(np.int32)
+    return pa.Array.from_buffers(
+        pa.date32(), len(source), [validity, pa.py_buffer(days)], null_count=source.null_count
+    )
 
 
 def _derived_type(p: PartitionField, source: pa.DataType) -> pa.DataType:
@@ -119,7 +135,7 @@ class DeltaSink:
     def _state(self) -> TableState:
         dt = self.table
         version = dt.version()
-        limit = HISTORY_STEP
+        limit = 1  # the last commit, usually the last run's
         while True:
             history = dt.history(limit)
             for info in history:
@@ -128,7 +144,7 @@ class DeltaSink:
                     return self._checked(state)
             if len(history) < limit or limit > version + 1:
                 break
-            limit *= 4
+            limit *= HISTORY_STEP
         if not dt.get_add_actions(flatten=True).num_rows and version == 0:
             return TableState()
         raise TargetError(
@@ -204,13 +220,17 @@ class DeltaSink:
         if self.table is not None and not _same(self.schema(), schema):
             self._evolve(full)
         writer = _FileWriter(self.out, full, columns)
-        try:
+
+        def with_derived() -> Iterator[pa.RecordBatch]:
             for rb in batches:
-                if derived:
+                if derived and rb.num_rows:
                     cols = [derived_column(p, rb.column(p.column)) for p in derived]
                     rb = pa.RecordBatch.from_arrays([*rb.columns, *cols], schema=full)
-                writer.add(rb)
-            writer.flush()
+                yield rb
+
+        try:
+            for _ in write_behind(chunks(with_derived()), writer.write):
+                pass
             hooks.before_commit(self.out.uri, [a.path for a in writer.actions])
             self._commit(writer.actions, full, columns, props)
         except ConcurrentRunError:
@@ -291,32 +311,18 @@ class _FileWriter:
         self.schema = schema
         self.columns = columns
         self.uuid = str(uuid.uuid4())
-        self.pending: list[pa.RecordBatch] = []
-        self.size = 0
         self.chunks = 0
         self.rows = 0
         self.actions: list[Any] = []
         self.paths: list[str] = []
 
-    def add(self, rb: pa.RecordBatch) -> None:
-        """Take one batch; write when a chunk is full."""
-        if not rb.num_rows:
-            return
-        self.pending.append(rb)
-        self.size += rb.nbytes
-        self.rows += rb.num_rows
-        if self.size >= CHUNK_BYTES:
-            self.flush()
-
-    def flush(self) -> None:
-        """Write what is pending."""
+    def write(self, batches: list[pa.RecordBatch]) -> None:
+        """Write a chunk (its files: one per partition in it)."""
         import pyarrow.dataset as ds
         from deltalake.transaction import AddAction
 
-        if not self.pending:
-            return
-        table = pa.Table.from_batches(self.pending, schema=self.schema)
-        self.pending, self.size = [], 0
+        table = pa.Table.from_batches(batches, schema=self.schema)
+        self.rows += table.num_rows
         data = pa.schema([f for f in self.schema if f.name not in self.columns])
         written: list[Any] = []
         ds.write_dataset(
@@ -329,7 +335,10 @@ class _FileWriter:
             )
             if self.columns
             else None,
-            basename_template=f"part-{self.chunks:05d}-{self.uuid}-c{{i}}.parquet",
+            basename_template=f"part-{self.chunks:05d}-{self.uuid}-c{{i}}.zstd.parquet",
+            file_options=ds.ParquetFileFormat().make_write_options(
+                compression="zstd", compression_level=1, **parquet_encodings(data)
+            ),
             existing_data_behavior="overwrite_or_ignore",
             max_partitions=1 << 20,
             max_rows_per_group=1 << 20,

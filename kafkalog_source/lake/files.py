@@ -129,9 +129,10 @@ def _duckdb_type(t: pa.DataType) -> str:
 
 def _read_parquet(files: list[str], hive: bool = False, hive_types: str = "") -> str:
     listed = ", ".join(_literal(f) for f in files)
-    extra = ""
     if hive:
         extra = f", hive_partitioning = true, hive_types = {{{hive_types}}}"
+    else:  # DuckDB would take k=v directories for columns (Iceberg's data/topic=.../ too)
+        extra = ", hive_partitioning = false"
     return f"read_parquet([{listed}], union_by_name = true{extra})"
 
 

@@ -38,7 +38,15 @@ import pyarrow as pa
 from ..redact import redact_uri, scrub
 from . import sink as hooks
 from .schema import relaxed
-from .sink import CHUNK_BYTES, Committed, Out, foreign_table, out_location
+from .sink import (
+    Committed,
+    Out,
+    chunks,
+    foreign_table,
+    out_location,
+    parquet_encodings,
+    write_behind,
+)
 from .spec import (
     DEFAULT_NAMESPACE,
     EMBEDDED_CATALOG,
@@ -51,6 +59,10 @@ from .spec import (
 from .state import OFFSETS, TableState
 
 CATALOG_NAME = "kafkalog"
+_CODEC = "write.parquet.compression-codec"
+_LEVEL = "write.parquet.compression-level"
+_ROW_GROUP = "write.parquet.row-group-limit"
+_ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
 # property names whose values are shown in messages (others may hold credentials)
 _SHOWN_PROPERTIES = ("type", "uri", "warehouse", "name")
 
@@ -258,12 +270,13 @@ class IcebergSink:
 
         tx, io = self._transaction(schema, partitioning)
         props = state.to_properties()
+        writer = _ChunkWriter(tx.table_metadata, io)
         written: list[Any] = []
         try:
             rows = 0
-            for files, n in self._write(tx, io, batches):
+            for files in write_behind(chunks(batches), writer.write):
                 written += files
-                rows += n
+            rows = writer.rows
             hooks.before_commit(self.out.uri, [f.file_path for f in written])
             append = _offsets_append_class()(
                 operation=Operation.APPEND, transaction=tx, io=io, snapshot_properties=props
@@ -274,13 +287,13 @@ class IcebergSink:
             tx.set_properties(props)
             table = tx.commit_transaction()
         except (CommitFailedException, TableAlreadyExistsError, ValidationException) as e:
-            _delete(io, written)
+            _delete(io, writer.paths)
             raise ConcurrentRunError(
                 f"another run committed to {self.identifier} while this one wrote; this run's "
                 f"files were removed ({self._message(e)})"
             ) from None
         except BaseException:
-            _delete(io, written)
+            _delete(io, writer.paths)
             raise
         snap = table.current_snapshot()
         total = snap.summary["total-records"] if snap is not None else None
@@ -315,32 +328,16 @@ class IcebergSink:
         io = load_file_io({**catalog.properties}, self.out.uri)
         return tx, io
 
-    def _write(
-        self, tx: Any, io: Any, batches: Iterator[pa.RecordBatch]
-    ) -> Iterator[tuple[list[Any], int]]:
-        """Data files per chunk of about CHUNK_BYTES, one per partition in the chunk."""
-        pending: list[pa.RecordBatch] = []
-        size = 0
-        writer = _ChunkWriter(tx.table_metadata, io)
-        for rb in batches:
-            if not rb.num_rows:
-                continue
-            pending.append(rb)
-            size += rb.nbytes
-            if size >= CHUNK_BYTES:
-                yield writer.write(pending), sum(b.num_rows for b in pending)
-                pending, size = [], 0
-        if pending:
-            yield writer.write(pending), sum(b.num_rows for b in pending)
-
 
 class _ChunkWriter:
     """Data files of a chunk of record batches, one per partition key.
 
-    The Parquet files are written here, with the Iceberg field ids in the Arrow schema, by
-    PyIceberg's Parquet writer (its table properties, its column statistics), but not through
-    its write path's conversion of each batch, which turns a null list of structs (a v0/v1
-    record's ``headers``) into an empty one (apache/iceberg-python#3833, open in 0.12)."""
+    The Parquet files are written here as PyIceberg's Parquet writer writes them (the Iceberg
+    field ids in the Arrow schema, the table's writer properties, PyIceberg's column
+    statistics), with offsets and timestamps delta-encoded (:func:`~.sink.parquet_encodings`),
+    and not through PyIceberg's write path, whose conversion of each batch turns a null list of
+    structs (a v0/v1 record's ``headers``) into an empty one (apache/iceberg-python#3833, open
+    in 0.12)."""
 
     def __init__(self, metadata: Any, io: Any) -> None:
         from pyiceberg.schema import sanitize_column_names
@@ -355,6 +352,15 @@ class _ChunkWriter:
         self.file_schema = sanitize_column_names(self.schema)
         self.locations = load_location_provider(metadata.location, metadata.properties)
         self.arrow_schema: pa.Schema | None = None
+        self.paths: list[str] = []  # every file begun, for a failed run to delete
+        self.rows = 0
+        self.encodings: dict[str, Any] = {}
+        # PyIceberg's codec (zstd unless the table says), at level 1 unless the table says:
+        # as fast to write as snappy here, and the files a third of snappy's size
+        self.properties = dict(metadata.properties)
+        if self.properties.get(_CODEC, "zstd") == "zstd":
+            self.properties.setdefault(_LEVEL, "1")
+        self.row_group_rows = int(self.properties.get(_ROW_GROUP, _ROW_GROUP_DEFAULT))
         self.fields = [
             (f, self.schema.find_column_name(f.source_id), self.schema.find_field(f.source_id))
             for f in self.spec.fields
@@ -419,7 +425,13 @@ class _ChunkWriter:
         return pa.schema([field(f, self.schema.find_field(f.name)) for f in schema])
 
     def _write_one(self, key: tuple[Any, ...], parts: list[pa.RecordBatch], task: int) -> Any:
-        from pyiceberg.io.pyarrow import ParquetFormatWriter
+        import pyarrow.parquet as pq
+        from pyiceberg.io.pyarrow import (
+            _get_parquet_writer_kwargs,
+            compute_statistics_plan,
+            data_file_statistics_from_parquet_metadata,
+            parquet_path_to_id_mapping,
+        )
         from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
         from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
         from pyiceberg.typedef import Record
@@ -433,10 +445,25 @@ class _ChunkWriter:
         assert self.arrow_schema is not None
         table = pa.Table.from_batches(parts).cast(self.arrow_schema)
         path = self.locations.new_data_location(f"00000-{task}-{self.uuid}.parquet", pkey)
+        self.paths.append(path)
         out = self.io.new_output(path)
-        writer = ParquetFormatWriter(out, self.file_schema, self.metadata.properties)
-        writer.write(table)
-        stats = writer.close()
+        # as PyIceberg's ParquetFormatWriter writes, with the table's properties, plus the
+        # encodings of parquet_encodings
+        with out.create(overwrite=True) as stream:
+            writer = pq.ParquetWriter(
+                stream,
+                schema=table.schema,
+                store_decimal_as_integer=True,
+                **_get_parquet_writer_kwargs(self.properties),
+                **self.encodings,
+            )
+            with writer:
+                writer.write(table, row_group_size=self.row_group_rows)
+        stats = data_file_statistics_from_parquet_metadata(
+            parquet_metadata=writer.writer.metadata,
+            stats_columns=compute_statistics_plan(self.file_schema, self.properties),
+            parquet_column_mapping=parquet_path_to_id_mapping(self.file_schema),
+        )
         return DataFile.from_args(
             content=DataFileContent.DATA,
             file_path=path,
@@ -456,6 +483,8 @@ class _ChunkWriter:
 
         if self.arrow_schema is None:
             self.arrow_schema = self._with_ids(batches[0].schema)
+            self.encodings = parquet_encodings(self.arrow_schema)
+        self.rows += sum(b.num_rows for b in batches)
         groups: dict[tuple[Any, ...], list[pa.RecordBatch]] = {}
         for rb in batches:
             for key, part in self._keys(rb):
@@ -557,10 +586,10 @@ def _same_schema(a: pa.Schema | None, b: pa.Schema) -> bool:
     return a is not None and a.equals(b, check_metadata=False)
 
 
-def _delete(io: Any, files: list[Any]) -> None:
-    for f in files:
+def _delete(io: Any, paths: list[str]) -> None:
+    for path in paths:
         try:
-            io.delete(f.file_path)
+            io.delete(path)
         except Exception:  # best effort: an unreferenced file is not part of the table
             pass
 
