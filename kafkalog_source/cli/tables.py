@@ -177,8 +177,19 @@ def query(args: argparse.Namespace, fmt: str) -> Any:
             "--engine spark reads a table through the cluster's Iceberg or Delta connector, not "
             "through kafkalog; query it with the default engine (DuckDB)"
         )
-    if args.option:
-        raise CommandError("reader options (-o) do not apply to a table: it is read as written")
+    from .main import STORE_OPTIONS
+
+    reader = [
+        item
+        for item in args.option
+        if not item.lower().startswith("fs.")
+        and item.split("=", 1)[0].strip().lower() not in STORE_OPTIONS
+    ]
+    if reader:
+        raise CommandError(
+            "reader options (-o) do not apply to a table, which is read as written (only a "
+            "store's -o fs.* options do)"
+        )
     import_lake(fmt)
     try:
         files = table_files(table_target(args, fmt, args.paths[0]))
