@@ -433,3 +433,15 @@ def test_partitioning_is_chosen_when_a_table_is_created(tmp_path: Path) -> None:
             {},
         )
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_mode_error_refuses_a_table_and_overwrite_replaces_it(fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    src = SAMPLES / "orders-0"
+    convert(src, out, fmt)
+    with pytest.raises(TargetError, match="is already a table"):
+        convert_table(src, TableTarget(fmt, str(out), mode="error"), {})
+    run = convert_table(src, TableTarget(fmt, str(out), mode="overwrite"), {})
+    assert run.created and run.rows == 30
+    assert offsets_of(out, fmt) == [("orders", 0, i) for i in range(30)]

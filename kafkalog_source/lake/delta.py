@@ -232,13 +232,15 @@ class DeltaSink:
             for _ in write_behind(chunks(with_derived()), writer.write):
                 pass
             hooks.before_commit(self.out.uri, [a.path for a in writer.actions])
-            self._commit(writer.actions, full, columns, props)
-        except ConcurrentRunError:
-            writer.delete()
-            raise
         except BaseException:
+            writer.delete()  # no commit began: the files are no part of the table
+            raise
+        try:
+            self._commit(writer.actions, full, columns, props)
+        except ConcurrentRunError:  # delta-rs says the commit did not land
             writer.delete()
             raise
+        # any other failure may be a commit that landed with its answer lost: the files stay
         return Committed(writer.rows, len(writer.actions), str(self.table.version()), None)
 
     def _evolve(self, full: pa.Schema) -> None:

@@ -29,6 +29,7 @@ import functools
 import itertools
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -65,6 +66,22 @@ _ROW_GROUP = "write.parquet.row-group-limit"
 _ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
 # property names whose values are shown in messages (others may hold credentials)
 _SHOWN_PROPERTIES = ("type", "uri", "warehouse", "name")
+
+
+def _sqlite_catalog(path: str, props: dict[str, str]) -> Any:
+    """PyIceberg's SQL catalog on the SQLite file ``path``. A run that creates the file while
+    another does too can see the other's half-made tables (``CREATE TABLE`` fails: already
+    there) or find the file locked: it opens the catalog again."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    for attempt in range(3):
+        try:
+            return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{path}", **props)
+        except Exception as e:
+            if attempt == 2 or not ("already exists" in str(e) or "locked" in str(e)):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def default_identifier(out: Out) -> str:
@@ -141,9 +158,7 @@ class IcebergSink:
                 if not create:
                     return None
                 os.makedirs(parent, exist_ok=True)
-            from pyiceberg.catalog.sql import SqlCatalog
-
-            return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{path}", **props)
+            return _sqlite_catalog(path, props)
         except TableError:
             raise
         except Exception as e:  # connection refused, bad credentials, unknown catalog type, ...
@@ -272,11 +287,10 @@ class IcebergSink:
         props = state.to_properties()
         writer = _ChunkWriter(tx.table_metadata, io)
         written: list[Any] = []
+        committing = False
         try:
-            rows = 0
             for files in write_behind(chunks(batches), writer.write):
                 written += files
-            rows = writer.rows
             hooks.before_commit(self.out.uri, [f.file_path for f in written])
             append = _offsets_append_class()(
                 operation=Operation.APPEND, transaction=tx, io=io, snapshot_properties=props
@@ -285,6 +299,7 @@ class IcebergSink:
                 append.append_data_file(f)
             append.commit()
             tx.set_properties(props)
+            committing = True
             table = tx.commit_transaction()
         except (CommitFailedException, TableAlreadyExistsError, ValidationException) as e:
             _delete(io, writer.paths)
@@ -293,12 +308,15 @@ class IcebergSink:
                 f"files were removed ({self._message(e)})"
             ) from None
         except BaseException:
-            _delete(io, writer.paths)
+            # a commit whose outcome is not known (a lost response) may have landed: its files
+            # stay (PyIceberg's rule too); before the commit, they are no part of the table
+            if not committing:
+                _delete(io, writer.paths)
             raise
         snap = table.current_snapshot()
         total = snap.summary["total-records"] if snap is not None else None
         return Committed(
-            rows, len(written), str(snap.snapshot_id if snap else ""), _int_or_none(total)
+            writer.rows, len(written), str(snap.snapshot_id if snap else ""), _int_or_none(total)
         )
 
     def _transaction(self, schema: pa.Schema, partitioning: tuple[PartitionField, ...]) -> Any:
