@@ -445,3 +445,15 @@ def test_mode_error_refuses_a_table_and_overwrite_replaces_it(fmt: str, tmp_path
     run = convert_table(src, TableTarget(fmt, str(out), mode="overwrite"), {})
     assert run.created and run.rows == 30
     assert offsets_of(out, fmt) == [("orders", 0, i) for i in range(30)]
+
+
+def test_any_pyiceberg_catalog_by_its_properties(tmp_path: Path) -> None:
+    """Catalog properties choose the catalog (here PyIceberg's SQL catalog by type and URI,
+    as a REST or Glue catalog would be named), and the table is found there again."""
+    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/elsewhere.db"}
+    target = TableTarget("iceberg", str(tmp_path / "t"), table="kafka.orders", properties=props)
+    assert convert_table(SAMPLES / "orders-0", target, {}).rows == 30
+    assert "catalog.db" not in {p.name for p in (tmp_path / "t").iterdir()}
+    assert convert_table(SAMPLES / "orders-0", target, {}).committed is None
+    files = table_files(target)
+    assert len(files.files) == 1 and props["uri"] not in repr(target)  # names only
