@@ -19,6 +19,7 @@ LAYERS = [
     "payloads",
     "reader",
     "streaming",
+    "lake",
     "spark",
     "cli",
 ]

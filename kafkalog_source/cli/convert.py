@@ -24,6 +24,9 @@ The Spark engine, and a ``--checkpoint`` stream, write through Hadoop instead: a
 the Spark in use has no Hadoop FileSystem (pip's pyspark has none for ``s3``, ``gs`` or ``abfs``)
 is refused before anything is read or written, naming the connector it needs. No path is ever
 turned into a local relative one.
+
+``--format iceberg`` and ``--format delta`` write a lake table instead, on the arrow engine, one
+incremental and exactly-once run at a time: see :mod:`.tables` and :mod:`kafkalog_source.lake`.
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ from urllib.parse import urlsplit
 from ..redact import redact_uri
 from ..stats import ReadStats
 from ..transport.filesystems import is_remote, local_path, resolve, scheme_of
+from . import tables
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
 from .report import TaskReports, loss_note, print_summary, spark_task_reports
+from .tables import add_table_arguments
 
 ENGINES = ("spark", "arrow")
-FORMATS = ("parquet",)
+FORMATS = ("parquet", "iceberg", "delta")
 PARTITION_COLUMNS = ("topic", "partition")
 CHUNK_BYTES = 64 << 20  # Arrow data gathered before each write (arrow engine)
 # The Spark engine writes Parquet as the arrow engine does: `timestamp` as INT64 microseconds,
@@ -55,27 +60,37 @@ def register(subparsers: Any) -> None:
     """Add the ``convert`` subcommand."""
     p = subparsers.add_parser(
         "convert",
-        help="write segment files as Parquet, partitioned by topic and partition",
+        help="write segment files as Parquet, or into an Iceberg or Delta table",
         description=(
             "Read PATH (a .log file, a partition directory or a log directory) with the "
             "kafkalog reader and write it to OUT as Parquet, partitioned by topic and "
-            "partition (Hive style: OUT/topic=T/partition=P/)."
+            "partition (Hive style: OUT/topic=T/partition=P/); or, with --format iceberg or "
+            "delta, add what is new since the last run to the table at OUT, exactly once (the "
+            "offsets converted are kept in the table's own commits)."
         ),
     )
     p.add_argument("path", metavar="PATH", help="segment file or directory")
-    p.add_argument("out", metavar="OUT", help="output directory")
-    p.add_argument("--format", choices=FORMATS, default="parquet", help="output format")
+    p.add_argument("out", metavar="OUT", help="output directory (or the table's location)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="parquet",
+        help="parquet (default); iceberg or delta: a lake table, incremental (needs "
+        "pip install 'kafkalog[lake]')",
+    )
     p.add_argument(
         "--engine",
         choices=ENGINES,
-        default="spark",
-        help="spark: a local Spark job (default); arrow: no Spark, streaming on one machine",
+        default=None,
+        help="spark: a local Spark job (the default for parquet); arrow: no Spark, streaming on "
+        "one machine (the engine of iceberg and delta)",
     )
     p.add_argument(
         "--mode",
-        choices=("error", "overwrite"),
-        default="error",
-        help="error: refuse a non-empty OUT (default); overwrite: replace OUT",
+        choices=("error", "overwrite", "append"),
+        default=None,
+        help="error: refuse a non-empty OUT (the default for parquet); overwrite: replace OUT; "
+        "append: add what is new to the table at OUT (the default for iceberg and delta)",
     )
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument(
@@ -89,6 +104,7 @@ def register(subparsers: Any) -> None:
     add_common_arguments(
         p, "no progress display and no summary line", "isolationLevel=read_committed"
     )
+    add_table_arguments(p, convert=True)
     p.set_defaults(run=run)
 
 
@@ -98,6 +114,17 @@ def run(args: argparse.Namespace) -> int:
     from ..options import parse_options
 
     options = command_options(args.option, "convert")
+    if args.format != "parquet":
+        return tables.convert(args, options)
+    if args.partition_by is not None or args.table or args.catalog or args.table_option:
+        raise CommandError(
+            "--partition-by, --table, --catalog and --table-option are for --format iceberg or "
+            "delta"
+        )
+    if args.mode == "append":
+        raise CommandError("--mode append adds to a table: use it with --format iceberg or delta")
+    args.engine = args.engine or "spark"
+    args.mode = args.mode or "error"
     if args.checkpoint is not None:
         if args.engine != "spark":
             raise CommandError("convert: --checkpoint runs a Spark stream; use --engine spark")

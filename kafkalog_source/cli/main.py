@@ -115,7 +115,7 @@ def _reader_warnings(args: argparse.Namespace) -> Any:
 
 
 # the options that say how remote stores are reached, besides fs.<store>.<argument>
-_STORE_OPTIONS = ("readaheadbytes", "readaheadrequests", "remoteretries")
+STORE_OPTIONS = ("readaheadbytes", "readaheadrequests", "remoteretries")
 
 
 def _store_of(args: argparse.Namespace) -> Any:
@@ -126,7 +126,7 @@ def _store_of(args: argparse.Namespace) -> Any:
 
     items = parse_option_args(getattr(args, "option", None) or [])
     store = {
-        k: v for k, v in items.items() if k.lower().startswith("fs.") or k.lower() in _STORE_OPTIONS
+        k: v for k, v in items.items() if k.lower().startswith("fs.") or k.lower() in STORE_OPTIONS
     }
     parsed = parse_options(store).store if store else None
     if parsed is not None:

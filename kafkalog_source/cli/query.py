@@ -26,6 +26,8 @@ from ..stats import ReadStats
 from .common import CommandError, add_common_arguments, command_options, non_negative
 from .report import print_summary, spark_task_reports
 from .sqlview import VIEW, unknown_view_hint, views
+from .tables import add_table_arguments, detect_table
+from .tables import query as query_table
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_ENGINE = "duckdb"
@@ -42,7 +44,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Read PATH (a .log file, a partition directory or a log directory; several may be "
             f"given, before the SQL) as the view `{VIEW}`, run SQL and print the result as a "
-            "table. When PATH holds Kafka's internal topics, each is also a view of its own, "
+            "table. A PATH that is an Iceberg or Delta table (as convert --format iceberg or "
+            "delta writes them) is read as its current data files, by DuckDB. When PATH holds Kafka's internal topics, each is also a view of its own, "
             "decoded: `consumer_offsets`, `cluster_metadata`, `transaction_state`, "
             "`remote_log_metadata`, `share_group_state` (the decode option's interpretations). "
             "The default engine, DuckDB, "
@@ -89,6 +92,7 @@ def register(subparsers: Any) -> None:
         "spark: a local Spark job, Spark SQL",
     )
     p.add_argument("--master", help=f"Spark master, with --engine spark (default {DEFAULT_MASTER})")
+    add_table_arguments(p, convert=False)
     p.set_defaults(run=run)
 
 
@@ -99,9 +103,13 @@ def run(args: argparse.Namespace) -> int:
     from .main import one_line
     from .progress import wanted
 
-    options = command_options(args.option, "query")
     if args.engine != "spark" and args.master is not None:
         raise CommandError("--master applies to --engine spark only")
+    table_format = detect_table(list(args.paths), args)
+    if table_format is not None:
+        print(format_table(query_table(args, table_format), args.max_rows, args.max_width))
+        return 0
+    options = command_options(args.option, "query")
     # Fail fast, before starting an engine: bad options, a missing path, nothing to read (the
     # readers apply the same rule when they plan the read).
     paths = args.paths[0] if len(args.paths) == 1 else list(args.paths)

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ..stats import ReadStats
 from .common import CommandError
-from .sqlview import View, unknown_view_hint
+from .sqlview import VIEW, View, unknown_view_hint
 
 _ANY = "__kafkalog_any_column"  # first column of the planning table: what count(*) scans
 
@@ -85,6 +85,29 @@ def run_query(
             else:
                 con.register(v.name, stream)
         return _fetch(duckdb, con, sql, max_rows, captured, names)
+    finally:
+        con.close()
+
+
+def run_table_query(files: Any, sql: str, max_rows: int) -> pa.Table:
+    """Run ``sql`` over the view ``kafkalog`` of a lake table's current data files
+    (:class:`kafkalog_source.lake.files.TableFiles`): DuckDB reads the Parquet files itself (a
+    table in a store: through a pyarrow dataset of them); at most ``max_rows + 1`` rows."""
+    duckdb = import_duckdb()
+    sql = quote_offset_column(duckdb, sql)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET enable_progress_bar = false")
+        view = files.view_sql()
+        if files.dataset is not None:
+            con.register("__kafkalog_files", files.dataset)
+            con.execute(f'CREATE VIEW "{VIEW}" AS SELECT * FROM __kafkalog_files')
+        elif view is None:  # a table without data files: its columns, no rows
+            con.register(VIEW, files.schema.empty_table())
+        else:
+            con.execute(f'CREATE VIEW "{VIEW}" AS {view}')
+        return _fetch(duckdb, con, sql, max_rows, None, [VIEW])
     finally:
         con.close()
 

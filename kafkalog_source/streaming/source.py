@@ -95,6 +95,11 @@ class StreamSource:
         """Offsets lost to retention or replaced by a rewrite (failOnDataLoss=false)."""
         return self._policy.lost
 
+    @property
+    def last_snapshot(self) -> dict[PartitionKey, PartitionLog] | None:
+        """The partitions as the last :meth:`latest` found them (None before it)."""
+        return self._logs
+
     def take_losses(self) -> ReadStats | None:
         """The losses reported since the last call (failOnDataLoss=false), as the reader's
         accounting counts missing offsets; None when there were none."""

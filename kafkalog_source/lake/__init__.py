@@ -1,0 +1,46 @@
+"""Lake tables: an archive converted into an Apache Iceberg or Delta Lake table, incrementally and
+exactly once, and read back.
+
+* :mod:`.spec`: what to write (format, OUT, partitioning, catalog) and the errors;
+* :mod:`.schema`: the table's columns from the read's, their evolution, batches conformed;
+* :mod:`.state`: the offsets and read options each commit carries;
+* :mod:`.run`: one run (offsets planned as a stream's, the batch read, one commit; retried when
+  another run commits first);
+* :mod:`.iceberg` (PyIceberg) and :mod:`.delta` (the ``deltalake`` package): the formats;
+* :mod:`.files`: a table's current data files, for DuckDB (``kafkalog query``);
+* :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings.
+
+Above the reader and the streaming layer, below ``spark`` and ``cli``; PyIceberg and deltalake are
+imported only when a table of their format is used (``pip install 'kafkalog[lake]'``).
+"""
+
+from __future__ import annotations
+
+from .run import ATTEMPTS, TableRun, convert_table
+from .spec import (
+    DEFAULT_PARTITIONING,
+    FORMATS,
+    ConcurrentRunError,
+    PartitionField,
+    SchemaChangeError,
+    TableError,
+    TableTarget,
+    parse_partitioning,
+)
+
+LAKE_HINT = "pip install 'kafkalog[lake]'"
+
+__all__ = [
+    "ATTEMPTS",
+    "DEFAULT_PARTITIONING",
+    "FORMATS",
+    "LAKE_HINT",
+    "ConcurrentRunError",
+    "PartitionField",
+    "SchemaChangeError",
+    "TableError",
+    "TableRun",
+    "TableTarget",
+    "convert_table",
+    "parse_partitioning",
+]

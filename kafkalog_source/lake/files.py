@@ -1,0 +1,250 @@
+"""A table's current data files, for a query engine that reads Parquet (``kafkalog query``).
+
+DuckDB's own ``iceberg`` and ``delta`` extensions are downloaded on first use, which an offline
+machine cannot do; the table formats' libraries can say which files make up the table now, and
+DuckDB reads those. Iceberg: PyIceberg plans a scan of the current snapshot (its manifests);
+Delta: the ``deltalake`` package lists the current add actions with their partition values.
+
+Both formats can describe rows that files do not hold as written: Iceberg delete files, Delta
+deletion vectors and column mapping. kafkalog never writes them; a table that has them is refused
+(read it with the format's own engine) rather than read wrong.
+
+The view's SQL (:meth:`TableFiles.view_sql`) reads the files with ``read_parquet(...,
+union_by_name = true)``, so files written before a column was added give NULL there, and lists
+the table's columns in its order. Delta files do not hold the partition columns: they come from
+each file's partition values, from the Hive-style paths when every path says them, else as
+constants per group of files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+import pyarrow as pa
+
+from .sink import Out, out_location
+from .spec import TableError, TableTarget, TargetError
+
+_DUCKDB_TYPES = {
+    "string": "VARCHAR",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "int16": "SMALLINT",
+    "int8": "TINYINT",
+    "bool": "BOOLEAN",
+    "date32[day]": "DATE",
+}
+
+
+def detect(location: str) -> str | None:
+    """``iceberg`` or ``delta`` when ``location`` holds a table of that format (a
+    ``_delta_log``; a ``metadata/`` directory or the embedded catalog's file), else None."""
+    try:
+        out = out_location(location)
+        names = set(out.entries())
+    except Exception:  # not a directory, or not reachable: not a table here
+        return None
+    if "_delta_log" in names:
+        return "delta"
+    if "metadata" in names or "catalog.db" in names:
+        return "iceberg"
+    return None
+
+
+@dataclass
+class TableFiles:
+    """The files of a table's current version, grouped by partition values (Delta), with the
+    table's columns."""
+
+    format: str
+    shown: str
+    schema: pa.Schema
+    # (partition values {column: text or None}, [local paths or URIs]) per group
+    groups: list[tuple[dict[str, str | None], list[str]]] = field(default_factory=list)
+    partition_columns: list[str] = field(default_factory=list)
+    remote: bool = False
+    version: str = ""
+    dataset: Any = None  # a pyarrow dataset, for a table in a store
+
+    @property
+    def files(self) -> list[str]:
+        """Every data file."""
+        return [f for _, files in self.groups for f in files]
+
+    def view_sql(self) -> str | None:
+        """A SELECT over the files, in the table's column order (None: the table has no file)."""
+        if not self.files:
+            return None
+        data_columns = [f for f in self.schema.names if f not in self.partition_columns]
+        cols = ", ".join(_ident(c) for c in self.schema.names)
+        if not self.partition_columns:
+            return f"SELECT {cols} FROM {_read_parquet(self.files)}"
+        if self._hive_paths():
+            types = ", ".join(
+                f"{_literal(c)}: {_literal(_duckdb_type(self.schema.field(c).type))}"
+                for c in self.partition_columns
+            )
+            return f"SELECT {cols} FROM {_read_parquet(self.files, hive=True, hive_types=types)}"
+        selects = []
+        for values, files in self.groups:
+            consts = ", ".join(
+                f"CAST({_literal(values.get(c))} AS {_duckdb_type(self.schema.field(c).type)}) "
+                f"AS {_ident(c)}"
+                for c in self.partition_columns
+            )
+            inner = ", ".join(_ident(c) for c in data_columns)
+            selects.append(f"SELECT {inner}, {consts} FROM {_read_parquet(files)}")
+        return f"SELECT {cols} FROM ({' UNION ALL BY NAME '.join(selects)})"
+
+    def _hive_paths(self) -> bool:
+        """Whether every file's path holds its partition values as ``column=value/``."""
+        for values, files in self.groups:
+            if any(v is None for v in values.values()):
+                return False
+            want = "/".join(f"{c}={quote(str(values[c]), safe='')}" for c in self.partition_columns)
+            for f in files:
+                if f"/{want}/" not in f or any(ch in want for ch in "%"):
+                    return False
+        return True
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(value: str | None) -> str:
+    return "NULL" if value is None else "'" + str(value).replace("'", "''") + "'"
+
+
+def _duckdb_type(t: pa.DataType) -> str:
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    name = _DUCKDB_TYPES.get(str(t))
+    if name is None:
+        raise TableError(f"a partition column of type {t} cannot be read back here")
+    return name
+
+
+def _read_parquet(files: list[str], hive: bool = False, hive_types: str = "") -> str:
+    listed = ", ".join(_literal(f) for f in files)
+    if hive:
+        extra = f", hive_partitioning = true, hive_types = {{{hive_types}}}"
+    else:  # DuckDB would take k=v directories for columns (Iceberg's data/topic=.../ too)
+        extra = ", hive_partitioning = false"
+    return f"read_parquet([{listed}], union_by_name = true{extra})"
+
+
+def _local(path: str) -> str:
+    return path[len("file://") :] if path.startswith("file://") else path
+
+
+def iceberg_files(target: TableTarget) -> TableFiles:
+    """The data files of the Iceberg table's current snapshot (PyIceberg's scan planning)."""
+    from .iceberg import IcebergSink, small_types
+
+    sink = IcebergSink(target)
+    if not sink.load():
+        raise TargetError(f"{sink.shown} holds no Iceberg table {sink.identifier}")
+    table = sink.table
+    schema = small_types(table.schema().as_arrow())
+    files = []
+    snap = table.current_snapshot()
+    if snap is not None:
+        for task in table.scan().plan_files():
+            if task.delete_files:
+                raise TableError(
+                    f"table {sink.identifier} has delete files (rows deleted by another engine), "
+                    "which this reader of its data files does not apply: query it with an "
+                    "Iceberg engine"
+                )
+            files.append(task.file.file_path)
+    out = sink.out
+    tf = TableFiles("iceberg", sink.shown, schema, remote=out.remote)
+    tf.version = str(snap.snapshot_id) if snap is not None else ""
+    if out.remote:
+        tf.dataset = _dataset(out, files, schema)
+        tf.groups = [({}, files)]
+    else:
+        tf.groups = [({}, [_local(f) for f in files])]
+    return tf
+
+
+def delta_files(target: TableTarget) -> TableFiles:
+    """The data files of the Delta table's current version (the ``deltalake`` package)."""
+    from .delta import DeltaSink
+
+    sink = DeltaSink(target)
+    if not sink.load():
+        raise TargetError(f"{sink.shown} holds no Delta table")
+    dt = sink.table
+    features = set(dt.protocol().reader_features or [])
+    if "deletionVectors" in features or "columnMapping" in features:
+        raise TableError(
+            f"the Delta table at {sink.shown} uses {', '.join(sorted(features))}, which this "
+            "reader of its data files does not apply: query it with a Delta engine"
+        )
+    schema = pa.schema(dt.schema().to_arrow())
+    schema = pa.schema([pa.field(f.name, _plain(f.type)) for f in schema])
+    parts = list(dt.metadata().partition_columns)
+    actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    out = sink.out
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    values_of: dict[tuple[Any, ...], dict[str, str | None]] = {}
+    for a in actions:
+        values = {c: _partition_text(a.get(f"partition.{c}")) for c in parts}
+        key = tuple(values[c] for c in parts)
+        values_of[key] = values
+        path = a["path"]  # a URI reference: percent-encoded (the Delta protocol's add.path)
+        full = path if "://" in path else f"{out.uri}/{unquote(path)}"
+        groups.setdefault(key, []).append(full if out.remote else _local(full))
+    tf = TableFiles("delta", sink.shown, schema, partition_columns=parts, remote=out.remote)
+    tf.groups = [(values_of[k], files) for k, files in groups.items()]
+    tf.version = str(dt.version())
+    if out.remote:
+        tf.dataset = dt.to_pyarrow_dataset()
+    return tf
+
+
+def _partition_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    return v.isoformat() if hasattr(v, "isoformat") else str(v)
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """deltalake's Arrow types as the reader's (views of strings and binaries as plain ones)."""
+    if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
+        return pa.binary()
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(c.name, _plain(c.type)) for c in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return pa.list_(pa.field(t.value_field.name, _plain(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(
+            pa.field(t.key_field.name, _plain(t.key_type), nullable=False),
+            pa.field(t.item_field.name, _plain(t.item_type)),
+        )
+    return t
+
+
+def _dataset(out: Out, files: list[str], schema: pa.Schema) -> Any:
+    import pyarrow.dataset as ds
+
+    from ..transport.filesystems import resolve
+
+    paths = [resolve(f).path for f in files]
+    return ds.dataset(paths, schema=schema, format="parquet", filesystem=out.fs)
+
+
+def table_files(target: TableTarget) -> TableFiles:
+    """The current data files of the table ``target`` names."""
+    if target.format == "iceberg":
+        return iceberg_files(target)
+    return delta_files(target)
+
+
+__all__ = ["TableFiles", "delta_files", "detect", "iceberg_files", "table_files"]

@@ -1,0 +1,622 @@
+"""Apache Iceberg tables through PyIceberg: the catalog, the table's state and schema, data
+files written per partition, and one atomic commit per run.
+
+**Catalog.** By default an embedded one: PyIceberg's SQL catalog on a SQLite file in OUT
+(``OUT/catalog.db``), or the SQLite file ``--catalog`` names (a local file, which a table in a
+store needs). Catalog properties (``type=rest``, ``uri=...``, ``warehouse=...``, credentials,
+FileIO settings such as ``s3.endpoint``) load any catalog PyIceberg knows instead
+(``pyiceberg.catalog.load_catalog``; its ``~/.pyiceberg.yaml`` and ``PYICEBERG_CATALOG__*``
+settings apply too). A catalog that cannot be reached fails before anything is read or written.
+
+**Writes.** Record batches are gathered into chunks of about :data:`~.sink.CHUNK_BYTES`; each
+chunk is split by partition (the spec's transforms, PyIceberg's own, computed once per batch:
+a batch of one topic and day stays whole) and each part written as one Parquet data file with
+PyIceberg's writer (field ids, column statistics). The files are added in one fast append, in
+the same transaction as any schema change and the table properties, with the run's state
+(:mod:`.state`) in the snapshot summary.
+
+**Concurrency.** The SQL catalog, like every Iceberg catalog, commits only on top of the
+snapshot the transaction started from. PyIceberg retries a failed commit on top of the new head;
+kafkalog lets it do so only when no other kafkalog run committed in between (a compaction or
+another writer's commit does not change what was converted); otherwise the commit is abandoned
+(:class:`~.spec.ConcurrentRunError`), its files deleted, and the run starts over from the
+offsets the other run committed.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from ..redact import redact_uri, scrub
+from . import sink as hooks
+from .schema import relaxed
+from .sink import (
+    Committed,
+    Out,
+    chunks,
+    foreign_table,
+    out_location,
+    parquet_encodings,
+    write_behind,
+)
+from .spec import (
+    DEFAULT_NAMESPACE,
+    EMBEDDED_CATALOG,
+    ConcurrentRunError,
+    PartitionField,
+    TableError,
+    TableTarget,
+    TargetError,
+)
+from .state import OFFSETS, TableState
+
+CATALOG_NAME = "kafkalog"
+_CODEC = "write.parquet.compression-codec"
+_LEVEL = "write.parquet.compression-level"
+_ROW_GROUP = "write.parquet.row-group-limit"
+_ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
+# property names whose values are shown in messages (others may hold credentials)
+_SHOWN_PROPERTIES = ("type", "uri", "warehouse", "name")
+
+
+def _sqlite_catalog(path: str, props: dict[str, str]) -> Any:
+    """PyIceberg's SQL catalog on the SQLite file ``path``. A run that creates the file while
+    another does too can see the other's half-made tables (``CREATE TABLE`` fails: already
+    there) or find the file locked: it opens the catalog again."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    for attempt in range(3):
+        try:
+            return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{path}", **props)
+        except Exception as e:
+            if attempt == 2 or not ("already exists" in str(e) or "locked" in str(e)):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def default_identifier(out: Out) -> str:
+    """``kafkalog.<OUT's last path part>`` (as an identifier: other characters become ``_``)."""
+    base = out.uri.rstrip("/").rsplit("/", 1)[-1] or "table"
+    return f"{DEFAULT_NAMESPACE}.{re.sub(r'[^A-Za-z0-9_]', '_', base)}"
+
+
+def _same_location(a: str, b: str) -> bool:
+    def norm(s: str) -> str:
+        s = s.rstrip("/")
+        return s[len("file://") :] if s.startswith("file://") else s
+
+    return norm(a) == norm(b)
+
+
+class IcebergSink:
+    """One Iceberg table: opened (catalog, table, state) by :meth:`open`, appended to by
+    :meth:`append`."""
+
+    def __init__(self, target: TableTarget) -> None:
+        self.target = target
+        self.out = out_location(target.location)
+        self.shown = self.out.shown
+        self.identifier = target.table or default_identifier(self.out)
+        self.catalog: Any = None
+        self.table: Any = None
+        self._secrets = [v for k, v in target.properties.items() if k not in _SHOWN_PROPERTIES]
+
+    # -- the catalog ---------------------------------------------------------------------------
+    def _catalog_shown(self) -> str:
+        p = self.target.properties
+        if p:
+            what = p.get("type", "configured")
+            uri = p.get("uri")
+            return f"the {what} catalog" + (f" at {redact_uri(uri)}" if uri else "")
+        return f"the SQLite catalog {self._sqlite_path()}"
+
+    def _sqlite_path(self) -> str:
+        if self.target.catalog:
+            return os.path.abspath(self.target.catalog)
+        if self.out.remote:
+            raise TargetError(
+                f"OUT {self.shown} is in a store, where the embedded catalog's SQLite file cannot "
+                "live: name a local one with --catalog FILE.db, or another catalog with "
+                "--table-option type=rest --table-option uri=..."
+            )
+        return os.path.join(self.out.path, EMBEDDED_CATALOG)
+
+    def _fileio_properties(self) -> dict[str, str]:
+        """FileIO settings for a table in a store, from the command's fs.s3.* options (what the
+        catalog properties do not already say)."""
+        from .stores import iceberg_fileio_properties
+
+        return iceberg_fileio_properties(self.target.location) if self.out.remote else {}
+
+    def _open_catalog(self, create: bool) -> Any:
+        """The catalog (None: the embedded SQLite file does not exist yet and ``create`` is
+        false)."""
+        props = {**self._fileio_properties(), **self.target.properties}
+        try:
+            if self.target.properties:
+                from pyiceberg.catalog import load_catalog
+
+                name = props.pop("name", CATALOG_NAME)
+                return load_catalog(name, **props)
+            path = self._sqlite_path()
+            if not os.path.exists(path):
+                parent = os.path.dirname(path) or "."
+                if self.target.catalog and not os.path.isdir(parent):
+                    raise TableError(
+                        f"cannot open the SQLite catalog {path}: its directory does not exist"
+                    )
+                if not create:
+                    return None
+                os.makedirs(parent, exist_ok=True)
+            return _sqlite_catalog(path, props)
+        except TableError:
+            raise
+        except Exception as e:  # connection refused, bad credentials, unknown catalog type, ...
+            raise TableError(
+                f"cannot reach {self._catalog_shown()}: {self._message(e)}; nothing was read or "
+                "written"
+            ) from None
+
+    def _message(self, e: BaseException) -> str:
+        text = " ".join(str(e).split()) or type(e).__name__
+        return scrub(text, self._secrets)[:400]
+
+    # -- the table -----------------------------------------------------------------------------
+    def open(self) -> TableState | None:
+        """Load the catalog and the table (if any) and return the state of its last kafkalog
+        commit (None: no table yet). Raises :class:`TableError` when OUT holds something else,
+        the catalog's table lives elsewhere, or the table was not written by kafkalog."""
+        if not self.load():
+            return None
+        return self._state()
+
+    def load(self) -> bool:
+        """Load the catalog and the table; whether there is one (:class:`TableError` as
+        :meth:`open`, but for a table kafkalog did not write)."""
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        self.catalog = self._open_catalog(create=False)
+        self.table = None
+        if self.catalog is not None:
+            try:
+                self.table = self.catalog.load_table(self.identifier)
+            except (NoSuchTableError, NoSuchNamespaceError):
+                self.table = None
+            except Exception as e:
+                raise TableError(
+                    f"cannot load table {self.identifier} from {self._catalog_shown()}: "
+                    f"{self._message(e)}"
+                ) from None
+        if self.table is None:
+            self._check_empty()
+            return False
+        if not _same_location(self.table.location(), self.out.uri):
+            raise TargetError(
+                f"{self._catalog_shown()} has table {self.identifier} at "
+                f"{redact_uri(self.table.location())}, not at OUT {self.shown}; name another "
+                "table with --table"
+            )
+        return True
+
+    def _check_empty(self) -> None:
+        own = () if self.target.properties or self.target.catalog else (EMBEDDED_CATALOG,)
+        what = foreign_table(self.out, "iceberg", own)
+        if what is None:
+            return
+        if self.out.has("metadata") and "Delta" not in what:
+            what = (
+                f"an Iceberg table that {self._catalog_shown()} does not hold as "
+                f"{self.identifier}; name it with --table or its catalog with --catalog"
+            )
+        raise TargetError(f"OUT {self.shown} is {what}")
+
+    def _state(self) -> TableState:
+        meta = self.table.metadata
+        snap = meta.current_snapshot()
+        while snap is not None:
+            state = TableState.from_properties(snap.summary, f"table {self.identifier}")
+            if state is not None:
+                return state
+            snap = meta.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
+        # its kafkalog snapshots expired: the table properties keep the last state
+        state = TableState.from_properties(meta.properties, f"table {self.identifier}")
+        if state is not None:
+            return state
+        if meta.current_snapshot() is None and OFFSETS not in meta.properties:
+            return TableState()  # created (by kafkalog or not) and never written
+        raise TargetError(
+            f"OUT {self.shown} is an Iceberg table ({self.identifier}) that kafkalog did not "
+            "write: none of its snapshots says which offsets it holds; convert into another table"
+        )
+
+    def schema(self) -> pa.Schema | None:
+        """The table's columns as Arrow types, relaxed (None: no table yet)."""
+        if self.table is None:
+            return None
+        return relaxed(small_types(self.table.schema().as_arrow()))
+
+    def partitioning(self) -> tuple[PartitionField, ...] | None:
+        """The table's partition fields (None: no table yet)."""
+        if self.table is None:
+            return None
+        schema = self.table.schema()
+        out = []
+        for f in self.table.spec().fields:
+            name = schema.find_column_name(f.source_id)
+            kind = type(f.transform).__name__.replace("Transform", "").lower()
+            out.append(PartitionField(name, kind))
+        return tuple(out)
+
+    def drop(self) -> None:
+        """``--mode overwrite``: drop the table from its catalog and delete what is under OUT (the
+        embedded catalog's file stays)."""
+        if self.table is not None:
+            self.catalog.drop_table(self.identifier)
+            self.table = None
+        self.out.clear(keep=(EMBEDDED_CATALOG,))
+
+    # -- writing -------------------------------------------------------------------------------
+    def append(
+        self,
+        schema: pa.Schema,
+        batches: Iterator[pa.RecordBatch],
+        state: TableState,
+        partitioning: tuple[PartitionField, ...],
+    ) -> Committed:
+        """Write ``batches`` (conformed to ``schema``) as data files and commit them with
+        ``state``, in one transaction with the schema change and (for a new table) the table's
+        creation. Raises :class:`ConcurrentRunError` when another run committed first."""
+        from pyiceberg.exceptions import (
+            CommitFailedException,
+            TableAlreadyExistsError,
+            ValidationException,
+        )
+        from pyiceberg.table import Operation
+
+        tx, io = self._transaction(schema, partitioning)
+        props = state.to_properties()
+        writer = _ChunkWriter(tx.table_metadata, io)
+        written: list[Any] = []
+        committing = False
+        try:
+            for files in write_behind(chunks(batches), writer.write):
+                written += files
+            hooks.before_commit(self.out.uri, [f.file_path for f in written])
+            append = _offsets_append_class()(
+                operation=Operation.APPEND, transaction=tx, io=io, snapshot_properties=props
+            )
+            for f in written:
+                append.append_data_file(f)
+            append.commit()
+            tx.set_properties(props)
+            committing = True
+            table = tx.commit_transaction()
+        except (CommitFailedException, TableAlreadyExistsError, ValidationException) as e:
+            _delete(io, writer.paths)
+            raise ConcurrentRunError(
+                f"another run committed to {self.identifier} while this one wrote; this run's "
+                f"files were removed ({self._message(e)})"
+            ) from None
+        except BaseException:
+            # a commit whose outcome is not known (a lost response) may have landed: its files
+            # stay (PyIceberg's rule too); before the commit, they are no part of the table
+            if not committing:
+                _delete(io, writer.paths)
+            raise
+        snap = table.current_snapshot()
+        total = snap.summary["total-records"] if snap is not None else None
+        return Committed(
+            writer.rows, len(written), str(snap.snapshot_id if snap else ""), _int_or_none(total)
+        )
+
+    def _transaction(self, schema: pa.Schema, partitioning: tuple[PartitionField, ...]) -> Any:
+        """The transaction of this run and the FileIO to write with: the table's, with the
+        schema change staged; or the creation of the table."""
+        if self.table is not None:
+            tx = self.table.transaction()
+            if not _same_schema(self.schema(), schema):
+                with tx.update_schema() as update:
+                    update.union_by_name(schema)
+            return tx, self.table.io
+        from pyiceberg.exceptions import NamespaceAlreadyExistsError
+        from pyiceberg.io import load_file_io
+
+        catalog = self.catalog or self._open_catalog(create=True)
+        self.catalog = catalog
+        namespace = self.identifier.rsplit(".", 1)[0] if "." in self.identifier else None
+        if namespace:
+            try:
+                catalog.create_namespace_if_not_exists(namespace)
+            except NamespaceAlreadyExistsError:  # created by a concurrent run
+                pass
+        ischema, spec = _schema_and_spec(schema, partitioning)
+        tx = catalog.create_table_transaction(
+            self.identifier, schema=ischema, location=self.out.uri, partition_spec=spec
+        )
+        io = load_file_io({**catalog.properties}, self.out.uri)
+        return tx, io
+
+
+class _ChunkWriter:
+    """Data files of a chunk of record batches, one per partition key.
+
+    The Parquet files are written here as PyIceberg's Parquet writer writes them (the Iceberg
+    field ids in the Arrow schema, the table's writer properties, PyIceberg's column
+    statistics), with offsets and timestamps delta-encoded (:func:`~.sink.parquet_encodings`),
+    and not through PyIceberg's write path, whose conversion of each batch turns a null list of
+    structs (a v0/v1 record's ``headers``) into an empty one (apache/iceberg-python#3833, open
+    in 0.12)."""
+
+    def __init__(self, metadata: Any, io: Any) -> None:
+        from pyiceberg.schema import sanitize_column_names
+        from pyiceberg.table.locations import load_location_provider
+
+        self.metadata = metadata
+        self.io = io
+        self.uuid = uuid.uuid4()
+        self.counter = itertools.count(0)
+        self.spec = metadata.spec()
+        self.schema = metadata.schema()
+        self.file_schema = sanitize_column_names(self.schema)
+        self.locations = load_location_provider(metadata.location, metadata.properties)
+        self.arrow_schema: pa.Schema | None = None
+        self.paths: list[str] = []  # every file begun, for a failed run to delete
+        self.rows = 0
+        self.encodings: dict[str, Any] = {}
+        # PyIceberg's codec (zstd unless the table says), at level 1 unless the table says:
+        # as fast to write as snappy here, and the files a third of snappy's size
+        self.properties = dict(metadata.properties)
+        if self.properties.get(_CODEC, "zstd") == "zstd":
+            self.properties.setdefault(_LEVEL, "1")
+        self.row_group_rows = int(self.properties.get(_ROW_GROUP, _ROW_GROUP_DEFAULT))
+        self.fields = [
+            (f, self.schema.find_column_name(f.source_id), self.schema.find_field(f.source_id))
+            for f in self.spec.fields
+        ]
+
+    def _keys(self, rb: pa.RecordBatch) -> list[tuple[tuple[Any, ...], pa.RecordBatch]]:
+        """``rb`` split by partition key (whole when it has one)."""
+        if not self.fields:
+            return [((), rb)]
+        import pyarrow.compute as pc
+
+        columns = [
+            f.transform.pyarrow_transform(src.field_type)(rb.column(name))
+            for f, name, src in self.fields
+        ]
+        single: list[Any] = []
+        for col in columns:
+            if col.null_count == len(col):
+                single.append(None)
+                continue
+            if col.null_count:
+                break
+            mm = pc.min_max(col)
+            if mm["min"] != mm["max"]:
+                break
+            single.append(mm["min"].as_py())
+        if len(single) == len(columns):
+            return [(tuple(single), rb)]
+        names = [str(i) for i in range(len(columns))]
+        keyed = pa.table([*columns, pa.array(range(rb.num_rows))], names=[*names, "row"])
+        out = []
+        for combo in keyed.group_by(names).aggregate([("row", "list")]).to_pylist():
+            key = tuple(combo[n] for n in names)
+            out.append((key, rb.take(pa.array(combo["row_list"]))))
+        return out
+
+    def _with_ids(self, schema: pa.Schema) -> pa.Schema:
+        """``schema`` with each field's Iceberg field id (and the file's sanitized name)."""
+        from pyiceberg.types import ListType, MapType, StructType
+
+        def field(f: pa.Field, ice: Any) -> pa.Field:
+            name = self.file_schema.find_field(ice.field_id).name
+            return pa.field(
+                name,
+                typ(f.type, ice.field_type),
+                nullable=f.nullable,
+                metadata={b"PARQUET:field_id": str(ice.field_id).encode()},
+            )
+
+        def typ(t: pa.DataType, ice: Any) -> pa.DataType:
+            if pa.types.is_struct(t) and isinstance(ice, StructType):
+                by_name = {c.name: c for c in ice.fields}
+                return pa.struct([field(c, by_name[c.name]) for c in t])
+            if pa.types.is_list(t) and isinstance(ice, ListType):
+                return pa.list_(field(t.value_field, ice.element_field))
+            if pa.types.is_map(t) and isinstance(ice, MapType):
+                return pa.map_(
+                    field(t.key_field, ice.key_field), field(t.item_field, ice.value_field)
+                )
+            return t
+
+        return pa.schema([field(f, self.schema.find_field(f.name)) for f in schema])
+
+    def _write_one(self, key: tuple[Any, ...], parts: list[pa.RecordBatch], task: int) -> Any:
+        import pyarrow.parquet as pq
+        from pyiceberg.io.pyarrow import (
+            _get_parquet_writer_kwargs,
+            compute_statistics_plan,
+            data_file_statistics_from_parquet_metadata,
+            parquet_path_to_id_mapping,
+        )
+        from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+        from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
+        from pyiceberg.typedef import Record
+
+        pkey = None
+        if self.fields:
+            values = [
+                PartitionFieldValue(f, v) for (f, _, _), v in zip(self.fields, key, strict=True)
+            ]
+            pkey = PartitionKey(field_values=values, partition_spec=self.spec, schema=self.schema)
+        assert self.arrow_schema is not None
+        table = pa.Table.from_batches(parts).cast(self.arrow_schema)
+        path = self.locations.new_data_location(f"00000-{task}-{self.uuid}.parquet", pkey)
+        self.paths.append(path)
+        out = self.io.new_output(path)
+        # as PyIceberg's ParquetFormatWriter writes, with the table's properties, plus the
+        # encodings of parquet_encodings
+        with out.create(overwrite=True) as stream:
+            writer = pq.ParquetWriter(
+                stream,
+                schema=table.schema,
+                store_decimal_as_integer=True,
+                **_get_parquet_writer_kwargs(self.properties),
+                **self.encodings,
+            )
+            with writer:
+                writer.write(table, row_group_size=self.row_group_rows)
+        stats = data_file_statistics_from_parquet_metadata(
+            parquet_metadata=writer.writer.metadata,
+            stats_columns=compute_statistics_plan(self.file_schema, self.properties),
+            parquet_column_mapping=parquet_path_to_id_mapping(self.file_schema),
+        )
+        return DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=path,
+            file_format=FileFormat.PARQUET,
+            partition=pkey.partition if pkey is not None else Record(),
+            file_size_in_bytes=len(out),
+            sort_order_id=None,
+            spec_id=self.metadata.default_spec_id,
+            equality_ids=None,
+            key_metadata=None,
+            **stats.to_serialized_dict(),
+        )
+
+    def write(self, batches: list[pa.RecordBatch]) -> list[Any]:
+        """Write one data file per partition key of ``batches`` (on threads); their DataFiles."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self.arrow_schema is None:
+            self.arrow_schema = self._with_ids(batches[0].schema)
+            self.encodings = parquet_encodings(self.arrow_schema)
+        self.rows += sum(b.num_rows for b in batches)
+        groups: dict[tuple[Any, ...], list[pa.RecordBatch]] = {}
+        for rb in batches:
+            for key, part in self._keys(rb):
+                groups.setdefault(key, []).append(part)
+        jobs = [(key, parts, next(self.counter)) for key, parts in groups.items()]
+        if len(jobs) == 1:
+            return [self._write_one(*jobs[0])]
+        with ThreadPoolExecutor(max_workers=min(len(jobs), 4)) as pool:
+            return list(pool.map(lambda job: self._write_one(*job), jobs))
+
+
+@functools.cache
+def _offsets_append_class() -> type:
+    """PyIceberg's fast append, retried by PyIceberg on top of other commits but not on top of
+    another kafkalog run's (made on first use: PyIceberg is imported only for Iceberg tables)."""
+    from pyiceberg.exceptions import ValidationException
+    from pyiceberg.table.update.snapshot import _FastAppendFiles
+
+    class OffsetsAppend(_FastAppendFiles):
+        """A fast append whose retry fails when another kafkalog run committed since it began:
+        its offsets would no longer be the table's."""
+
+        def _validate_concurrency(self) -> None:
+            meta = self._transaction._table.metadata  # refreshed before a retry
+            snap = meta.current_snapshot()
+            while snap is not None and snap.snapshot_id != self._starting_snapshot_id:
+                if snap.summary[OFFSETS] is not None:
+                    raise ValidationException(
+                        f"snapshot {snap.snapshot_id} of another kafkalog run landed first"
+                    )
+                parent = snap.parent_snapshot_id
+                snap = meta.snapshot_by_id(parent) if parent is not None else None
+
+    return OffsetsAppend
+
+
+def _schema_and_spec(
+    schema: pa.Schema, partitioning: tuple[PartitionField, ...]
+) -> tuple[Any, Any]:
+    """The Iceberg schema (fresh field ids) and partition spec of a new table."""
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.partitioning import PartitionField as IcebergPartitionField
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import assign_fresh_schema_ids
+    from pyiceberg.transforms import (
+        DayTransform,
+        HourTransform,
+        IdentityTransform,
+        MonthTransform,
+        YearTransform,
+    )
+
+    transforms = {
+        "identity": IdentityTransform,
+        "year": YearTransform,
+        "month": MonthTransform,
+        "day": DayTransform,
+        "hour": HourTransform,
+    }
+    ischema = assign_fresh_schema_ids(Catalog._convert_schema_if_needed(schema))
+    fields = []
+    for i, p in enumerate(partitioning):
+        source = ischema.find_field(p.column)
+        fields.append(
+            IcebergPartitionField(
+                source_id=source.field_id,
+                field_id=1000 + i,
+                transform=transforms[p.transform](),
+                name=p.derived,
+            )
+        )
+    return ischema, PartitionSpec(*fields)
+
+
+def small_types(schema: pa.Schema) -> pa.Schema:
+    """PyIceberg's Arrow schema with large strings, binaries and lists as the reader's types, and
+    without field-id metadata."""
+
+    def t(x: pa.DataType) -> pa.DataType:
+        if pa.types.is_large_string(x):
+            return pa.string()
+        if pa.types.is_large_binary(x):
+            return pa.binary()
+        if pa.types.is_large_list(x) or pa.types.is_list(x):
+            return pa.list_(pa.field(x.value_field.name, t(x.value_type)))
+        if pa.types.is_struct(x):
+            return pa.struct([pa.field(c.name, t(c.type)) for c in x])
+        if pa.types.is_map(x):
+            return pa.map_(
+                pa.field(x.key_field.name, t(x.key_type), nullable=False),
+                pa.field(x.item_field.name, t(x.item_type)),
+            )
+        return x
+
+    return pa.schema([pa.field(f.name, t(f.type)) for f in schema])
+
+
+def _same_schema(a: pa.Schema | None, b: pa.Schema) -> bool:
+    return a is not None and a.equals(b, check_metadata=False)
+
+
+def _delete(io: Any, paths: list[str]) -> None:
+    for path in paths:
+        try:
+            io.delete(path)
+        except Exception:  # best effort: an unreferenced file is not part of the table
+            pass
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+__all__ = ["IcebergSink", "default_identifier", "small_types"]
