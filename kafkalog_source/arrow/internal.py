@@ -84,6 +84,7 @@ TYPED_TYPES: dict[str, pa.DataType] = {
     "topic_id": _S,
     "partition_id": _I,
     "broker_id": _I,
+    "controller_id": _I,
     "leader": _I,
     "replicas": pa.list_(pa.field("element", _I)),
     "isr": pa.list_(pa.field("element", _I)),
