@@ -154,8 +154,9 @@ TYPED_COLUMNS = {
 
 
 class RecordDecodeError(MessageError):
-    """A record of an internal topic that does not decode: an unknown record type or version,
-    or bytes that do not parse. ``part`` is ``key`` or ``value``; ``record_type`` and
+    """A record of an internal topic that does not decode: bytes of a known type and version
+    that do not parse (a type or version the specs do not define is a :class:`Decoded` with
+    ``unknown`` set). ``part`` is ``key`` or ``value``; ``record_type`` and
     ``version`` are what the bytes claim (None when unreadable)."""
 
     def __init__(
@@ -476,7 +477,7 @@ TYPED = {
 
 
 def record_types(interpretation: str) -> list[tuple[str, Message, Message | None]]:
-    """Every record type an interpretation defines in the pinned release: ``(record_type, key
+    """Every record type an interpretation defines in the pinned specs: ``(record_type, key
     or framed spec, value spec or None)``, KRaft control records included for
     ``cluster_metadata``."""
     from .schema import family
