@@ -176,9 +176,13 @@ class InternalDecoder:
     def _row(self, cols: dict[str, list[Any]], i: int, rows: dict[str, list[Any]]) -> None:
         control = cols["control"][i]
         ctype = control["type"] if control is not None else None
-        if control is not None and ctype not in KRAFT_CONTROL and not self.keep_markers:
-            return  # a transaction marker (or an unknown control type) not asked for
         topic = cols["topic"][i]
+        if control is not None and ctype not in KRAFT_CONTROL and not self.keep_markers:
+            # a transaction marker not asked for; a control type Kafka's specs do not define is
+            # a KRaft control record of a newer Kafka in __cluster_metadata (kept, as unknown)
+            unknown = str(ctype).startswith("UNKNOWN")
+            if not (unknown and self.interpretation(topic) == "cluster_metadata"):
+                return
         key, value = cols["rawKey"][i], cols["rawValue"][i]
         out: dict[str, Any] = {
             "topic": topic,
