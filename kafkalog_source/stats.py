@@ -111,6 +111,10 @@ class ReadStats:
     # decode=: records of internal topics that did not decode (DROPMALFORMED: dropped;
     # PERMISSIVE: kept with their bytes and the error); events of kind "undecodable record"
     undecodable_records: int = 0
+    # decode=: records of a type or version the pinned Kafka specs do not define, kept in
+    # every mode as rows with their bytes (record_type unknown:...); events of kind
+    # "unknown record" (only the first of a read is logged as a warning)
+    unknown_records: int = 0
     # valueFormat/keyFormat: keys or values that did not decode (no wire-format prefix, an id
     # absent from the schemas, bytes that do not parse); events of kind "undecodable payload"
     undecodable_payloads: int = 0
@@ -163,6 +167,12 @@ class ReadStats:
                 self.events_dropped += len(other.events[room:])
             elif name != "_logged":
                 setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def _interpretations(self, kind: str) -> str:
+        """``decode=<interpretation>`` of the kept events of ``kind`` (their reasons start with
+        the interpretation's name), e.g. ``decode=consumer_offsets``."""
+        names = sorted({e.reason.split(" ", 1)[0] for e in self.events_of(kind)})
+        return "decode=" + ",".join(names) if names else "decode="
 
     def skipped_bytes_by_reason(self) -> dict[str, int]:
         """Bytes not decoded, by reason (every reason, zero or not)."""
@@ -257,7 +267,15 @@ class ReadStats:
                 f"{self.missing_ranges} range{'' if self.missing_ranges == 1 else 's'}"
             )
         if self.undecodable_records:
-            parts.append(f"{self.undecodable_records} records that did not decode (decode=)")
+            parts.append(
+                f"{self.undecodable_records} records that did not decode "
+                f"({self._interpretations('undecodable record')})"
+            )
+        if self.unknown_records:
+            parts.append(
+                f"{self.unknown_records} records of types or versions the Kafka specs do not "
+                f"know, kept raw ({self._interpretations('unknown record')})"
+            )
         if self.undecodable_payloads:
             parts.append(
                 f"{self.undecodable_payloads} keys or values that did not decode "

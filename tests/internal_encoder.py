@@ -1,6 +1,12 @@
 """A small encoder of Kafka's message-schema encoding, for tests: builds the bytes of every
-record type and version from the schema tables (format/messages/specs.py), so that record types
-no fixture holds are tested too. It is the decoder's mirror, written from the same rules."""
+record type and version from the schema tables (format/messages/specs.py, Kafka's JSON specs
+transcribed), with Kafka's own layout (its generated ``Message.write``: fields in spec order,
+then, in flexible versions, the tagged fields present, by tag), so that record types no fixture
+holds are tested too. It also says what Kafka's generated JSON converter
+(``XJsonConverter.write``, MessageGenerator's JsonConverterGenerator at apache/kafka e6d242113625)
+prints for a message: fields in spec order, a tagged field only when its value differs from
+its default (``generateNonDefaultValueCheck``), uuids as Kafka prints a Uuid, bytes as base64.
+Written from the specs and Kafka's rules, not from the decoder (nothing of it is imported)."""
 
 from __future__ import annotations
 
@@ -8,7 +14,6 @@ import base64
 import struct
 from typing import Any
 
-from kafkalog_source.format.messages.decode import default_value
 from kafkalog_source.format.messages.schema import Field, Message
 
 _FIXED = {
@@ -125,10 +130,63 @@ def sample(fields: tuple[Field, ...], version: int, seed: int = 1) -> dict:
     return out
 
 
-def with_defaults(fields: tuple[Field, ...], version: int, d: dict) -> dict:
-    """``d`` as the decoder returns it when tagged fields are left out of the bytes."""
-    out = {}
+def spec_default(f: Field, version: int) -> Any:
+    """A field's default as Kafka's generated classes set it (FieldSpec.fieldDefault): the
+    spec's ``default``, else 0, false, "", an empty array or byte string, the zero uuid, a
+    struct of defaults; ``null`` where the spec says so."""
+    d = f.default
+    if d == "null":
+        return None
+    if f.type.startswith("[]"):
+        return []
+    if f.type == "struct":
+        return {
+            g.json_name: spec_default(g, version) for g in f.fields or () if g.exists_in(version)
+        }
+    if f.type == "bool":
+        return d in (True, "true")
+    if f.type in ("int8", "int16", "uint16", "int32", "uint32", "int64"):
+        return (
+            0
+            if d is None
+            else int(str(d), 0)
+            if str(d).lower().startswith(("0x", "-0x"))
+            else int(d)
+        )
+    if f.type == "float64":
+        return float(d or 0)
+    if f.type == "string":
+        return "" if d is None else str(d)
+    if f.type == "uuid":
+        return "AAAAAAAAAAAAAAAAAAAAAA"
+    return b""
+
+
+def kafka_json(fields: tuple[Field, ...], version: int, d: dict) -> dict:
+    """What Kafka's JSON converter writes for the struct ``d`` (the values a reader of the
+    bytes holds: a tagged field absent from ``d`` is at its default): fields in spec order, a
+    tagged field only when not at its default, nested structs alike."""
+    out: dict[str, Any] = {}
     for f in fields:
-        if f.exists_in(version):
-            out[f.json_name] = d[f.json_name] if f.json_name in d else default_value(f, version)
+        if not f.exists_in(version):
+            continue
+        v = d.get(f.json_name, spec_default(f, version))
+        if f.tagged_in(version) and v == spec_default(f, version):
+            continue
+        if f.fields and isinstance(v, dict):
+            v = kafka_json(f.fields, version, v)
+        elif f.fields and isinstance(v, list):
+            v = [kafka_json(f.fields, version, x) for x in v]
+        out[f.json_name] = v
     return out
+
+
+def jackson(value: Any) -> str:
+    """A JSON tree as Jackson's ``JsonNode.toString`` prints it (compact, non-ASCII as it is),
+    bytes as base64 (Kafka's converters write them as BinaryNode)."""
+    import json
+
+    def b64(x: Any) -> str:
+        return base64.b64encode(bytes(x)).decode("ascii")
+
+    return json.dumps(value, default=b64, separators=(",", ":"), ensure_ascii=False)

@@ -41,7 +41,7 @@ MODES = ("FAILFAST", "DROPMALFORMED", "PERMISSIVE")
 # internal topics (decode=)
 
 OFFSET_KEY = struct.pack(">h", 1) + encode(
-    by_name("OffsetCommitKey"), 1, {"group": "g", "topic": "t", "partition": 2}
+    by_name("OffsetCommitKey"), 0, {"group": "g", "topic": "t", "partition": 2}
 )
 
 
@@ -148,20 +148,19 @@ def test_transaction_timestamp_past_64_bit_microseconds(tmp_path: Path) -> None:
 
 
 def test_record_version_past_int32(tmp_path: Path) -> None:
-    """A metadata record claiming version 2^31 (an unsigned varint on the wire): not defined,
-    so undecodable; PERMISSIVE's row has a null record_version, the claimed version in the
-    error (it raised ArrowInvalid building the int32 column)."""
+    """A metadata record claiming version 2^31 (an unsigned varint on the wire): a version the
+    specs do not define, so kept raw in every mode (issue 34) as unknown:TopicRecord, with a
+    null record_version and the claimed version in the error (it raised ArrowInvalid building
+    the int32 column)."""
     value = uvarint(1) + uvarint(by_name("TopicRecord").api_key) + uvarint(1 << 31) + b"\0\0"
     d = _partition(tmp_path, "__cluster_metadata", [(1, None, value, [])])
     got = _each_mode(d, decode="cluster_metadata")
-    assert isinstance(got["FAILFAST"], UndecodableRecordError)
-    assert "2147483648" in str(got["FAILFAST"]) and "offset 0" in str(got["FAILFAST"])
-    t, st = got["DROPMALFORMED"]
-    assert t.num_rows == 0 and st.undecodable_records == 1
-    t, st = got["PERMISSIVE"]
-    [row] = t.to_pylist()
-    assert row["record_version"] is None and "2147483648" in row["error"]
-    assert row["record_type"] == "TopicRecord" and row["value"] == value
+    for mode in MODES:
+        t, st = got[mode]
+        [row] = t.to_pylist()
+        assert row["record_version"] is None and "2147483648" in row["error"]
+        assert row["record_type"] == "unknown:TopicRecord" and row["value"] == value
+        assert st.unknown_records == 1 and st.undecodable_records == 0
 
 
 @pytest.mark.parametrize("decode", ["auto", "cluster_metadata"])

@@ -5,9 +5,10 @@ Two kinds of evidence, each test saying which:
 * real data: the broker-written fixtures in ../shared (``__consumer_offsets`` from Kafka 0.10.1
   to 4.x, ``__cluster_metadata`` from KRaft brokers), decoded in full and checked against the
   rest of the same archive (partition.metadata, meta.properties, the committed topics' logs);
-* synthetic data: every record type and version the pinned release defines, built from the
-  schema tables by tests/internal_encoder.py (no real data stands behind these: the fixtures
-  hold no ``__transaction_state``, share-group, remote-log-metadata, KIP-848 or snapshot data).
+* synthetic data, built from the schema tables by tests/internal_encoder.py (no real data
+  stands behind these: the fixtures hold no ``__transaction_state``, share-group,
+  remote-log-metadata, KIP-848 or snapshot data); every record type and version of the pinned
+  specs, and records they do not know, are in tests/test_internal_specs.py.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from pathlib import Path
 
 import pytest
 from conftest import BROKER_WRITTEN, kp_v2_batch, require_shared
-from internal_encoder import encode, sample, uvarint, with_defaults
+from internal_encoder import encode, kafka_json, sample, uvarint
 
 from kafkalog_source import read_table
 from kafkalog_source.errors import OptionError, UndecodableRecordError
-from kafkalog_source.format.messages.schema import Message, by_name, release
+from kafkalog_source.format.messages.schema import by_name, release
 from kafkalog_source.format.messages.topics import (
     INTERPRETATIONS,
-    RAFT_CONTROL,
     RecordDecodeError,
     decode_record,
     record_types,
@@ -35,93 +35,6 @@ from kafkalog_source.stats import ReadStats
 
 # ---------------------------------------------------------------------------------------------
 # synthetic: every record type and version of the pinned release
-
-
-def _versions(m: Message) -> range:
-    return range(m.valid[0], m.valid[1] + 1)
-
-
-def _cases() -> list:
-    cases = []
-    for interp in INTERPRETATIONS:
-        for rtype, key_spec, value_spec in record_types(interp):
-            if value_spec is None:
-                for v in _versions(key_spec):
-                    cases.append(pytest.param(interp, rtype, v, id=f"{interp}-{rtype}-v{v}"))
-            else:
-                for kv in _versions(key_spec):
-                    for v in _versions(value_spec):
-                        cases.append(
-                            pytest.param(interp, rtype, (kv, v), id=f"{interp}-{rtype}-k{kv}-v{v}")
-                        )
-    return cases
-
-
-CONTROL_TYPE = {rtype: ctype for ctype, (_, rtype) in RAFT_CONTROL.items()}
-
-
-def _build(interp: str, rtype: str, version, drop_tagged: bool = False):
-    """``(key bytes, value bytes, expected key, expected value, control)`` of one record."""
-    if rtype in CONTROL_TYPE:  # KRaft control record: the value's Version field is its version
-        spec = by_name(RAFT_CONTROL[CONTROL_TYPE[rtype]][0])
-        value = sample(spec.fields, version)
-        value["version"] = version
-        key = struct.pack(">hh", 0, CONTROL_TYPE[rtype])
-        return (
-            key,
-            encode(spec, version, value),
-            {"version": 0, "type": CONTROL_TYPE[rtype]},
-            (with_defaults(spec.fields, version, value)),
-            True,
-        )
-    if isinstance(version, tuple):  # coordinator record: key type + key, value version + value
-        kv, v = version
-        key_spec, value_spec = by_name(rtype + "Key"), by_name(rtype + "Value")
-        k = sample(key_spec.fields, kv)
-        val = sample(value_spec.fields, v, seed=7)
-        if rtype == "GroupMetadata":
-            val["protocolType"] = "other"  # not consumer: member bytes stay bytes here
-        if drop_tagged:
-            val = {
-                n: x
-                for n, x in val.items()
-                if not any(f.json_name == n and f.tagged_in(v) for f in value_spec.fields)
-            }
-        key = struct.pack(">h", kv) + encode(key_spec, kv, k)
-        value = struct.pack(">h", v) + encode(value_spec, v, val)
-        return key, value, k, with_defaults(value_spec.fields, v, val), False
-    spec = by_name(rtype)  # metadata-log framing: frame version 1, api key, version
-    val = sample(spec.fields, version)
-    if drop_tagged:
-        val = {
-            n: x
-            for n, x in val.items()
-            if not any(f.json_name == n and f.tagged_in(version) for f in spec.fields)
-        }
-    value = uvarint(1) + uvarint(spec.api_key) + uvarint(version) + encode(spec, version, val)
-    return None, value, None, with_defaults(spec.fields, version, val), False
-
-
-@pytest.mark.parametrize("interp,rtype,version", _cases())
-def test_every_record_type_and_version_decodes(interp: str, rtype: str, version) -> None:
-    """Synthetic (no real data behind it): each record type and version of the pinned release,
-    encoded from the schema tables with every field set, decodes to the same fields."""
-    key, value, k, v, control = _build(interp, rtype, version)
-    d = decode_record(interp, key, value, control=control)
-    assert d.record_type == rtype
-    assert d.value == v
-    if k is not None:
-        assert d.key == k
-    assert not d.tombstone
-    json.dumps(d.document(), default=str)
-
-
-@pytest.mark.parametrize("interp,rtype,version", _cases())
-def test_tagged_fields_left_out_take_their_defaults(interp: str, rtype: str, version) -> None:
-    """Synthetic: the same records with no tagged field in the bytes (as a writer leaves out
-    default values) decode, the tagged fields at their spec defaults (control records too)."""
-    key, value, k, v, control = _build(interp, rtype, version, drop_tagged=True)
-    assert decode_record(interp, key, value, control=control).value == v
 
 
 def test_every_family_has_record_types() -> None:
@@ -153,7 +66,7 @@ def test_every_family_has_record_types() -> None:
 def test_tombstone_and_consumer_protocol() -> None:
     """Synthetic: a deleted group is a tombstone row; a classic consumer group's member
     subscription and assignment are decoded with the consumer protocol."""
-    key = struct.pack(">h", 2) + encode(by_name("GroupMetadataKey"), 2, {"group": "g"})
+    key = struct.pack(">h", 2) + encode(by_name("GroupMetadataKey"), 0, {"group": "g"})
     d = decode_record("consumer_offsets", key, None)
     assert (d.record_type, d.tombstone, d.record_version, d.typed["group"]) == (
         "GroupMetadata",
@@ -181,39 +94,39 @@ def test_tombstone_and_consumer_protocol() -> None:
     raw = struct.pack(">h", 3) + encode(by_name("GroupMetadataValue"), 3, value)
     d = decode_record("consumer_offsets", key, raw)
     m = d.value["members"][0]
-    assert m["subscription"] == with_defaults(sub_spec.fields, 1, sub)
-    assert m["assignment"] == with_defaults(asg_spec.fields, 1, asg)
+    assert m["subscription"] == kafka_json(sub_spec.fields, 1, sub)
+    assert m["assignment"] == kafka_json(asg_spec.fields, 1, asg)
     assert d.typed["protocol_type"] == "consumer" and d.typed["generation"] == 5
 
 
-def test_unknown_type_version_and_bad_bytes_are_errors() -> None:
-    """Synthetic: what the pinned release does not define, and bytes that do not parse."""
-    with pytest.raises(RecordDecodeError, match="unknown record type 99"):
-        decode_record("consumer_offsets", struct.pack(">h", 99) + b"x", b"")
+def test_bad_bytes_of_known_records_are_errors() -> None:
+    """Synthetic: bytes of a known record type and version that do not parse raise (types and
+    versions the specs do not know are kept: tests/test_internal_specs.py)."""
     key = struct.pack(">h", 1) + encode(
-        by_name("OffsetCommitKey"), 1, {"group": "g", "topic": "t", "partition": 0}
+        by_name("OffsetCommitKey"), 0, {"group": "g", "topic": "t", "partition": 0}
     )
-    with pytest.raises(RecordDecodeError, match="version 9 is not defined") as e:
-        decode_record("consumer_offsets", key, struct.pack(">h", 9) + b"\0" * 30)
-    assert (e.value.record_type, e.value.version) == ("OffsetCommit", 9)
     with pytest.raises(RecordDecodeError, match="runs past the end"):
         decode_record("consumer_offsets", key, struct.pack(">h", 3) + b"\0" * 5)
     with pytest.raises(RecordDecodeError, match="left over"):
         v = encode(by_name("OffsetCommitValue"), 1, sample(by_name("OffsetCommitValue").fields, 1))
         decode_record("consumer_offsets", key, struct.pack(">h", 1) + v + b"!")
-    with pytest.raises(RecordDecodeError, match="unknown api key 200"):
-        decode_record("cluster_metadata", None, uvarint(1) + uvarint(200) + uvarint(0))
 
 
 # ---------------------------------------------------------------------------------------------
 # modes, through read_table (synthetic segment files)
 
 
+BAD_VALUE = struct.pack(">h", 3) + b"\0" * 5
+
+
 def _offsets_dir(tmp_path: Path) -> Path:
     d = tmp_path / "__consumer_offsets-0"
     d.mkdir()
     key = struct.pack(">h", 1) + encode(
-        by_name("OffsetCommitKey"), 1, {"group": "g", "topic": "t", "partition": 2}
+        by_name("OffsetCommitKey"), 0, {"group": "g", "topic": "t", "partition": 2}
+    )
+    bad_key = struct.pack(">h", 1) + encode(
+        by_name("OffsetCommitKey"), 0, {"group": "b", "topic": "t", "partition": 2}
     )
     value_spec = by_name("OffsetCommitValue")
     good = struct.pack(">h", 3) + encode(
@@ -223,7 +136,7 @@ def _offsets_dir(tmp_path: Path) -> Path:
     )
     records = [
         (1_700_000_000_000, key, good, []),
-        (1_700_000_000_001, struct.pack(">h", 77) + b"zz", b"\0\0", []),  # unknown type
+        (1_700_000_000_001, bad_key, BAD_VALUE, []),  # OffsetCommit v3 that runs past the end
         (1_700_000_000_002, key, None, []),  # tombstone
     ]
     (d / "00000000000000000000.log").write_bytes(kp_v2_batch(records))
@@ -238,12 +151,14 @@ def test_modes(tmp_path: Path) -> None:
         read_table(d, decode="consumer_offsets")
     msg = str(e.value)
     # the record's own byte (its length varint, attributes, timestamp and offset deltas and
-    # key length take 1 byte each before the key) and where its key stops parsing
-    key_at = (d / "00000000000000000000.log").read_bytes().index(struct.pack(">h", 77) + b"zz")
+    # key length take 1 byte each before the key) and where its value stops parsing
+    data = (d / "00000000000000000000.log").read_bytes()
+    key_at = data.index(b"\x00\x01b\x00\x01t") - 2  # the bad record's key: type 1, group b
     assert f"00000000000000000000.log: byte {key_at - 5}: " in msg and "offset 1" in msg
     assert e.value.position == key_at - 5
-    assert "in the batch at byte 0; its key stops parsing at byte " + str(key_at) in msg
-    assert "record type 77" in msg and "version unknown" in msg
+    value_at = data.index(BAD_VALUE, key_at)
+    assert "in the batch at byte 0; its value stops parsing at byte " + str(value_at + 2) in msg
+    assert "record type OffsetCommit" in msg and "version 3" in msg
     st = ReadStats()
     t = read_table(d, decode="consumer_offsets", mode="DROPMALFORMED", stats=st)
     assert t.column("offset").to_pylist() == [0, 2]
@@ -253,8 +168,8 @@ def test_modes(tmp_path: Path) -> None:
     assert t.column("committed_topic").to_pylist() == ["t", "t"]
     t = read_table(d, decode="consumer_offsets", mode="PERMISSIVE")
     row = t.to_pylist()[1]
-    assert row["error"] and "77" in row["error"] and row["key"].startswith(b"\x00M")
-    assert row["decoded"] is None and row["record_type"] == "77"
+    assert row["error"] and "runs past the end" in row["error"] and row["value"] == BAD_VALUE
+    assert row["decoded"] is None and row["record_type"] == "OffsetCommit"
 
 
 def test_columns_auto_and_option_errors(tmp_path: Path) -> None:
@@ -739,6 +654,7 @@ def test_dump_share_group_state_decoder(tmp_path: Path, capfd) -> None:
     key = {"groupId": "g", "topicId": TOPIC_ID, "partition": 3}
     batches = [{"firstOffset": 0, "lastOffset": 4, "deliveryState": 2, "deliveryCount": 1}]
     snap = {"snapshotEpoch": 1, "stateEpoch": 2, "leaderEpoch": 3, "startOffset": 0}
+    snap |= {"createTimestamp": 10, "writeTimestamp": 11}  # ShareSnapshotValue as 4.1+ writes it
     k1, v1 = _coordinator("ShareSnapshot", 0, key, 0, {**snap, "stateBatches": batches})
     upd = {"snapshotEpoch": 1, "leaderEpoch": 3, "startOffset": 5, "stateBatches": []}
     k2, v2 = _coordinator("ShareUpdate", 1, key, 0, upd)
@@ -748,7 +664,8 @@ def test_dump_share_group_state_decoder(tmp_path: Path, capfd) -> None:
     kjson = f'{{"groupId":"g","topicId":"{TOPIC_ID}","partition":3}}'
     assert lines[0].endswith(
         f'key: {{"type":"0","data":{kjson}}} payload: {{"version":"0","data":{{'
-        '"snapshotEpoch":1,"stateEpoch":2,"leaderEpoch":3,"startOffset":0,"stateBatches":'
+        '"snapshotEpoch":1,"stateEpoch":2,"leaderEpoch":3,"startOffset":0,"createTimestamp":10,'
+        '"writeTimestamp":11,"stateBatches":'
         '[{"firstOffset":0,"lastOffset":4,"deliveryState":2,"deliveryCount":1}]}}'
     )
     assert lines[1].endswith(
@@ -882,7 +799,7 @@ def test_failfast_in_a_compressed_batch_names_the_batch(tmp_path: Path) -> None:
     d = tmp_path / "__consumer_offsets-0"
     d.mkdir()
     key = struct.pack(">h", 1) + encode(
-        by_name("OffsetCommitKey"), 1, {"group": "g" * 40, "topic": "t" * 40, "partition": 2}
+        by_name("OffsetCommitKey"), 0, {"group": "g" * 40, "topic": "t" * 40, "partition": 2}
     )
     bad = struct.pack(">h", 3) + b"\0" * 5  # OffsetCommitValue v3 runs past the end
     first = kp_v2_batch([(1, key, None, [])])
@@ -949,7 +866,7 @@ def test_query_views_per_interpretation(tmp_path: Path, capfd) -> None:
     assert main(["query", "-q", str(root), "SELECT count(*) FROM kafkalog"]) == 0
     capfd.readouterr()
     assert main(["query", "-q", str(root), "SELECT count(*) FROM consumer_offsets"]) == 1
-    assert "record type 77" in capfd.readouterr().err
+    assert "record type OffsetCommit" in capfd.readouterr().err
 
 
 @pytest.mark.spark

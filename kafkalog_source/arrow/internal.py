@@ -47,12 +47,16 @@ FRAME_DOCS: dict[str, str] = {
     "offset": "as in the raw schema",
     "timestamp": "as in the raw schema",
     "record_type": "the record's name as Kafka's specs give it (`OffsetCommit`, `GroupMetadata`, "
-    "`TopicRecord`, `LeaderChange`, ...); null for rows of a topic `auto` reads raw",
+    "`TopicRecord`, `LeaderChange`, ...); `unknown:<type>` (`unknown:<name>` for an unknown "
+    "version) for a record the pinned specs do not define, kept raw; null for rows of a topic "
+    "`auto` reads raw",
     "record_version": "the value's version; null for a tombstone",
     "tombstone": "a deleted offset or group: a row that says so",
-    "decoded": 'the whole record, `{"key": ..., "value": ...}`, as JSON with the field '
-    "names of Kafka's specs (bytes as base64)",
-    "error": "PERMISSIVE only: why the record did not decode",
+    "decoded": 'the whole record, `{"key": ..., "value": ...}`, as Kafka\'s JSON converter '
+    "writes it (the field names of Kafka's specs, tagged fields only when not at their "
+    "default, bytes as base64)",
+    "error": "why the record did not decode: PERMISSIVE's undecodable records, and in every "
+    "mode records of a type or version the specs do not define (kept raw)",
     "key": "the record's key bytes",
     "value": "the record's value bytes",
 }
@@ -84,6 +88,7 @@ TYPED_TYPES: dict[str, pa.DataType] = {
     "topic_id": _S,
     "partition_id": _I,
     "broker_id": _I,
+    "controller_id": _I,
     "leader": _I,
     "replicas": pa.list_(pa.field("element", _I)),
     "isr": pa.list_(pa.field("element", _I)),

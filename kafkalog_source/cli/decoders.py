@@ -37,10 +37,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..format.messages.decode import converter_view, to_kafka_json
-from ..format.messages.schema import by_name
+from ..format.messages.decode import to_kafka_json
 from ..format.messages.topics import (
-    RAFT_CONTROL,
     REMOTE_PARTITION_DELETE_STATES,
     REMOTE_SEGMENT_STATES,
     Decoded,
@@ -74,7 +72,6 @@ CONTROL_LABEL = {
     "KRaftVersion": " KRaftVersion ",
     "KRaftVoters": " KRaftVoters ",
 }
-_CONTROL_SPEC = {rtype: spec for spec, rtype in RAFT_CONTROL.values()}
 
 
 def add_flags(p: Any) -> None:
@@ -91,13 +88,6 @@ def chosen(args: Any) -> str | None:
     return picked[0] if picked else None
 
 
-def _view(spec_name: str, version: int | None, value: dict[str, Any] | None) -> Any:
-    """A decoded message as Kafka's JSON converter writes it."""
-    if value is None or version is None:
-        return value
-    return converter_view(by_name(spec_name).fields, version, value)
-
-
 def key_and_payload(
     interp: str, key: bytes | None, value: bytes | None, offset: int
 ) -> tuple[str | None, str | None]:
@@ -105,6 +95,10 @@ def key_and_payload(
     framed = interp in ("cluster_metadata", "remote_log_metadata")
     try:
         d = decode_record(interp, key, value)
+        if d.unknown is not None:
+            if not framed and d.key is None:  # a record type the specs do not know
+                return f"Unknown record type {d.key_version} at offset {offset}, skipping.", None
+            raise RecordDecodeError(d.unknown, "value", 0, d.record_type, d.record_version)
         remote = _remote_text(d) if interp == "remote_log_metadata" else None
     except RecordDecodeError as e:
         if not framed and e.part == "key" and e.record_type is not None and e.version is None:
@@ -118,16 +112,13 @@ def key_and_payload(
         body = {
             "type": metadata_type_name(d.record_type),
             "version": d.record_version,
-            "data": _view(d.record_type, d.record_version, d.value),
+            "data": d.value,
         }
         return None, to_kafka_json(body)
-    k = to_kafka_json(
-        {"type": str(d.key_version), "data": _view(d.record_type + "Key", d.key_version, d.key)}
-    )
+    k = to_kafka_json({"type": str(d.key_version), "data": d.key})
     if d.tombstone:
         return k, "<DELETE>"
-    data = _view(d.record_type + "Value", d.record_version, d.value)
-    return k, to_kafka_json({"version": str(d.record_version), "data": data})
+    return k, to_kafka_json({"version": str(d.record_version), "data": d.value})
 
 
 def control_text(key: bytes | None, value: bytes | None, scala: bool = False) -> str | None:
@@ -141,7 +132,7 @@ def control_text(key: bytes | None, value: bytes | None, scala: bool = False) ->
     label = CONTROL_LABEL.get(d.record_type)
     if label is None or (scala and d.record_type == "LeaderChange"):
         return None
-    return label + to_kafka_json(_view(_CONTROL_SPEC[d.record_type], d.record_version, d.value))
+    return label + to_kafka_json(d.value)
 
 
 def decoded_object(
@@ -152,6 +143,8 @@ def decoded_object(
         d = decode_record(interp, key, value, control=control)
     except RecordDecodeError as e:
         return {"recordType": e.record_type, "recordVersion": e.version, "error": e.reason}
+    if d.unknown is not None:
+        return {"recordType": d.record_type, "recordVersion": d.record_version, "error": d.unknown}
     return {
         "recordType": d.record_type,
         "recordVersion": d.record_version,

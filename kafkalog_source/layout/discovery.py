@@ -70,6 +70,8 @@ SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
 _EXPLICIT_NAME = re.compile(r"^([0-9]{20})\.log(?:\.(?:deleted|cleaned|swap))?$")
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
+# the metadata log directory's bootstrap snapshot (Kafka's BootstrapDirectory): read when named
+KRAFT_BOOTSTRAP = "bootstrap.checkpoint"
 NOT_LOG_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 # Redpanda's own segment files, {base offset}-{term}-v{version}.log: another format
@@ -666,6 +668,11 @@ class _Collector:
             tp = parse_partition_dir(_basename(_parent(path)), allow_suffixed=True)
             topic, part = tp if tp is not None else (None, None)
             self.add(entry, topic, part, None, sid)
+            return
+        if name == KRAFT_BOOTSTRAP:  # KRaft's bootstrap snapshot: a record file, as a snapshot's
+            tp = parse_partition_dir(_basename(_parent(path)), allow_suffixed=True)
+            topic, part = tp if tp is not None else ("__cluster_metadata", 0)
+            self.add(entry, topic, part, None)
             return
         if name.endswith(NOT_LOG_SUFFIXES) or name in (
             "leader-epoch-checkpoint",

@@ -5,8 +5,15 @@ record, control records' too); then each record is decoded here, in Python, one 
 time, by the data-driven decoder of :mod:`..format.messages`. That costs microseconds per record:
 fine for internal topics, which are small (compacted; ``bench/internal.py`` measures it).
 
-A record that does not decode (a record type or version the pinned Kafka release does not
-define, bytes that do not parse, or a value that parses but does not fit its column: a version
+A record of a type or version the pinned Kafka specs do not define (a newer Kafka's, or a
+left over of an aborted upgrade) is kept in every mode: a row with its raw ``key``/``value``,
+``record_type`` ``unknown:<type>`` (``unknown:<name>`` for an unknown version of a known type,
+whose key columns are filled), the reason in ``error``; counted in
+``ReadStats.unknown_records`` (events of kind "unknown record", the first of a read logged as a
+warning, the others at debug level).
+
+A record of a known type and version that does not decode (bytes that do not parse, or a
+value that parses but does not fit its column: a version
 or an int32 field past 2^31 - 1, a millisecond timestamp whose microseconds pass 64 bits, a
 KRaft snapshot file named with an epoch past int32) goes through ``mode``: FAILFAST raises
 :class:`~..errors.UndecodableRecordError` naming the file, the record's own byte (and the byte
@@ -18,6 +25,7 @@ row with its raw ``key``/``value``, the ``error`` and what is known of its type 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -168,9 +176,13 @@ class InternalDecoder:
     def _row(self, cols: dict[str, list[Any]], i: int, rows: dict[str, list[Any]]) -> None:
         control = cols["control"][i]
         ctype = control["type"] if control is not None else None
-        if control is not None and ctype not in KRAFT_CONTROL and not self.keep_markers:
-            return  # a transaction marker (or an unknown control type) not asked for
         topic = cols["topic"][i]
+        if control is not None and ctype not in KRAFT_CONTROL and not self.keep_markers:
+            # a transaction marker not asked for; a control type Kafka's specs do not define is
+            # a KRaft control record of a newer Kafka in __cluster_metadata (kept, as unknown)
+            unknown = str(ctype).startswith("UNKNOWN")
+            if not (unknown and self.interpretation(topic) == "cluster_metadata"):
+                return
         key, value = cols["rawKey"][i], cols["rawValue"][i]
         out: dict[str, Any] = {
             "topic": topic,
@@ -199,8 +211,12 @@ class InternalDecoder:
                     record_type=d.record_type,
                     record_version=d.record_version,
                     tombstone=d.tombstone,
-                    decoded=to_json(d.document()),
                 )
+                if d.unknown is None:
+                    out["decoded"] = to_json(d.document())
+                else:
+                    out["error"] = d.unknown
+                    self._unknown(d, cols, i, interp)
         else:  # decode=auto, another topic: as the raw schema has them
             if control is not None:
                 out["key"] = out["value"] = None
@@ -211,6 +227,28 @@ class InternalDecoder:
                     return
         for name, values in rows.items():
             values.append(out.get(name))
+
+    def _unknown(self, d: Any, cols: dict[str, list[Any]], i: int, interp: str) -> None:
+        """Count a record of a type or version the specs do not know (its row is kept), and
+        warn of the first of the read."""
+        path, pos, offset = cols["segmentPath"][i], cols["batchPosition"][i], cols["offset"][i]
+        reason = (
+            f"{interp} record at offset {offset} (in the batch at this byte) is kept raw as "
+            f"{d.record_type}: {d.unknown}"
+        )
+        first = self.stats.unknown_records == 0
+        self.stats.unknown_records += 1
+        message = f"{path}: byte {pos}: {reason}"
+        if first:
+            message += (
+                " (a newer Kafka's record, or a left over of an aborted upgrade; every such "
+                "record is counted in ReadStats.unknown_records, only the first is logged)"
+            )
+        self.stats.record(
+            ReadEvent("unknown record", reason, path, pos, None, 0, message),
+            level=logging.WARNING if first else logging.DEBUG,
+            capped=False,
+        )
 
     @staticmethod
     def _snapshot_misfit(snapshot: tuple[int, int]) -> str | None:
@@ -230,6 +268,9 @@ class InternalDecoder:
         snapshot id of its file) does not fit its column (see :func:`misfit`)."""
         values = dict(d.typed)
         values["record_version"] = d.record_version
+        if d.unknown is not None and misfit("record_version", d.record_version):
+            d.record_version = None  # an unknown metadata record's version varint: not kept
+            values["record_version"] = None
         whys = [misfit(name, v) for name, v in values.items()]
         if snapshot is not None:
             whys.append(InternalDecoder._snapshot_misfit(snapshot))

@@ -74,8 +74,9 @@ class Field:
 
 @dataclass(frozen=True)
 class Message:
-    """One message spec: name, family, Kafka's ``type`` and ``apiKey``, valid and first
-    flexible version, fields."""
+    """One message spec: name, family, Kafka's ``type`` (``data``, ``metadata``,
+    ``coordinator-key``, ``coordinator-value``) and ``apiKey``, valid and first flexible
+    version, fields, and ``src``: the ``<path>@<commit>`` of apache/kafka it was read from."""
 
     name: str
     family: str
@@ -84,6 +85,7 @@ class Message:
     valid: tuple[int, int]
     flexible_from: int | None
     fields: tuple[Field, ...]
+    src: str = ""
 
     def valid_in(self, version: int) -> bool:
         """Whether ``version`` is one the pinned release defines."""
@@ -122,6 +124,7 @@ def all_messages() -> tuple[Message, ...]:
                 tuple(m["valid"]),
                 m["flex"],
                 tuple(_field(f) for f in m["fields"]),
+                m.get("src", ""),
             )
         )
     return tuple(out)
@@ -152,15 +155,42 @@ def by_api_key(family_name: str, api_key: int) -> Message | None:
 
 
 @cache
-def key_for_type(family_name: str, record_type: int) -> Message | None:
-    """A coordinator family's key message for a record type (the key's version field is the
-    record type: the key spec whose valid versions include it), or None."""
+def key_for_type(family_name: str, record_type: int) -> tuple[Message, int] | None:
+    """A coordinator family's key message for a record type and the version to read the key
+    at, or None. Kafka 4's specs (``coordinator-key``) carry the record type as ``apiKey`` and
+    every key is read at version 0; older ones (``data``) made the key's version the record
+    type (the key spec whose valid versions include it, read at that version)."""
     for m in family(family_name):
-        if m.name.endswith("Key") and m.valid_in(record_type):
-            return m
+        if m.kind == "coordinator-key" and m.api_key == record_type:
+            return m, 0
+    for m in family(family_name):
+        if m.kind != "coordinator-key" and m.name.endswith("Key") and m.valid_in(record_type):
+            return m, record_type
     return None
 
 
+@cache
+def value_for_key(key: Message) -> Message:
+    """The value message of a coordinator key message (KeyError when the specs have none)."""
+    if key.kind == "coordinator-key":
+        for m in family(key.family):
+            if m.kind == "coordinator-value" and m.api_key == key.api_key:
+                return m
+    return by_name(key.name[: -len("Key")] + "Value")
+
+
+def coordinator_keys(family_name: str) -> list[tuple[int, Message]]:
+    """Every ``(record type, key message)`` of a coordinator family, by record type."""
+    out = []
+    for m in family(family_name):
+        if m.kind == "coordinator-key" and m.api_key is not None:
+            out.append((m.api_key, m))
+        elif m.name.endswith("Key"):
+            out += [(t, m) for t in range(m.valid[0], m.valid[1] + 1)]
+    return sorted(out, key=lambda x: x[0])
+
+
 def release() -> tuple[str, str]:
-    """``(release, commit)``: the Kafka revision the specs were transcribed from."""
+    """``(release, commit)``: what the specs are, and the base commit of apache/kafka they were
+    transcribed from (each message's own commit is its ``src``)."""
     return specs.KAFKA_RELEASE, specs.KAFKA_COMMIT

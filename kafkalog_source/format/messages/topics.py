@@ -4,15 +4,29 @@ type and version is, and the fields users filter on.
 Framings (as Kafka's serdes write them):
 
 * ``__consumer_offsets``, ``__transaction_state``, ``__share_group_state`` (coordinator
-  records): the key is ``int16 record type`` + the key message read at that version (the key
-  spec whose valid versions hold the type: ``OffsetCommitKey`` 0-1, ``GroupMetadataKey`` 2,
-  ``ConsumerGroupMetadataKey`` 3, ...); the value is ``int16 version`` + the value message (the
-  key spec's name with ``Value``); a null value is a tombstone (a deleted offset or group).
+  records): the key is ``int16 record type`` + the key message (Kafka 4's specs: the
+  ``coordinator-key`` whose ``apiKey`` is the type, read at version 0: ``LegacyOffsetCommitKey``
+  0, ``OffsetCommitKey`` 1, ``GroupMetadataKey`` 2, ``ConsumerGroupMetadataKey`` 3, ...; older
+  specs: the key spec whose valid versions hold the type, read at that version); the value is
+  ``int16 version`` + the value message (the ``coordinator-value`` of the same ``apiKey``, or
+  the key spec's name with ``Value``); a null value is a tombstone (a deleted offset or group).
 * ``__cluster_metadata`` and ``__remote_log_metadata``: no key; the value is unsigned varints
   ``frame version`` (0), ``api key``, ``version``, then the message with that api key.
 * KRaft control records (in ``__cluster_metadata`` and its snapshots): the key is ``int16
   version`` + ``int16 control type``, the value the message of that type, whose first field
   (``Version``, an int16) is its version.
+
+A record of a type, api key or version the pinned specs do not define is not an error: it
+decodes to a :class:`Decoded` whose ``unknown`` says why, ``record_type`` ``unknown:<type>``
+(``unknown:24``; ``unknown:control:<type>`` for a KRaft control record) or, for a version of a
+known type, ``unknown:<name>`` with ``record_version`` the version, and no value (Kafka's
+coordinator loader logs an unknown record type and skips it, "a left over from an aborted
+upgrade"; an archive reader keeps the row). Bytes of a known type and version that do not parse
+raise :class:`RecordDecodeError`.
+
+Decoded keys and values are as Kafka's generated JSON converters write them
+(``XJsonConverter.write``, :func:`.decode.converter_view`): a tagged field only when its value is
+not its default, so that "not set" is told from "set to the default".
 
 A classic group's member subscription and assignment (``GroupMetadata`` with protocol type
 ``consumer``) are ``int16 version`` + ``ConsumerProtocolSubscription``/``Assignment``; decoded in
@@ -24,8 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .decode import MessageError, read_int16, read_message, read_uvarint
-from .schema import Message, by_api_key, by_name, key_for_type
+from .decode import MessageError, converter_view, read_int16, read_message, read_uvarint
+from .schema import Message, by_api_key, by_name, coordinator_keys, key_for_type, value_for_key
 
 # decode option value -> (topic name, spec family)
 INTERPRETATIONS = {
@@ -104,6 +118,7 @@ TYPED_COLUMNS = {
         "topic_id",
         "partition_id",
         "broker_id",
+        "controller_id",
         "leader",
         "replicas",
         "isr",
@@ -139,8 +154,9 @@ TYPED_COLUMNS = {
 
 
 class RecordDecodeError(MessageError):
-    """A record of an internal topic that does not decode: an unknown record type or version,
-    or bytes that do not parse. ``part`` is ``key`` or ``value``; ``record_type`` and
+    """A record of an internal topic that does not decode: bytes of a known type and version
+    that do not parse (a type or version the specs do not define is a :class:`Decoded` with
+    ``unknown`` set). ``part`` is ``key`` or ``value``; ``record_type`` and
     ``version`` are what the bytes claim (None when unreadable)."""
 
     def __init__(
@@ -167,7 +183,9 @@ class Decoded:
     value: dict[str, Any] | None
     tombstone: bool = False
     typed: dict[str, Any] = field(default_factory=dict)
-    key_version: int | None = None  # the key's version (the record type of coordinator keys)
+    key_version: int | None = None  # the record type of coordinator keys
+    # a type, api key or version the pinned specs do not define: why (the row is kept raw)
+    unknown: str | None = None
 
     def document(self) -> dict[str, Any]:
         """The whole record (key and value) with Kafka's field names: the ``decoded`` column."""
@@ -186,25 +204,36 @@ def _coordinator(family: str, key: bytes | None, value: bytes | None) -> Decoded
         rtype, pos = read_int16(key, 0)
     except MessageError as e:
         raise _fail(e, "key", None, None) from None
-    key_spec = key_for_type(family, rtype)
-    if key_spec is None:
-        raise RecordDecodeError(
-            f"unknown record type {rtype} (not defined by the pinned Kafka release)",
-            "key",
-            0,
-            rtype,
+    found = key_for_type(family, rtype)
+    if found is None:
+        version = _value_version(value)
+        why = f"unknown record type {rtype} (not defined by the pinned Kafka specs)"
+        return Decoded(
+            f"unknown:{rtype}", version, None, None, value is None, key_version=rtype, unknown=why
         )
+    key_spec, key_version = found
+    value_spec = value_for_key(key_spec)
     name = key_spec.name[: -len("Key")]
     try:
-        k, _ = read_message(key_spec, rtype, key, pos)
+        k, _ = read_message(key_spec, key_version, key, pos)
     except MessageError as e:
         raise _fail(e, "key", name, rtype) from None
+    k = converter_view(key_spec.fields, key_version, k)
     if value is None:
         return Decoded(name, None, k, None, True, key_version=rtype)
-    value_spec = by_name(name + "Value")
     version = None
     try:
         version, pos = read_int16(value, 0)
+        if not value_spec.valid_in(version):
+            return Decoded(
+                f"unknown:{name}",
+                version,
+                k,
+                None,
+                False,
+                key_version=rtype,
+                unknown=_unknown_version(value_spec, version),
+            )
         v, _ = read_message(value_spec, version, value, pos)
     except MessageError as e:
         raise _fail(e, "value", name, version) from None
@@ -214,7 +243,22 @@ def _coordinator(family: str, key: bytes | None, value: bytes | None) -> Decoded
                 "ConsumerProtocolSubscription", member, "subscription"
             )
             member["assignment"] = _embedded("ConsumerProtocolAssignment", member, "assignment")
+    v = converter_view(value_spec.fields, version, v)
     return Decoded(name, version, k, v, False, key_version=rtype)
+
+
+def _value_version(value: bytes | None) -> int | None:
+    """The int16 version a coordinator value starts with (None: no value, or too short)."""
+    return int.from_bytes(value[:2], "big", signed=True) if value and len(value) >= 2 else None
+
+
+def _unknown_version(spec: Message, version: int) -> str:
+    lo, hi = spec.valid
+    span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return (
+        f"{spec.name} version {version} is not defined by the pinned Kafka specs (they define "
+        f"{span})"
+    )
 
 
 def _embedded(spec: str, member: dict[str, Any], name: str) -> Any:
@@ -224,7 +268,10 @@ def _embedded(spec: str, member: dict[str, Any], name: str) -> Any:
         return raw
     try:
         version, pos = read_int16(raw, 0)
-        return read_message(by_name(spec), version, raw, pos, whole=False)[0]
+        message = by_name(spec)
+        return converter_view(
+            message.fields, version, read_message(message, version, raw, pos, whole=False)[0]
+        )
     except MessageError:
         return raw
 
@@ -245,14 +292,16 @@ def _framed(family: str, value: bytes | None) -> Decoded:
         )
     spec = by_api_key(family, api)
     if spec is None:
-        raise RecordDecodeError(
-            f"unknown api key {api} (not defined by the pinned Kafka release)", "value", 0, api
-        )
+        why = f"unknown api key {api} (not defined by the pinned Kafka specs)"
+        return Decoded(f"unknown:{api}", version, None, None, False, unknown=why)
+    if not spec.valid_in(version):
+        why = _unknown_version(spec, version)
+        return Decoded(f"unknown:{spec.name}", version, None, None, False, unknown=why)
     try:
         v, _ = read_message(spec, version, value, pos)
     except MessageError as e:
         raise _fail(e, "value", spec.name, version) from None
-    return Decoded(spec.name, version, None, v, False)
+    return Decoded(spec.name, version, None, converter_view(spec.fields, version, v), False)
 
 
 def decode_control(key: bytes | None, value: bytes | None) -> Decoded:
@@ -274,23 +323,31 @@ def decode_control(key: bytes | None, value: bytes | None) -> Decoded:
             raise _fail(e, "value", MARKERS[ctype], None) from None
         return Decoded(MARKERS[ctype], version, k, {"coordinatorEpoch": epoch}, False)
     if ctype not in RAFT_CONTROL:
-        raise RecordDecodeError(f"unknown control record type {ctype}", "key", 2, ctype)
+        why = f"unknown control record type {ctype} (not defined by the pinned Kafka specs)"
+        version = _value_version(value)
+        return Decoded(f"unknown:control:{ctype}", version, k, None, False, unknown=why)
     spec_name, rtype = RAFT_CONTROL[ctype]
+    spec = by_name(spec_name)
     version = None
     try:
         # the value is the message itself; its first field, Version, says its version
         version, _ = read_int16(value or b"", 0)
-        v, _ = read_message(by_name(spec_name), version, value or b"", 0)
+        if not spec.valid_in(version):
+            why = _unknown_version(spec, version)
+            return Decoded(f"unknown:{rtype}", version, k, None, False, unknown=why)
+        v, _ = read_message(spec, version, value or b"", 0)
     except MessageError as e:
         raise _fail(e, "value", rtype, version) from None
-    return Decoded(rtype, version, k, v, False)
+    return Decoded(rtype, version, k, converter_view(spec.fields, version, v), False)
 
 
 def decode_record(
     interpretation: str, key: bytes | None, value: bytes | None, control: bool = False
 ) -> Decoded:
     """Decode one record of an internal topic; ``control``: it is the record of a control
-    batch. Raises :class:`RecordDecodeError` for an unknown type or version, or bad bytes."""
+    batch. A type or version the pinned specs do not define gives a :class:`Decoded` whose
+    ``unknown`` says so (key typed columns filled when the key decodes); bytes of a known type
+    and version that do not parse raise :class:`RecordDecodeError`."""
     if control:
         d = decode_control(key, value)
     else:
@@ -313,7 +370,8 @@ def _group_typed(d: Decoded) -> dict[str, Any]:
         "group": k.get("group", k.get("groupId")),
         "member_id": k.get("memberId", v.get("memberId")),
     }
-    if d.record_type == "OffsetCommit":
+    name = d.record_type.removeprefix("unknown:")  # an unknown version: its key's columns
+    if name in ("OffsetCommit", "LegacyOffsetCommit"):
         out.update(
             committed_topic=k.get("topic"),
             committed_partition=k.get("partition"),
@@ -354,7 +412,8 @@ def _metadata_typed(d: Decoded) -> dict[str, Any]:
     out: dict[str, Any] = {
         "topic_id": v.get("topicId"),
         "partition_id": v.get("partitionId"),
-        "broker_id": v.get("brokerId", v.get("controllerId")),
+        "broker_id": v.get("brokerId"),
+        "controller_id": v.get("controllerId"),
         "replicas": v.get("replicas"),
         "isr": v.get("isr"),
     }
@@ -418,18 +477,21 @@ TYPED = {
 
 
 def record_types(interpretation: str) -> list[tuple[str, Message, Message | None]]:
-    """Every record type an interpretation defines in the pinned release: ``(record_type, key
+    """Every record type an interpretation defines in the pinned specs: ``(record_type, key
     or framed spec, value spec or None)``, KRaft control records included for
     ``cluster_metadata``."""
     from .schema import family
 
     fam = INTERPRETATIONS[interpretation][1]
     out: list[tuple[str, Message, Message | None]] = []
-    for m in family(fam):
-        if fam in ("metadata", "remote"):
-            out.append((m.name, m, None))
-        elif m.name.endswith("Key"):
-            out.append((m.name[:-3], m, by_name(m.name[:-3] + "Value")))
+    if fam in ("metadata", "remote"):
+        out += [(m.name, m, None) for m in family(fam)]
+    else:
+        seen = set()
+        for _, m in coordinator_keys(fam):
+            if m.name not in seen:
+                seen.add(m.name)
+                out.append((m.name[:-3], m, value_for_key(m)))
     if interpretation == "cluster_metadata":
         out += [(rtype, by_name(spec), None) for spec, rtype in RAFT_CONTROL.values()]
     return out
