@@ -44,10 +44,15 @@ def _readme_queries() -> list[tuple[str, str, dict[str, str]]]:
     text = "\n".join(p.read_text() for p in [README, *sorted((ROOT / "docs").rglob("*.md"))])
     out = []
     for block in re.findall(r"```bash[^\n]*\n(.*?)```", text, re.S):
+        tables = set()  # what a `kafkalog convert` of the block wrote: a table, not an archive
         for line in _join_quoted_lines(block.replace("\\\n", " ")).splitlines():
             for command in line.split("&&"):
                 words = shlex.split(command)
+                if len(words) >= 4 and words[0].endswith("kafkalog") and words[1] == "convert":
+                    tables.add(words[3])
                 if len(words) < 3 or not words[0].endswith("kafkalog") or words[1] != "query":
+                    continue
+                if words[2] in tables:
                     continue
                 path = words[2].replace("/archive/kafka-logs", str(_samples()))
                 path = str(ROOT / path) if not path.startswith("/") else path
