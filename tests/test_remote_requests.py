@@ -336,3 +336,23 @@ def test_a_stream_trigger_is_one_listing_plus_the_new_bytes(s3_server, proxy, tm
         for off in batch.column("offset").to_pylist()
     ]
     assert offsets == [2 * BATCHES * RECORDS]
+
+
+def test_a_query_command_lists_once_and_makes_no_head(archive, proxy, capsys) -> None:
+    """``kafkalog query`` (DuckDB engine) asks what an Arrow read asks: one listing (which also
+    tells that PATH is no Iceberg or Delta table), no ``HEAD``, one ``GET`` per object and per
+    evidence file a rule needs."""
+    from kafkalog_source.cli.main import main
+
+    uri, _, expect = archive
+    _as_a_new_process()
+    proxy.reset()
+    opts = [a for k, v in proxy.options.items() for a in ("-o", f"{k}={v}")]
+    code = main(["query", uri, "SELECT count(*) AS n FROM kafkalog", "-q", *opts])
+    assert code == 0 and str(expect["records"]) in capsys.readouterr().out
+    got = _requests(proxy)
+    kinds = [k for k, _ in got]
+    assert kinds.count("LIST") == 1 and "HEAD" not in kinds, got
+    gets = sorted(key for k, key in got if k == "GET")
+    # the evidence once; the last segments' ends walked in planning, then each object read
+    assert gets == sorted([*expect["evidence"], *expect["walked"], *expect["logs"]]), got

@@ -24,6 +24,7 @@ from urllib.parse import quote, unquote
 
 import pyarrow as pa
 
+from ..transport.filesystems import is_remote, resolve
 from .sink import Out, out_location
 from .spec import TableError, TableTarget, TargetError
 
@@ -38,12 +39,41 @@ _DUCKDB_TYPES = {
 }
 
 
+def _remote_names(location: str) -> set[str] | None:
+    """The names directly below a remote ``location`` from one paged listing (or from a listing
+    made earlier in the command); None when no object client serves the store."""
+    from ..transport.known import current_known, note_listing
+
+    loc = resolve(location)
+    if loc.objects is None:
+        return None
+    root = location.rstrip("/")
+    known = current_known()
+    covered = known.under(root) if known is not None else None
+    if covered is not None:
+        keys = [u[len(root) + 1 :] for u, _ in covered]
+    else:
+        prefix = loc.key.rstrip("/") + "/" if loc.key else ""
+        listed = [(key, m) for page in loc.objects.list(prefix) for key, m in page]
+        keys = [key[len(prefix) :] for key, _ in listed]
+        note_listing(
+            root,
+            [(f"{root}/{k}", m.size, m.mtime_ns) for k, (_, m) in zip(keys, listed, strict=True)],
+        )
+    return {k.split("/", 1)[0] for k in keys if k}
+
+
 def detect(location: str) -> str | None:
     """``iceberg`` or ``delta`` when ``location`` holds a table of that format (a
-    ``_delta_log``; a ``metadata/`` directory or the embedded catalog's file), else None."""
+    ``_delta_log``; a ``metadata/`` directory or the embedded catalog's file), else None.
+
+    In an object store the answer comes from one listing of the prefix, told to the active
+    :class:`~kafkalog_source.transport.known.KnownObjects`, so that a query over an archive
+    (not a table) lists it once: discovery then finds the prefix listed already."""
     try:
-        out = out_location(location)
-        names = set(out.entries())
+        names = _remote_names(location) if is_remote(location) else None
+        if names is None:
+            names = set(out_location(location).entries())
     except Exception:  # not a directory, or not reachable: not a table here
         return None
     if "_delta_log" in names:
