@@ -336,3 +336,92 @@ def test_a_stream_trigger_is_one_listing_plus_the_new_bytes(s3_server, proxy, tm
         for off in batch.column("offset").to_pylist()
     ]
     assert offsets == [2 * BATCHES * RECORDS]
+
+
+TOKEN = "FQoGZXIvYXdzESSIONTOKEN0123456789abcdefSECRET/+=="  # a session token, as STS gives
+
+
+def _echoing_errors(token: str, secret: str) -> dict[str, bytes]:
+    """What S3 answers a request whose session token it refuses, echoing what it was sent: the
+    token itself (``<Token-0>`` of ExpiredToken / InvalidToken), the canonical request it
+    signed (with the ``x-amz-security-token`` header), a presigned URL's query, an
+    ``Authorization`` header. Real S3 writes the first two; moto does not check tokens, so the
+    proxy in front of it answers with them."""
+
+    def answer(status: int, reason: str, body: str) -> bytes:
+        data = body.encode()
+        head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\n"
+        return (head + f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+
+    return {
+        "expired": answer(
+            400,
+            "Bad Request",
+            "<Error><Code>ExpiredToken</Code><Message>The provided token has expired."
+            f"</Message><Token-0>{token}</Token-0></Error>",
+        ),
+        "signature": answer(
+            403,
+            "Forbidden",
+            "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we "
+            "calculated does not match</Message><StringToSign>AWS4-HMAC-SHA256\n20260101T000000Z"
+            "</StringToSign><CanonicalRequest>GET\n/x\n\nhost:127.0.0.1\n"
+            f"x-amz-security-token:{token}\n\nhost;x-amz-security-token\nUNSIGNED"
+            "</CanonicalRequest></Error>",
+        ),
+        "echo": answer(
+            400,
+            "Bad Request",
+            "<Error><Code>InvalidRequest</Code><Message>bad request "
+            f"https://b.s3.amazonaws.com/x?X-Amz-Security-Token={token}&X-Amz-Signature=abc "
+            f"Authorization: AWS4-HMAC-SHA256 Credential=AKID/x, Signature={secret} "
+            f"X-Amz-Security-Token: {token} sig={secret}</Message></Error>",
+        ),
+    }
+
+
+@pytest.mark.parametrize("given", ["option", "environment"])
+@pytest.mark.parametrize("error", ["expired", "signature", "echo"])
+def test_a_session_token_never_appears_in_an_error(
+    archive, proxy, caplog, capsys, monkeypatch, given: str, error: str
+) -> None:
+    """A request made with a session token (an option, or ``AWS_SESSION_TOKEN``) that the store
+    refuses, its answer echoing the token: the token and the secret key never appear in the
+    error, its repr, its causes, the log or the CLI's output."""
+    import logging
+    import traceback
+
+    from kafkalog_source.cli.main import main
+    from kafkalog_source.errors import KafkaLogError
+
+    uri, _, _ = archive
+    secret = "envsecretKEY0123456789/abcdefgh" if given == "environment" else SECRET
+    opts = {**proxy.options, "remoteRetries": "0", "fs.s3.retry_max_attempts": "1"}
+    if given == "option":
+        opts["fs.s3.session_token"] = TOKEN
+    else:
+        for k in ("fs.s3.access_key", "fs.s3.secret_key"):
+            opts.pop(k)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing-key")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+        monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
+    victim = f"/{BUCKET}/logs/orders-1/{0:020d}.log"
+    proxy.answers[f"GET {victim} ".encode()] = _echoing_errors(TOKEN, secret)[error]
+    _as_a_new_process()
+    with caplog.at_level(logging.DEBUG, logger="kafkalog"):
+        with pytest.raises(KafkaLogError) as exc:
+            read_table(uri, **opts)
+        args = [a for k, v in opts.items() for a in ("-o", f"{k}={v}")]
+        assert main(["verify", "-v", *args, uri]) != 0
+    out = capsys.readouterr()
+    shown = (
+        str(exc.value)
+        + repr(exc.value)
+        + "".join(traceback.format_exception(exc.value))
+        + caplog.text
+        + out.out
+        + out.err
+    )
+    for part in (TOKEN, TOKEN[:24], TOKEN[-24:], secret):
+        assert part not in shown, shown
+    assert "orders-1/00000000000000000000.log" in str(exc.value)

@@ -58,7 +58,7 @@ from ..options import ReadOptions, StoreOptions
 from ..redact import redact_uri, scrub
 from ..selection import topic_selection
 from ..stats import ReadEvent, ReadStats
-from ..transport.failures import access_denied, describe, store_errors
+from ..transport.failures import access_denied, describe, scrubbed, store_errors
 from ..transport.filesystems import Location, is_remote, local_path, resolve
 from ..transport.known import KnownObjects, current_known, known_objects, note_listing
 from ..transport.source import local_access_denied, open_stored, remote_access_denied
@@ -216,9 +216,12 @@ class _RemoteLister:
     def _location(self, uri: str) -> Location:
         return resolve(uri, self.store)
 
+    def _secrets(self) -> list[str]:
+        return (self.store or StoreOptions()).secrets()
+
     def _failed(self, what: str, uri: str, exc: BaseException) -> Exception:
         """The error for a listing or look-up the store failed (its message scrubbed)."""
-        said = scrub(describe(exc), (self.store or StoreOptions()).secrets())
+        said = scrub(describe(exc), self._secrets())
         if access_denied(exc):
             return remote_access_denied(uri, said)
         return PathError(f"cannot {what} {redact_uri(uri)}: {said}")
@@ -245,7 +248,7 @@ class _RemoteLister:
         try:
             info = loc.fs.get_file_info(loc.path)
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         return self._info_entry(loc, info)
 
     def _stat_object(self, loc: Location, path: str) -> _Entry | None:
@@ -256,7 +259,7 @@ class _RemoteLister:
         except FileNotFoundError:
             meta = None
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         if meta is not None:
             return _Entry(path, False, meta.size, meta.mtime_ns / 1e6, path)
         prefix = loc.key.rstrip("/") + "/" if loc.key else ""
@@ -264,7 +267,7 @@ class _RemoteLister:
         try:
             page = next(iter(loc.objects.list(prefix)), [])
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         return _Entry(path, True, 0, 0.0, path) if page else None
 
     def _list_objects(self, loc: Location, directory: str) -> list[_Entry]:
@@ -309,7 +312,7 @@ class _RemoteLister:
         except FileNotFoundError:
             return None
         except store_errors() as e:
-            raise self._failed("list", directory, e) from e
+            raise self._failed("list", directory, e) from scrubbed(e, self._secrets())
         self._listed.append(directory)
         # the listing is the truth about what exists below it, for the rest of the plan
         files = [(e.path, e.size, int(e.mtime * 1e6)) for e in entries if not e.is_dir]

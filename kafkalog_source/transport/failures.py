@@ -19,6 +19,8 @@ from __future__ import annotations
 import errno
 import re
 
+from ..redact import scrub
+
 _DENIED = re.compile(
     r"ACCESS_DENIED|AccessDenied|Access Denied|PERMISSION_DENIED|UNAUTHENTICATED"
     r"|INVALID_ACCESS_KEY_ID|InvalidAccessKeyId|SIGNATURE_DOES_NOT_MATCH|SignatureDoesNotMatch"
@@ -105,10 +107,27 @@ def transient(exc: BaseException) -> str | None:
     return None
 
 
+def scrubbed(exc: BaseException, secrets: list[str]) -> BaseException:
+    """``exc`` to chain to the error that reports it (``raise ... from scrubbed(exc, ...)``):
+    itself when its message holds nothing :func:`~kafkalog_source.redact.scrub` removes, else a
+    copy whose message is scrubbed (an ``OSError`` when its type cannot be built from a
+    message), its own causes dropped."""
+    text = str(exc)
+    clean = scrub(text, secrets)
+    if clean == text:
+        return exc
+    try:
+        copy = type(exc)(clean)
+    except Exception:  # noqa: BLE001 - a type that takes other arguments
+        copy = OSError(f"{type(exc).__name__}: {clean}")
+    copy.__suppress_context__ = True
+    return copy
+
+
 def describe(exc: BaseException) -> str:
     """``Type: message`` of an exception, the message on one line."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-__all__ = ["access_denied", "describe", "not_found", "store_errors", "transient"]
+__all__ = ["access_denied", "describe", "not_found", "scrubbed", "store_errors", "transient"]

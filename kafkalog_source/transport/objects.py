@@ -56,8 +56,10 @@ and managed identities.
 
 Errors come out as the ``OSError`` family that :mod:`.failures` tells apart: a missing object as
 ``FileNotFoundError``, refused credentials as ``PermissionError``, the rest as ``OSError``
-carrying the client's message (which names the status, the store's error code and the URL; the
-caller scrubs it of secrets).
+carrying the client's message (which names the status, the store's error code and the URL),
+scrubbed here of the store's credentials, the environment's and whatever the store's answer
+echoes of them (:func:`~kafkalog_source.redact.scrub`); the client's own exception is not
+chained to it.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from ..redact import scrub, secret_strings
 from .aws import profile_credentials
 from .known import Listed
 
@@ -151,7 +154,14 @@ _S3_IGNORED = {
 }
 
 
-def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> Any:
+def _secrets_of(store: str, config: dict[str, Any], kwargs: dict[str, Any]) -> list[str]:
+    """The credentials a store was configured with (its masked options, and the settings
+    that hold a credential, a profile's keys among them), as :func:`scrub` takes them."""
+    held = [(store, k, v) for k, v in config.items() if k in _SECRET_SETTINGS and v]
+    return secret_strings([*held, *((store, k, v) for k, v in kwargs.items())])
+
+
+def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> tuple[Any, list[str]]:
     from obstore.store import S3Store
 
     known = {
@@ -205,13 +215,14 @@ def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> Any:
             provider = _boto3_session(region)
         elif keys is not None:
             config.update(keys)
-    return S3Store(
+    store = S3Store(
         bucket,
         config=config,
         client_options=_client_options(kwargs, endpoint),
         retry_config=_retry_config(kwargs.get("retry_max_attempts")),
         credential_provider=provider,
     )
+    return store, _secrets_of("s3", config, kwargs)
 
 
 def _boto3_session(region: str | None) -> Any:
@@ -245,7 +256,7 @@ def _assume_role(kwargs: dict[str, Any], region: str | None) -> Any:
     return StsCredentialProvider(boto3.Session(region_name=region, **base), **request)
 
 
-def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> Any:
+def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
     from obstore.store import GCSStore
 
     known = {"anonymous", "access_token", "credential_token_expiration", "endpoint_override",
@@ -268,16 +279,17 @@ def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> Any:
         def provider() -> dict[str, Any]:
             return {"token": token, "expires_at": None}
 
-    return GCSStore(
+    store = GCSStore(
         bucket,
         config=config,
         client_options=_client_options(kwargs, endpoint),
         retry_config=_retry_config(None, kwargs.get("retry_time_limit")),
         credential_provider=provider,
     )
+    return store, _secrets_of("gs", config, kwargs)
 
 
-def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> Any:
+def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
     from obstore.store import AzureStore
 
     known = {"account_name", "account_key", "sas_token", "client_id", "client_secret",
@@ -308,12 +320,13 @@ def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> Any:
             else f"{scheme}://{authority}/{account}"
         )
         config["endpoint"] = endpoint
-    return AzureStore(
+    store = AzureStore(
         container,
         config=config,
         client_options=_client_options(kwargs, endpoint),
         retry_config=_retry_config(None),
     )
+    return store, _secrets_of("abfs", config, kwargs)
 
 
 @dataclass(frozen=True)
@@ -329,31 +342,42 @@ def _meta(m: Any) -> Meta:
     return Meta(int(m["size"]), int(lm.timestamp() * 1e9) if lm is not None else 0)
 
 
-def _translate(exc: BaseException) -> BaseException:
-    """An obstore error as the ``OSError`` family :mod:`.failures` reads."""
-    if isinstance(exc, OSError):
-        return exc
+# obstore's settings whose values are credentials: scrubbed from its errors
+_SECRET_SETTINGS = ("secret_access_key", "session_token", "account_key", "sas_key",
+                    "client_secret", "token", "bearer_token")  # fmt: skip
+
+
+def _translate(exc: BaseException, secrets: list[str]) -> BaseException:
+    """An obstore error as the ``OSError`` family :mod:`.failures` reads, its message cut
+    before the client's ``Debug source`` and scrubbed of ``secrets``, of the environment's
+    credentials and of whatever a store's answer echoes of a request's credentials
+    (:func:`~kafkalog_source.redact.scrub`). A new exception: raise it ``from None``, so that
+    the client's own (unscrubbed) one is not shown with it."""
     from obstore import exceptions as ox
 
-    text = " ".join(re.split(r"\s*Debug source:", str(exc))[0].split())
-    if isinstance(exc, ox.NotFoundError):
+    text = scrub(" ".join(re.split(r"\s*Debug source:", str(exc))[0].split()), secrets)
+    if isinstance(exc, (ox.NotFoundError, FileNotFoundError)):
         return FileNotFoundError(text)
-    if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError)):
+    if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError, PermissionError)):
         return PermissionError(text)
     if "status code: 416" in text or "Range Not Satisfiable" in text:
         return RangeNotSatisfiable(text)
-    if isinstance(exc, ox.BaseError):
-        return OSError(f"{type(exc).__name__}: {text}")
-    return exc
+    if isinstance(exc, TimeoutError):
+        return TimeoutError(text)
+    if isinstance(exc, ConnectionError):
+        return ConnectionError(text)
+    return OSError(f"{type(exc).__name__}: {text}")
 
 
 class ObjectClient:
     """One bucket (or container) of S3, GCS or Azure through obstore: keys relative to it."""
 
-    def __init__(self, store: Any, where: str) -> None:
-        """``store`` is the obstore store of the bucket; ``where`` names it in ``repr``."""
+    def __init__(self, store: Any, where: str, secrets: list[str] | None = None) -> None:
+        """``store`` is the obstore store of the bucket; ``where`` names it in ``repr``;
+        ``secrets`` are the credentials it was configured with (scrubbed from its errors)."""
         self._store = store
         self.where = where
+        self._secrets = secrets or []
 
     def __repr__(self) -> str:
         return f"ObjectClient({self.where})"
@@ -365,7 +389,7 @@ class ObjectClient:
         try:
             return _meta(obstore.head(self._store, key))
         except Exception as exc:  # noqa: BLE001 - translated, raised again
-            raise _translate(exc) from exc
+            raise _translate(exc, self._secrets) from None
 
     def get(self, key: str, start: int, end: int | None) -> tuple[memoryview, Meta]:
         """Bytes ``[start, end)`` (``end`` None: to the object's end; fewer where the object ends
@@ -381,7 +405,7 @@ class ObjectClient:
             data = memoryview(r.bytes())
             return data, _meta(r.meta)
         except Exception as exc:  # noqa: BLE001 - translated, raised again
-            raise _translate(exc) from exc
+            raise _translate(exc, self._secrets) from None
 
     def list(self, prefix: str) -> Iterator[list[tuple[str, Listed]]]:
         """The objects below ``prefix`` (a key ending with ``/``, or ``""``), page by page, as
@@ -397,7 +421,7 @@ class ObjectClient:
                     out.append((m["path"], Listed(mm.size, mm.mtime_ns)))
                 yield out
         except Exception as exc:  # noqa: BLE001 - translated, raised again
-            raise _translate(exc) from exc
+            raise _translate(exc, self._secrets) from None
 
 
 def object_client(
@@ -412,11 +436,14 @@ def object_client(
         return None
     try:
         if store == "s3":
-            return ObjectClient(_s3_store(bucket, kwargs, region), f"s3://{bucket}")
+            built, secrets = _s3_store(bucket, kwargs, region)
+            return ObjectClient(built, f"s3://{bucket}", secrets)
         if store == "gs":
-            return ObjectClient(_gcs_store(bucket, kwargs), f"gs://{bucket}")
+            built, secrets = _gcs_store(bucket, kwargs)
+            return ObjectClient(built, f"gs://{bucket}", secrets)
         if store == "abfs":
-            return ObjectClient(_azure_store(bucket, account, kwargs), f"abfs://{bucket}@{account}")
+            built, secrets = _azure_store(bucket, account, kwargs)
+            return ObjectClient(built, f"abfs://{bucket}@{account}", secrets)
     except Exception as exc:  # noqa: BLE001 - Unsupported, or settings obstore refuses
         log.debug("%s://%s: read through pyarrow (obstore: %s)", store, bucket, type(exc).__name__)
         return None
