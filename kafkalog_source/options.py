@@ -1262,8 +1262,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "Remote paths: retries of a request that failed in a way a retry can fix.",
         "A timeout, a dropped or refused connection, throttling or an HTTP 5xx is retried "
         "with exponential backoff, after the store client's own retries, before the read "
-        "fails with a `StorageError`; other failures (access denied, a bad request) are not "
-        "retried.",
+        "fails with a `StorageError`; other failures (access denied, a bad request, a host "
+        "that does not resolve, a certificate not trusted) are not retried.",
     ),
     OptionSpec(
         "remoteConcurrency",

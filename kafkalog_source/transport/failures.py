@@ -34,13 +34,21 @@ _NOT_FOUND = re.compile(
     r"|\bNOT_FOUND\b"
 )
 # a host that does not resolve: a wrong endpoint or bucket, not a passing failure
-_NOT_TRANSIENT = re.compile(r"resolve host|curlCode: 6\b|Name or service not known", re.IGNORECASE)
+# a host that does not resolve, or a certificate that is not trusted: a wrong endpoint, bucket or
+# CA bundle, not a passing failure (obstore's client says so in the words :mod:`.objects` adds)
+_NOT_TRANSIENT = re.compile(
+    r"resolve host|curlCode: (?:6|60|77)\b|Name or service not known|name not resolved"
+    r"|certificate verify failed|SSL certificate problem|CERTIFICATE_VERIFY_FAILED",
+    re.IGNORECASE,
+)
 _TRANSIENT = (
     ("throttling", re.compile(r"SLOW_DOWN|SlowDown|THROTTL|Throttl|TooManyRequests|TOO_MANY_REQ"
                               r"|RESOURCE_EXHAUSTED|ServerBusy|\bHTTP status 429\b|\] 429 "
                               r"|status code: 429\b|\b429 Too Many Requests")),
+    # (not a setting's name in the message: obstore's "retry_timeout: 60s" is not a timeout)
     ("timeout", re.compile(r"REQUEST_TIMEOUT|RequestTimeout|DEADLINE_EXCEEDED|OperationTimedOut"
-                           r"|timed out|timeout", re.IGNORECASE)),
+                           r"|timed out|(?<![A-Za-z0-9_])timeout",
+                           re.IGNORECASE)),
     ("connection", re.compile(r"NETWORK_CONNECTION|connection (?:reset|refused|aborted|closed)"
                               r"|couldn't connect|could not connect|broken pipe|curlCode: (?:7|"
                               r"52|55|56)\b|error sending request|error decoding response body"

@@ -347,6 +347,31 @@ _SECRET_SETTINGS = ("secret_access_key", "session_token", "account_key", "sas_ke
                     "client_secret", "token", "bearer_token")  # fmt: skip
 
 
+_CERTIFICATE = re.compile(
+    r"InvalidCertificate\(\s*(?:Other\(\s*OtherError\(\s*)?([A-Za-z]+)|certificate verify failed"
+    r"|UnknownIssuer|invalid peer certificate[^\n\"]*"
+)
+_DNS = re.compile(r"dns error|failed to lookup address|Name or service not known|nodename nor "
+                  r"servname|No address associated with hostname|Temporary failure in name "
+                  r"resolution")  # fmt: skip
+_HOST = re.compile(r"https?://([^/\s:,]+)")
+
+
+def _connect_cause(full: str, text: str) -> str | None:
+    """What the client's ``Debug source`` says of a request that never reached the store, when
+    a retry cannot fix it: ``certificate verify failed (<reason>)`` or ``name not resolved``,
+    with the host; None otherwise (obstore's message says only "error sending request")."""
+    host = _HOST.search(text)
+    where = f"host {host.group(1)}" if host else "the store's host"
+    cert = _CERTIFICATE.search(full)
+    if cert:
+        reason = cert.group(1) if cert.lastindex else None
+        return f"{where}: certificate verify failed" + (f" ({reason})" if reason else "")
+    if _DNS.search(full):
+        return f"{where}: name not resolved"
+    return None
+
+
 def _translate(exc: BaseException, secrets: list[str]) -> BaseException:
     """An obstore error as the ``OSError`` family :mod:`.failures` reads, its message cut
     before the client's ``Debug source`` and scrubbed of ``secrets``, of the environment's
@@ -355,7 +380,12 @@ def _translate(exc: BaseException, secrets: list[str]) -> BaseException:
     the client's own (unscrubbed) one is not shown with it."""
     from obstore import exceptions as ox
 
-    text = scrub(" ".join(re.split(r"\s*Debug source:", str(exc))[0].split()), secrets)
+    full = str(exc)
+    text = " ".join(re.split(r"\s*Debug source:", full)[0].split())
+    cause = _connect_cause(full, text)
+    if cause:
+        text = f"{text}: {cause}"
+    text = scrub(text, secrets)
     if isinstance(exc, (ox.NotFoundError, FileNotFoundError)):
         return FileNotFoundError(text)
     if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError, PermissionError)):
