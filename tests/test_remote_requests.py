@@ -425,3 +425,106 @@ def test_a_session_token_never_appears_in_an_error(
     for part in (TOKEN, TOKEN[:24], TOKEN[-24:], secret):
         assert part not in shown, shown
     assert "orders-1/00000000000000000000.log" in str(exc.value)
+
+
+class _Trickle:
+    """A TCP proxy on 127.0.0.1 in front of the moto server that passes the server's answers on
+    ``chunk`` bytes at a time, ``pause`` seconds apart (a slow link), or, with ``stall``, sends
+    the first chunk of an answer and then nothing more (a stalled connection)."""
+
+    def __init__(self, target_port: int, chunk: int, pause: float, stall: bool = False):
+        import socket
+        import threading
+
+        self.target, self.chunk, self.pause, self.stall = target_port, chunk, pause, stall
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._closed = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._sockets: list[Any] = []
+        self._start(self._accept)
+
+    def _start(self, fn: Any, *args: Any) -> None:
+        import threading
+
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._closed.is_set():
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self._sockets += [client, upstream]
+            self._start(self._pipe, client, upstream, False)
+            self._start(self._pipe, upstream, client, True)
+
+    def _pipe(self, src: Any, dst: Any, slow: bool) -> None:
+        import time
+
+        try:
+            while not self._closed.is_set():
+                data = src.recv(self.chunk if slow else 65536)
+                if not data:
+                    break
+                dst.sendall(data)
+                if slow and self.stall:
+                    self._closed.wait(60)
+                    break
+                if slow:
+                    time.sleep(self.pause)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self._closed.set()
+        import socket
+
+        for s in [self._server, *self._sockets]:
+            try:
+                s.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in recv or accept
+            except OSError:
+                pass
+            s.close()
+        for t in self._threads:
+            t.join(5)
+
+
+@pytest.mark.parametrize("link", ["slow", "stalled"])
+def test_request_timeout_bounds_each_read_not_the_whole_request(s3_server, link: str) -> None:
+    """``fs.s3.request_timeout`` is the wait for an answer's next bytes (as pyarrow's socket read
+    timeout): a ranged GET whose bytes keep coming takes as long as it takes (no deadline for
+    the whole request: obstore's default of 30 s ended large GETs on slow links); an answer
+    that stops coming fails after the timeout."""
+    from kafkalog_source.transport.filesystems import resolve
+
+    data = bytes(range(256)) * 64  # 16 KiB
+    s3_server.bucket(BUCKET)
+    s3_server.put(f"{BUCKET}/timeouts/blob", data)
+    port = int(s3_server.endpoint.rsplit(":", 1)[1])
+    # slow: 2 KiB every 0.4 s, about 3 s for the whole answer; stalled: one piece, then nothing
+    proxy = _Trickle(port, chunk=2048, pause=0.4, stall=link == "stalled")
+    try:
+        options = {
+            **s3_server.options,
+            "fs.s3.endpoint_override": f"http://127.0.0.1:{proxy.port}",
+            "fs.s3.request_timeout": "1",
+            "fs.s3.retry_max_attempts": "1",
+            "fs.s3.region": f"us-east-1-{link}",  # a client of its own (not one cached)
+        }
+        o = parse_options(options, paths=f"s3://{BUCKET}/timeouts/blob")
+        loc = resolve(f"s3://{BUCKET}/timeouts/blob", o.store)
+        assert loc.objects is not None
+        if link == "slow":
+            got, meta = loc.objects.get(loc.key, 0, len(data))
+            assert bytes(got) == data and meta.size == len(data)
+        else:
+            with pytest.raises(OSError, match="(?i)time"):
+                loc.objects.get(loc.key, 0, len(data))
+    finally:
+        proxy.close()

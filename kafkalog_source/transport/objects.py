@@ -24,8 +24,11 @@ option                              obstore
 ``fs.s3.force_virtual_addressing``  ``virtual_hosted_style_request``
 ``fs.s3.role_arn``, ``session_      an AssumeRole credential provider (boto3's STS client;
 name``, ``external_id``             without boto3 the read goes through pyarrow)
-``fs.s3.request_timeout``,          client ``timeout``, ``connect_timeout``
-``connect_timeout``
+``fs.s3.request_timeout``,          client ``read_timeout`` (each read of an answer: the
+``connect_timeout``                 wait for its next bytes; default 30 s) and
+                                    ``connect_timeout`` (default 5 s); no deadline for
+                                    the whole request (obstore's ``timeout``, 30 s by
+                                    default, would end a large ranged GET on a slow link)
 ``fs.s3.proxy_options``             client ``proxy_url``
 ``fs.s3.tls_ca_file_path``          client ``root_certificate`` (the file's PEM text)
 ``fs.s3.retry_max_attempts``        ``max_retries`` = attempts - 1 (default 3 attempts)
@@ -79,6 +82,9 @@ from .known import Listed
 log = logging.getLogger("kafkalog")
 
 DEFAULT_ATTEMPTS = 3  # pyarrow's S3 default (AwsStandardS3RetryStrategy)
+DEFAULT_CONNECT_TIMEOUT = 5.0  # seconds to connect (obstore's default)
+DEFAULT_READ_TIMEOUT = 30.0  # seconds a read of an answer may wait for its next bytes
+NO_DEADLINE = timedelta(days=7)  # obstore's ``timeout`` (the whole request): none in effect
 _LIST_PAGE = 1000  # objects per listing page (S3's most)
 
 
@@ -114,13 +120,15 @@ def _proxy_url(value: Any) -> str:
 
 
 def _client_options(kwargs: dict[str, Any], endpoint: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {
+        # a connection, then each read of the answer, has its deadline; the whole request has
+        # none (obstore's default of 30 s ends a large ranged GET on a slow link)
+        "connect_timeout": _seconds(kwargs.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT),
+        "read_timeout": _seconds(kwargs.get("request_timeout") or DEFAULT_READ_TIMEOUT),
+        "timeout": NO_DEADLINE,
+    }
     if endpoint is not None and endpoint.lower().startswith("http://"):
         out["allow_http"] = True
-    if kwargs.get("request_timeout") is not None:
-        out["timeout"] = _seconds(kwargs["request_timeout"])
-    if kwargs.get("connect_timeout") is not None:
-        out["connect_timeout"] = _seconds(kwargs["connect_timeout"])
     if kwargs.get("proxy_options"):
         out["proxy_url"] = _proxy_url(kwargs["proxy_options"])
     if kwargs.get("tls_ca_file_path"):
@@ -354,13 +362,15 @@ _CERTIFICATE = re.compile(
 _DNS = re.compile(r"dns error|failed to lookup address|Name or service not known|nodename nor "
                   r"servname|No address associated with hostname|Temporary failure in name "
                   r"resolution")  # fmt: skip
+_TIMED_OUT = re.compile(r"kind: Timeout|\bTimedOut\b|operation timed out")
 _HOST = re.compile(r"https?://([^/\s:,]+)")
 
 
 def _connect_cause(full: str, text: str) -> str | None:
-    """What the client's ``Debug source`` says of a request that never reached the store, when
-    a retry cannot fix it: ``certificate verify failed (<reason>)`` or ``name not resolved``,
-    with the host; None otherwise (obstore's message says only "error sending request")."""
+    """What the client's ``Debug source`` says of a request that failed on its way (obstore's
+    message says only "error sending request" or "response body error"):
+    ``certificate verify failed (<reason>)`` or ``name not resolved``, with the host, which a
+    retry cannot fix; ``timed out``, which it may; None otherwise."""
     host = _HOST.search(text)
     where = f"host {host.group(1)}" if host else "the store's host"
     cert = _CERTIFICATE.search(full)
@@ -369,6 +379,8 @@ def _connect_cause(full: str, text: str) -> str | None:
         return f"{where}: certificate verify failed" + (f" ({reason})" if reason else "")
     if _DNS.search(full):
         return f"{where}: name not resolved"
+    if _TIMED_OUT.search(full):  # a retry may fix it: failures reads "timed out"
+        return "timed out (connect_timeout, or fs.s3.request_timeout between bytes of the answer)"
     return None
 
 
