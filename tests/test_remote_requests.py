@@ -442,6 +442,7 @@ class _Trickle:
         self._closed = threading.Event()
         self._threads: list[threading.Thread] = []
         self._sockets: list[Any] = []
+        self.sent = bytearray()  # what the clients sent (requests, headers included)
         self._start(self._accept)
 
     def _start(self, fn: Any, *args: Any) -> None:
@@ -472,6 +473,8 @@ class _Trickle:
                 data = src.recv(self.chunk if slow else 65536)
                 if not data:
                     break
+                if not slow:
+                    self.sent += data
                 dst.sendall(data)
                 if slow and self.stall:
                     self._closed.wait(60)
@@ -526,5 +529,94 @@ def test_request_timeout_bounds_each_read_not_the_whole_request(s3_server, link:
         else:
             with pytest.raises(OSError, match="(?i)time"):
                 loc.objects.get(loc.key, 0, len(data))
+    finally:
+        proxy.close()
+
+
+@pytest.fixture()
+def aws_files(monkeypatch, tmp_path: Path) -> Path:
+    """No AWS variable but the shared files' paths (in ``tmp_path``): credentials come from the
+    profile."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    (tmp_path / "aws-config").write_text("")
+    return tmp_path
+
+
+def _profile_client(s3_server: Any, proxy: _Trickle, name: str) -> Any:
+    """The location of ``BUCKET/profile/blob`` through ``proxy``, with no credentials in the
+    options (a client of its own: ``name`` is in its region)."""
+    from kafkalog_source.transport.filesystems import resolve
+
+    s3_server.bucket(BUCKET)
+    s3_server.put(f"{BUCKET}/profile/blob", b"0123456789")
+    options = {
+        "fs.s3.endpoint_override": f"http://127.0.0.1:{proxy.port}",
+        "fs.s3.region": f"us-east-1-{name}",
+    }
+    uri = f"s3://{BUCKET}/profile/blob"
+    loc = resolve(uri, parse_options(options, paths=uri).store)
+    assert loc.objects is not None
+    return loc
+
+
+def test_profile_keys_renewed_in_the_files_reach_a_long_read(s3_server, aws_files, monkeypatch):
+    """Keys a tool renews in the shared credentials file are read again (they were read once,
+    at the open, and a long stream went on with expired ones)."""
+    from kafkalog_source.transport import aws
+
+    monkeypatch.setattr(aws, "PROFILE_RECHECK", __import__("datetime").timedelta(0))
+    creds = aws_files / "aws-credentials"
+    creds.write_text("[default]\naws_access_key_id = KEYONE\naws_secret_access_key = s1\n")
+    proxy = _Trickle(int(s3_server.endpoint.rsplit(":", 1)[1]), chunk=65536, pause=0)
+    try:
+        loc = _profile_client(s3_server, proxy, "renewed")
+        assert bytes(loc.objects.get(loc.key, 0, 4)[0]) == b"0123"
+        assert b"Credential=KEYONE/" in proxy.sent
+        creds.write_text(
+            "[default]\naws_access_key_id = KEYTWO\naws_secret_access_key = secret2\n"
+            "aws_session_token = token2\n"
+        )
+        proxy.sent.clear()
+        assert bytes(loc.objects.get(loc.key, 4, 8)[0]) == b"4567"
+        assert b"Credential=KEYTWO/" in proxy.sent and b"token2" in proxy.sent
+    finally:
+        proxy.close()
+
+
+def test_boto3_profile_credentials_are_kept_until_they_expire_not_longer(
+    s3_server, aws_files
+) -> None:
+    """A profile whose credentials come from boto3 (here a ``credential_process``, as SSO and
+    role profiles do) is asked again when they expire: obstore's provider kept every answer
+    30 minutes, past the expiry of shorter-lived credentials."""
+    pytest.importorskip("boto3")
+    import datetime
+    import sys
+
+    expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=20)
+    script = aws_files / "creds.py"
+    script.write_text(
+        "import json\n"
+        "print(json.dumps({'Version': 1, 'AccessKeyId': 'PROCKEY', 'SecretAccessKey': 'ps',"
+        f" 'SessionToken': 'pt', 'Expiration': '{expiry.strftime('%Y-%m-%dT%H:%M:%SZ')}'}}))\n"
+    )
+    (aws_files / "aws-config").write_text(
+        f"[default]\ncredential_process = {sys.executable} {script}\n"
+    )
+    proxy = _Trickle(int(s3_server.endpoint.rsplit(":", 1)[1]), chunk=65536, pause=0)
+    try:
+        loc = _profile_client(s3_server, proxy, "process")
+        assert bytes(loc.objects.get(loc.key, 0, 4)[0]) == b"0123"
+        assert b"Credential=PROCKEY/" in proxy.sent
+        got = loc.objects._store.credential_provider()
+        assert got["access_key_id"] == "PROCKEY"
+        assert got["expires_at"] <= expiry + datetime.timedelta(seconds=1)
     finally:
         proxy.close()

@@ -52,9 +52,10 @@ load_frequency``, ``fs.gs.target_service_account``, ``fs.s3.role_arn`` without b
 :func:`object_client` return None: that store is read through pyarrow's filesystem as before
 (a ``HEAD`` per open). Credentials otherwise come from obstore's own chains: the AWS variables
 (``AWS_ACCESS_KEY_ID``, ..., web identity, container and instance-role credentials), a profile's
-keys in the shared files (read by :func:`~.aws.profile_credentials`; a profile that needs an SSO
-login, a process or a role goes through boto3's session when boto3 is installed, else through
-pyarrow), ``GOOGLE_APPLICATION_CREDENTIALS`` and the metadata server, the ``AZURE_*`` variables
+keys in the shared files (read by :class:`~.aws.ProfileCredentials` when obstore asks, at most
+once a minute, so that renewed keys are used; a profile that needs an SSO login, a process or a
+role goes through boto3's session when boto3 is installed, else through pyarrow, its answers kept
+until the credentials expire), ``GOOGLE_APPLICATION_CREDENTIALS`` and the metadata server, the ``AZURE_*`` variables
 and managed identities.
 
 Errors come out as the ``OSError`` family that :mod:`.failures` tells apart: a missing object as
@@ -72,11 +73,11 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..redact import scrub, secret_strings
-from .aws import profile_credentials
+from .aws import ProfileCredentials, profile_credentials
 from .known import Listed
 
 log = logging.getLogger("kafkalog")
@@ -84,6 +85,7 @@ log = logging.getLogger("kafkalog")
 DEFAULT_ATTEMPTS = 3  # pyarrow's S3 default (AwsStandardS3RetryStrategy)
 DEFAULT_CONNECT_TIMEOUT = 5.0  # seconds to connect (obstore's default)
 DEFAULT_READ_TIMEOUT = 30.0  # seconds a read of an answer may wait for its next bytes
+RENEW = timedelta(minutes=30)  # how long credentials that state no expiry are kept
 NO_DEADLINE = timedelta(days=7)  # obstore's ``timeout`` (the whole request): none in effect
 _LIST_PAGE = 1000  # objects per listing page (S3's most)
 
@@ -221,8 +223,11 @@ def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> tuple[
         keys = profile_credentials()
         if keys == "session":  # SSO, credential_process, a role: boto3 knows how
             provider = _boto3_session(region)
-        elif keys is not None:
-            config.update(keys)
+        elif keys is not None:  # read again as the files change (a tool renews them)
+            provider = ProfileCredentials()
+    secrets = _secrets_of("s3", config, kwargs)
+    if provider is not None:
+        provider = _Recording(provider, secrets)
     store = S3Store(
         bucket,
         config=config,
@@ -230,16 +235,69 @@ def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> tuple[
         retry_config=_retry_config(kwargs.get("retry_max_attempts")),
         credential_provider=provider,
     )
-    return store, _secrets_of("s3", config, kwargs)
+    return store, secrets
+
+
+class _Recording:
+    """A credential provider whose answers' secrets are added to ``secrets`` (the list the
+    client scrubs its errors of): credentials renewed while a stream runs are scrubbed too."""
+
+    def __init__(self, provider: Any, secrets: list[str]) -> None:
+        self._provider = provider
+        self._secrets = secrets
+        self.config = getattr(provider, "config", {})
+
+    def __call__(self) -> Any:
+        got = self._provider()
+        held = [("s3", k, v) for k, v in got.items() if k in _SECRET_SETTINGS and v]
+        for s in secret_strings(held):
+            if s not in self._secrets:
+                self._secrets.append(s)
+        self._secrets.sort(key=lambda s: (-len(s), s))
+        return got
+
+
+class _Boto3Credentials:
+    """The credentials of a boto3 session (an SSO login, a ``credential_process``, a role the
+    profile assumes), renewed by botocore as they near their expiry. obstore's own
+    ``Boto3CredentialProvider`` keeps each answer 30 minutes whatever the credentials' expiry
+    (credentials that expire sooner failed a long stream); this one keeps an answer until the
+    credentials expire (obstore asks again shortly before), at most ``RENEW`` when they say no
+    expiry."""
+
+    def __init__(self, session: Any) -> None:
+        self.config: dict[str, Any] = {}
+        if getattr(session, "region_name", None):
+            self.config["region"] = session.region_name
+        credentials = session.get_credentials()
+        if credentials is None:
+            raise Unsupported("an AWS profile boto3 finds no credentials in")
+        self._credentials = credentials
+
+    def __call__(self) -> dict[str, Any]:
+        frozen = self._credentials.get_frozen_credentials()  # renewed when near expiry
+        now = datetime.now(timezone.utc)
+        expires = getattr(self._credentials, "_expiry_time", None)  # RefreshableCredentials
+        until = now + RENEW
+        if expires is not None:
+            if expires.tzinfo is None:
+                expires = expires.replace(tzinfo=timezone.utc)
+            expires = expires.astimezone(timezone.utc)  # obstore takes this tzinfo only
+            until = max(min(until, expires), now)
+        return {
+            "access_key_id": frozen.access_key,
+            "secret_access_key": frozen.secret_key,
+            "token": frozen.token,
+            "expires_at": until,
+        }
 
 
 def _boto3_session(region: str | None) -> Any:
     try:
         import boto3
-        from obstore.auth.boto3 import Boto3CredentialProvider
     except ImportError:
         raise Unsupported("an AWS profile that needs boto3") from None
-    return Boto3CredentialProvider(boto3.Session(region_name=region))
+    return _Boto3Credentials(boto3.Session(region_name=region))
 
 
 def _assume_role(kwargs: dict[str, Any], region: str | None) -> Any:
