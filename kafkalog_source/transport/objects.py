@@ -41,6 +41,8 @@ name``, ``external_id``             without boto3 the read goes through pyarrow)
 ``account_key``, ``sas_token``,     ``client_id``, ``client_secret``, ``tenant_id``
 ``client_id``, ``client_secret``,
 ``tenant_id``
+no ``fs.abfs`` credential, none     ``use_azure_cli`` (when ``az`` is on ``PATH`` and
+in the environment                  logged in)
 ``fs.abfs.blob_storage_authority``  ``endpoint`` (``{scheme}://{account}{authority}`` for an
 ``blob_storage_scheme``             authority starting with ``.``, else the emulator form
                                     ``{scheme}://{authority}/{account}``)
@@ -71,6 +73,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -355,6 +358,38 @@ def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
     return store, _secrets_of("gs", config, kwargs)
 
 
+# Environment variables that give obstore's Azure client a credential (or a way to one) of its
+# own: with any of them set, its chain decides
+_AZURE_CREDENTIAL_VARIABLES = (
+    "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_MASTER_KEY",
+    "AZURE_STORAGE_SAS_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_TOKEN",
+    "AZURE_CLIENT_ID", "AZURE_STORAGE_CLIENT_ID", "AZURE_CLIENT_SECRET",
+    "AZURE_STORAGE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_MSI_ENDPOINT",
+    "AZURE_IDENTITY_ENDPOINT", "IDENTITY_ENDPOINT", "MSI_ENDPOINT", "AZURE_USE_AZURE_CLI",
+    "AZURE_CREDENTIAL_TYPE", "AZURE_SKIP_SIGNATURE",
+)  # fmt: skip
+
+
+def _azure_cli_fallback(config: dict[str, Any]) -> bool:
+    """Whether to get a token from the Azure CLI (``az account get-access-token``), as
+    pyarrow's ``DefaultAzureCredential`` does: no key, SAS token or client credentials in the
+    options or the environment, ``az`` on ``PATH`` and logged in (its token cache in
+    ``$AZURE_CONFIG_DIR``, default ``~/.azure``). Otherwise obstore's chain applies (managed
+    identity last)."""
+    if any(config.get(k) for k in ("account_key", "sas_key", "client_id", "client_secret")):
+        return False
+    if any(os.environ.get(v) for v in _AZURE_CREDENTIAL_VARIABLES):
+        return False
+    if shutil.which("az") is None:
+        return False
+    home = os.environ.get("AZURE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".azure")
+    try:
+        names = os.listdir(home)
+    except OSError:
+        return False
+    return any(n.startswith(("msal_token_cache", "accessTokens")) for n in names)
+
+
 def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
     from obstore.store import AzureStore
 
@@ -376,6 +411,8 @@ def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> tuple[
             config[theirs] = kwargs[ours]
     if kwargs.get("sas_token"):
         config["sas_key"] = str(kwargs["sas_token"]).lstrip("?")
+    if _azure_cli_fallback(config):
+        config["use_azure_cli"] = True
     endpoint = None
     authority = kwargs.get("blob_storage_authority")
     if authority:
