@@ -477,6 +477,44 @@ def test_s3_options_override_the_environment(s3_server, env_bucket, aws_env) -> 
         kl.read_table(env_bucket, remoteRetries="0", **{"fs.s3.retry_max_attempts": "1"})
 
 
+@pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"])
+def test_ignore_configured_endpoint_urls_ignores_the_environments_endpoint(
+    s3_server, env_bucket, aws_env, variable: str
+) -> None:
+    """``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true`` makes the endpoint variables ignored, as the
+    AWS SDKs do: the read goes to AWS itself (which does not answer here), never to the server
+    the variable names."""
+    from kafkalog_source.transport.filesystems import resolve
+
+    port = int(s3_server.endpoint.rsplit(":", 1)[1])
+    sys_path = str(Path(__file__).resolve().parent.parent / "bench")
+    import sys
+
+    sys.path.insert(0, sys_path)
+    try:
+        from delayproxy import DelayProxy
+    finally:
+        sys.path.remove(sys_path)
+    with DelayProxy(port, delay=0) as proxy:
+        aws_env.setenv(variable, f"http://127.0.0.1:{proxy.port}")
+        aws_env.setenv("AWS_REGION", "us-east-1")
+        assert kl.read_table(env_bucket, remoteRetries="0").equals(_local())  # the variable
+        assert proxy.requests > 0
+        proxy.reset()
+        aws_env.setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
+        loc = resolve(f"{env_bucket}/00000000000000000000.log", kl.parse_options({}).store)
+        assert loc.objects is not None  # obstore's client, not set aside for pyarrow's
+        with pytest.raises(KafkaLogError) as exc:
+            kl.read_table(
+                env_bucket,
+                remoteRetries="0",
+                **{"fs.s3.retry_max_attempts": "1", "fs.s3.connect_timeout": "2"},
+            )
+        assert f"127.0.0.1:{proxy.port}" not in str(exc.value)
+        assert "amazonaws.com" in str(exc.value), str(exc.value)
+        assert proxy.requests == 0
+
+
 # -- 7. retries and access denied ---------------------------------------------------------------
 
 

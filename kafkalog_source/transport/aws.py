@@ -72,15 +72,23 @@ def _nested(text: str) -> dict[str, str]:
     return out
 
 
+def endpoints_ignored(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` (or the profile's
+    ``ignore_configured_endpoint_urls``) is true: the endpoint variables and the profile's
+    endpoints are then ignored, as the AWS SDKs do."""
+    env = os.environ if environ is None else environ
+    profile, _ = _profile(env)
+    return _true(env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) or _true(
+        profile.get("ignore_configured_endpoint_urls")
+    )
+
+
 def aws_settings(environ: Mapping[str, str] | None = None) -> AwsSettings:
     """The S3 endpoint and region the AWS chain gives (see the module docstring)."""
     env = os.environ if environ is None else environ
     profile, config = _profile(env)
     endpoint = None
-    ignore = _true(env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) or _true(
-        profile.get("ignore_configured_endpoint_urls")
-    )
-    if not ignore:
+    if not endpoints_ignored(env):
         endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
         if not endpoint:
             services = profile.get("services")
@@ -165,4 +173,10 @@ class ProfileCredentials:
         }
 
 
-__all__ = ["AwsSettings", "ProfileCredentials", "aws_settings", "profile_credentials"]
+__all__ = [
+    "AwsSettings",
+    "ProfileCredentials",
+    "aws_settings",
+    "endpoints_ignored",
+    "profile_credentials",
+]

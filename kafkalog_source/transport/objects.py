@@ -80,7 +80,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..redact import scrub, secret_strings
-from .aws import ProfileCredentials, profile_credentials
+from .aws import ProfileCredentials, endpoints_ignored, profile_credentials
 from .known import Listed
 
 log = logging.getLogger("kafkalog")
@@ -156,6 +156,9 @@ def _retry_config(attempts: int | None, limit: Any = None) -> dict[str, Any]:
     return out
 
 
+# the endpoint variables obstore's S3 client reads by itself
+_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+
 _S3_IGNORED = {
     # about writing, or pyarrow's own behaviour, not reads
     "background_writes",
@@ -206,8 +209,16 @@ def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> tuple[
         config["aws_endpoint_url_s3"] = endpoint
     elif kwargs.get("scheme") == "http":
         raise Unsupported("scheme")
-    elif os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT"):
-        raise Unsupported("an endpoint in the environment that the AWS chain ignores")
+    elif any(os.environ.get(v) for v in _ENDPOINT_VARIABLES):
+        # obstore reads these variables by itself: AWS's own endpoint, named, keeps them out
+        if not endpoints_ignored():
+            raise Unsupported("an endpoint in the environment that the AWS chain ignores")
+        where = region or "us-east-1"
+        config["aws_endpoint_url_s3"] = (
+            f"https://{bucket}.s3.{where}.amazonaws.com"
+            if kwargs.get("force_virtual_addressing")
+            else f"https://s3.{where}.amazonaws.com"
+        )
     if region:
         config["region"] = region
     if kwargs.get("force_virtual_addressing"):
