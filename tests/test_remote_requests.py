@@ -299,12 +299,27 @@ def test_known_objects_answer_from_the_listing() -> None:
     assert known.under("s3://b") is None
 
 
-def test_a_stream_trigger_is_one_listing_plus_the_new_bytes(s3_server, proxy, tmp_path) -> None:
+@pytest.mark.parametrize("scope", ["none", "command"])
+def test_a_stream_trigger_is_one_listing_plus_the_new_bytes(
+    s3_server, proxy, tmp_path, scope: str
+) -> None:
+    """Each trigger lists the bucket once, also where a listing is active around the stream
+    (``command``: a CLI command holds one for its length; a trigger went on with it, stale)."""
+    import contextlib
+
+    from kafkalog_source.transport.known import known_objects
+
+    outer = known_objects() if scope == "command" else contextlib.nullcontext()
+    with outer:
+        _stream_triggers(s3_server, proxy, tmp_path, scope)
+
+
+def _stream_triggers(s3_server: Any, proxy: Any, tmp_path: Path, scope: str) -> None:
     from kafkalog_source.streaming.source import Limit, StreamSource
 
     local = tmp_path / "logs"
     _write_archive(local)
-    prefix = f"{BUCKET}/stream"
+    prefix = f"{BUCKET}/stream-{scope}"
     uri = s3_server.upload(local, prefix)
     _as_a_new_process()
     source = StreamSource(parse_options(proxy.options, paths=uri))

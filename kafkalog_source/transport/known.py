@@ -13,7 +13,11 @@ inherit), opening or looking up a remote object consults it first (:func:`lookup
   no request asks (:data:`NOT_LISTED`);
 * anything else: unknown, the store is asked as before.
 
-A plan holds one (the listing is the truth about what exists for the length of a plan); a
+A plan holds one (the listing is the truth about what exists for the length of a plan), and so
+does a CLI command (one answer at one moment: ``kafkalog query`` lists once); a stream's trigger
+(:func:`trigger_known`) and an attempt of a lake run (:func:`attempt_known`) start one of
+their own, whatever is active around them, so that a later trigger or a retry sees what was
+written since (the triggers of one attempt share the attempt's); a
 range's reader holds one made of the objects its range opens (:attr:`SegmentRange.objects
 <kafkalog_source.planning.splits.SegmentRange>`), sizes only, so that a Spark task makes no
 ``HEAD`` either. Nothing here makes a request or knows anything of Kafka.
@@ -59,6 +63,7 @@ class KnownObjects:
         self._objects: dict[str, Listed] = {}
         self._roots: set[str] = set()
         self._children: dict[str, list[str]] = {}  # directory URI -> object URIs in it
+        self.one_attempt = False  # one attempt's (attempt_known): its triggers share it
         self.add(objects)
 
     def add(self, objects: Iterable[tuple[str, int, int]]) -> None:
@@ -158,6 +163,31 @@ def known_objects() -> Iterator[KnownObjects]:
         yield known
 
 
+@contextlib.contextmanager
+def attempt_known() -> Iterator[KnownObjects]:
+    """A new :class:`KnownObjects` for one attempt of a lake run, active for the block whatever
+    is active around it (a retry lists the store again); the stream triggers inside it
+    (:func:`trigger_known`) share it: the attempt's snapshot, end and read are one listing."""
+    known = KnownObjects()
+    known.one_attempt = True
+    with known.active():
+        yield known
+
+
+@contextlib.contextmanager
+def trigger_known() -> Iterator[KnownObjects]:
+    """The listing scope of one stream trigger: the active :class:`KnownObjects` when it is one
+    attempt's (:func:`attempt_known`), else a new one, whatever is active around it (a listing a
+    CLI command holds is older than the trigger)."""
+    known = _known.get()
+    if known is not None and known.one_attempt:
+        yield known
+        return
+    known = KnownObjects()
+    with known.active():
+        yield known
+
+
 def note_listing(root: str, objects: Iterable[tuple[str, int, int]]) -> None:
     """Tell the active :class:`KnownObjects` (if any) that ``root`` was listed whole."""
     known = _known.get()
@@ -169,8 +199,10 @@ __all__ = [
     "NOT_LISTED",
     "KnownObjects",
     "Listed",
+    "attempt_known",
     "current_known",
     "known_objects",
     "lookup",
     "note_listing",
+    "trigger_known",
 ]
