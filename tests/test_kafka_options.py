@@ -259,6 +259,34 @@ def test_a_starting_time_no_record_reaches(tmp_path: Path) -> None:
         parse_options(paths="x", startingOffsetsByTimestampStrategy="earliest")
 
 
+def test_a_starting_time_no_record_reaches_with_merged_replicas(tmp_path: Path) -> None:
+    """The same under replicas=merge (two log directories holding payments-0): the strategy
+    applies to the merged copies as to one log (it was ignored: nothing read, no error)."""
+    import shutil
+
+    archives = _archive(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    shutil.copytree(tmp_path / "a" / "payments-0", tmp_path / "b" / "payments-0")
+    last = max(ts for *_, ts in _timed(archives["payments"]))
+    paths = [str(tmp_path / "a"), str(tmp_path / "b")]
+    opts = {"subscribe": "payments", "replicas": "merge"}
+    for t, want in ((last + 1, None), (last, 1)):
+        by_time = json.dumps({"payments": {"0": t}})
+        if want is None:
+            with pytest.raises(OptionError, match="topic-partition payments-0 and timestamp"):
+                kl.read_table(paths, startingOffsetsByTimestamp=by_time, **opts)
+            got = kl.read_table(
+                paths,
+                startingOffsetsByTimestamp=by_time,
+                startingOffsetsByTimestampStrategy="latest",
+                **opts,
+            )
+            assert got.num_rows == 0
+        else:
+            got = kl.read_table(paths, startingOffsetsByTimestamp=by_time, **opts)
+            assert got.num_rows >= want
+
+
 def _timed(a: Archive) -> list[tuple[str, int, int, int]]:
     """(topic, partition, offset, timestamp) of every record, from the writer's bookkeeping."""
     out = []
