@@ -1294,9 +1294,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "Streams: at most this many offsets per micro-batch.",
         "Shared between partitions in proportion to their backlog as Spark's Kafka source "
         "shares it: each partition's share rounded down, or up to one offset when it is below "
-        "one, never past the partition's end; the offsets rounding down leaves unused go to the "
-        "largest remainders. A micro-batch takes `min(limit, backlog)` offsets, plus one per "
-        "partition whose share was rounded up, and every partition with data advances at every "
+        "one, never past the partition's end; the offsets rounding leaves unused go one each to "
+        "the shares rounded down, largest remainders first (a share rounded up gets none). A "
+        "micro-batch takes `min(limit, backlog)` offsets (more only when the shares rounded up "
+        "to one already exceed it), and every partition with data advances at every "
         "trigger. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
         "`maxFilesPerTrigger` may be set. Batch reads ignore it. See "
         "[Admission control](../guides/streaming.md#admission-control).",
