@@ -311,6 +311,34 @@ def _split_rows(options: Any, splits: list) -> list[list[Row]]:
     return out
 
 
+def test_max_records_per_partition_opens_a_segment_once_to_cut_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cutting a segment into pieces of maxPartitionBytes and then of maxRecordsPerPartition
+    opens it once (it was opened again for the second cut, and for each of its extents)."""
+    from kafkalog_source.planning import probe as probe_module
+
+    a = Archive(tmp_path / "logs")
+    a.append(0, batches=40, per_batch=5)
+    a.sync()
+    opened: list[str] = []
+    real = probe_module.open_source
+
+    def counting(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(probe_module, "open_source", counting)
+    base = {"maxPartitionBytes": "1k", "openCostInBytes": "0"}
+    counts = []
+    for extra in ({}, {"maxRecordsPerPartition": "7"}):
+        opened.clear()
+        splits = plan(batch_request(parse_options({**base, **extra}, paths=str(a.root))))
+        assert len(splits) > 1
+        counts.append(len(opened))
+    assert counts[1] == counts[0], counts  # the record cut adds no open
+
+
 def test_max_records_per_partition_splits_batch_reads_and_micro_batches(tmp_path: Path) -> None:
     """No split holds more than maxRecordsPerPartition offsets, in a batch read (with small
     segments packed as Spark's file source packs them) and in a stream's micro-batch; every
