@@ -246,6 +246,10 @@ def _typed(option: str, store: str, arg: str, value: Any) -> Any:
     return value
 
 
+# remoteConcurrency's default: the requests a read of many remote files keeps in flight at once
+DEFAULT_REMOTE_CONCURRENCY = 16
+
+
 @dataclass(frozen=True, repr=False)
 class StoreOptions:
     """How remote objects are reached and read: constructor arguments per store, read-ahead and
@@ -257,7 +261,8 @@ class StoreOptions:
     read_ahead_bytes: int = 8 * MiB  # one ranged request of a sequential read
     read_ahead_requests: int = 2  # ranged requests in flight ahead of the decoder
     retries: int = 3  # attempts after the first for a failed ranged read
-    concurrency: int = 16  # requests in flight for many files at once (planning, a task's reads)
+    # requests in flight for many files at once (planning, a task's reads): remoteConcurrency
+    concurrency: int = DEFAULT_REMOTE_CONCURRENCY
 
     def args_for(self, store: str) -> dict[str, Any]:
         """The constructor arguments given for ``store`` (``s3``, ``gs``, ``abfs``, ``hdfs``, or an
@@ -1169,7 +1174,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "What each segment weighs when small segments are packed together.",
         "As Spark's file sources: small segments are packed into one split up to "
         "`maxPartitionBytes`, each counting at least this much. A remote segment counts a "
-        "sixteenth of it: a read keeps many remote files' requests in flight at once.",
+        "sixteenth of it: a read keeps that many remote files' requests in flight at once "
+        "(`remoteConcurrency`'s default; the default, not the option's value, so that a plan "
+        "does not change with it).",
     ),
     OptionSpec(
         "recursiveFileLookup",
