@@ -515,6 +515,49 @@ def test_ignore_configured_endpoint_urls_ignores_the_environments_endpoint(
         assert proxy.requests == 0
 
 
+def test_a_buckets_region_is_asked_once_per_process_and_travels_with_the_plan(
+    aws_env, monkeypatch
+) -> None:
+    """On AWS itself (no endpoint, no region given) a bucket's region is looked up once per
+    process however many threads ask at once, and a plan's ranges carry it, so that a reader
+    in another process (a Spark task) does not ask again. (pyarrow's look-up stands in: this
+    test does not reach AWS.)"""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyarrow import fs as pafs
+
+    from kafkalog_source.reader.prefetch import range_objects
+    from kafkalog_source.transport import filesystems
+
+    monkeypatch.setattr(filesystems, "_regions", {})
+    asked: list[str] = []
+
+    def look_up(bucket: str) -> str:
+        asked.append(bucket)
+        time.sleep(0.2)  # a request's time: other threads ask meanwhile
+        return "eu-west-3"
+
+    monkeypatch.setattr(pafs, "resolve_s3_region", look_up)
+    uri = "s3://kafkalog-far-away/logs/orders-0/00000000000000000000.log"
+    with ThreadPoolExecutor(8) as pool:
+        locations = list(pool.map(lambda _: filesystems.resolve(uri), range(8)))
+    assert asked == ["kafkalog-far-away"]
+    assert {loc.fs.region for loc in locations} == {"eu-west-3"}
+    carried = filesystems.regions_of(uri)
+    assert carried == (("kafkalog-far-away", "eu-west-3"),)
+    assert filesystems.regions_of("s3://never-asked/x") == ()
+
+    # a Spark task's process: the range brings the region, nothing is asked
+    from kafkalog_source.planning.splits import SegmentRange
+
+    monkeypatch.setattr(filesystems, "_regions", {})
+    rng = SegmentRange(uri, 0, 10, regions=carried)
+    with range_objects(rng):
+        loc = filesystems.resolve(uri)
+    assert asked == ["kafkalog-far-away"] and loc.fs.region == "eu-west-3"
+
+
 # -- 7. retries and access denied ---------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..layout.tiered import MANIFEST_SUFFIX, is_tiered_log, tiered_sibling
 from ..transport.fanout import bounded_map
-from ..transport.filesystems import is_remote
+from ..transport.filesystems import is_remote, regions_of
 from ..transport.known import current_known
 from .extents import Extent
 from .request import PlanRequest
@@ -211,6 +211,7 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
         offsets_exact=not ext.merged and seg.snapshot is None,
         partition_missing=ext.reported,
         objects=_objects(seg.path),
+        regions=regions_of(seg.path),
     )
 
 
