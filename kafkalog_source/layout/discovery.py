@@ -127,6 +127,7 @@ class _Entry:
     size: int
     mtime: float  # epoch milliseconds
     key: str  # identity for deduplication: the real path, or the URI
+    etag: str = ""  # a listed object's entity tag, where the store gives one
 
     @property
     def name(self) -> str:
@@ -276,7 +277,7 @@ class _RemoteLister:
         prefix = loc.key.rstrip("/") + "/" if loc.key else ""
         lead = loc.path[: len(loc.path) - len(loc.key)] if loc.key else loc.path.rstrip("/") + "/"
         objects = [
-            (loc.to_uri(lead + key), listed.size, listed.mtime_ns)
+            (loc.to_uri(lead + key), listed.size, listed.mtime_ns, listed.etag)
             for page in loc.objects.list(prefix)
             for key, listed in page
             if not key.endswith("/")  # a "directory marker" object
@@ -294,7 +295,7 @@ class _RemoteLister:
         covered = known.under(directory) if known is not None else None
         if covered:  # listed whole already (earlier in this plan or command): no request
             self._listed.append(directory)
-            tree = _tree(directory, _with_dirs(directory, [(u, m.size, m.mtime_ns)
+            tree = _tree(directory, _with_dirs(directory, [(u, m.size, m.mtime_ns, m.etag)
                                                            for u, m in covered]))  # fmt: skip
             self._dirs.update(tree)
             return tree[directory]
@@ -315,7 +316,7 @@ class _RemoteLister:
             raise self._failed("list", directory, e) from scrubbed(e, self._secrets())
         self._listed.append(directory)
         # the listing is the truth about what exists below it, for the rest of the plan
-        files = [(e.path, e.size, int(e.mtime * 1e6)) for e in entries if not e.is_dir]
+        files = [(e.path, e.size, int(e.mtime * 1e6), e.etag) for e in entries if not e.is_dir]
         note_listing(directory, files)
         tree = _tree(directory, entries)
         self._dirs.update(tree)
@@ -353,14 +354,14 @@ class _RemoteLister:
         return path
 
 
-def _with_dirs(directory: str, objects: list[tuple[str, int, int]]) -> list[_Entry]:
-    """Entries of the ``(uri, size, mtime_ns)`` objects below ``directory``, with one directory
-    entry per prefix between (object stores have no directories)."""
+def _with_dirs(directory: str, objects: list[tuple]) -> list[_Entry]:
+    """Entries of the ``(uri, size, mtime_ns[, etag])`` objects below ``directory``, with one
+    directory entry per prefix between (object stores have no directories)."""
     out: list[_Entry] = []
     dirs: set[str] = set()
     top = directory.rstrip("/")
-    for uri, size, mtime_ns in objects:
-        out.append(_Entry(uri, False, size, mtime_ns / 1e6, uri))
+    for uri, size, mtime_ns, *etag in objects:
+        out.append(_Entry(uri, False, size, mtime_ns / 1e6, uri, etag[0] if etag else ""))
         d = _parent(uri)
         while d != top and d.startswith(top + "/") and d not in dirs:
             dirs.add(d)

@@ -38,6 +38,7 @@ class Listed:
 
     size: int
     mtime_ns: int = 0
+    etag: str = ""  # the store's entity tag, where it gives one: changes with the content
 
 
 class _NotListed:
@@ -57,8 +58,8 @@ def _parent(uri: str) -> str:
 class KnownObjects:
     """Objects listings showed (URI → :class:`Listed`) and the prefixes listed whole."""
 
-    def __init__(self, objects: Iterable[tuple[str, int, int]] = ()) -> None:
-        """Start with ``(uri, size, mtime_ns)`` objects known (no prefix listed whole)."""
+    def __init__(self, objects: Iterable[tuple] = ()) -> None:
+        """Start with ``(uri, size, mtime_ns[, etag])`` objects known (no prefix listed whole)."""
         self._lock = threading.Lock()
         self._objects: dict[str, Listed] = {}
         self._roots: set[str] = set()
@@ -66,15 +67,15 @@ class KnownObjects:
         self.one_attempt = False  # one attempt's (attempt_known): its triggers share it
         self.add(objects)
 
-    def add(self, objects: Iterable[tuple[str, int, int]]) -> None:
-        """Learn ``(uri, size, mtime_ns)`` objects."""
+    def add(self, objects: Iterable[tuple]) -> None:
+        """Learn ``(uri, size, mtime_ns[, etag])`` objects."""
         with self._lock:
-            for uri, size, mtime_ns in objects:
+            for uri, size, mtime_ns, *etag in objects:
                 if uri not in self._objects:
                     self._children.setdefault(_parent(uri), []).append(uri)
-                self._objects[uri] = Listed(int(size), int(mtime_ns))
+                self._objects[uri] = Listed(int(size), int(mtime_ns), etag[0] if etag else "")
 
-    def add_listing(self, root: str, objects: Iterable[tuple[str, int, int]]) -> None:
+    def add_listing(self, root: str, objects: Iterable[tuple]) -> None:
         """A whole listing of the prefix ``root``: its objects, and nothing else below it."""
         self.add(objects)
         with self._lock:
@@ -188,7 +189,7 @@ def trigger_known() -> Iterator[KnownObjects]:
         yield known
 
 
-def note_listing(root: str, objects: Iterable[tuple[str, int, int]]) -> None:
+def note_listing(root: str, objects: Iterable[tuple]) -> None:
     """Tell the active :class:`KnownObjects` (if any) that ``root`` was listed whole."""
     known = _known.get()
     if known is not None:

@@ -566,7 +566,7 @@ class ObjectClient:
                 out = []
                 for m in page:
                     mm = _meta(m)
-                    out.append((m["path"], Listed(mm.size, mm.mtime_ns)))
+                    out.append((m["path"], Listed(mm.size, mm.mtime_ns, m.get("e_tag") or "")))
                 yield out
         except Exception as exc:  # noqa: BLE001 - translated, raised again
             raise _translate(exc, self._secrets) from None
