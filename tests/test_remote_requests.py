@@ -292,7 +292,6 @@ def test_known_objects_answer_from_the_listing() -> None:
     assert known.lookup("s3://b/logs/t-0/00000000000000000000.log") == Listed(10, 5)
     assert known.lookup("s3://b/logs/t-0/00000000000000000000.index") is NOT_LISTED
     assert known.lookup("s3://b/other/x") is None  # not below a listed prefix: ask the store
-    assert known.listed_dir("s3://b/logs") == [("s3://b/logs/cp", Listed(3, 1))]
     assert known.under("s3://b/logs/t-0") == [
         ("s3://b/logs/t-0/00000000000000000000.log", Listed(10, 5))
     ]

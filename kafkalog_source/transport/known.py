@@ -51,10 +51,6 @@ class _NotListed:
 NOT_LISTED = _NotListed()
 
 
-def _parent(uri: str) -> str:
-    return uri.rstrip("/").rpartition("/")[0]
-
-
 class KnownObjects:
     """Objects listings showed (URI → :class:`Listed`) and the prefixes listed whole."""
 
@@ -63,7 +59,6 @@ class KnownObjects:
         self._lock = threading.Lock()
         self._objects: dict[str, Listed] = {}
         self._roots: set[str] = set()
-        self._children: dict[str, list[str]] = {}  # directory URI -> object URIs in it
         self.one_attempt = False  # one attempt's (attempt_known): its triggers share it
         self.add(objects)
 
@@ -71,8 +66,6 @@ class KnownObjects:
         """Learn ``(uri, size, mtime_ns[, etag])`` objects."""
         with self._lock:
             for uri, size, mtime_ns, *etag in objects:
-                if uri not in self._objects:
-                    self._children.setdefault(_parent(uri), []).append(uri)
                 self._objects[uri] = Listed(int(size), int(mtime_ns), etag[0] if etag else "")
 
     def add_listing(self, root: str, objects: Iterable[tuple]) -> None:
@@ -99,15 +92,6 @@ class KnownObjects:
             if found is not None:
                 return found
             return NOT_LISTED if self._under_root(uri) else None
-
-    def listed_dir(self, directory: str) -> list[tuple[str, Listed]] | None:
-        """The objects directly in ``directory`` when a whole listing covered it; None when no
-        listing did (ask the store)."""
-        d = directory.rstrip("/")
-        with self._lock:
-            if d not in self._roots and not self._under_root(d + "/x"):
-                return None
-            return [(u, self._objects[u]) for u in self._children.get(d, ())]
 
     def under(self, root: str) -> list[tuple[str, Listed]] | None:
         """Every object below ``root`` when a whole listing covered it (a listing of ``root`` or

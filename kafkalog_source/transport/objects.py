@@ -539,17 +539,13 @@ class ObjectClient:
         except Exception as exc:  # noqa: BLE001 - translated, raised again
             raise _translate(exc, self._secrets) from None
 
-    def get(self, key: str, start: int, end: int | None) -> tuple[memoryview, Meta]:
-        """Bytes ``[start, end)`` (``end`` None: to the object's end; fewer where the object ends
-        first) in one ``GET``, and what the answer said of the object now."""
+    def get(self, key: str, start: int, end: int) -> tuple[memoryview, Meta]:
+        """Bytes ``[start, end)`` (fewer where the object ends first) in one ranged ``GET``, and
+        what the answer said of the object now."""
         import obstore
 
         try:
-            if start == 0 and end is None:
-                r = obstore.get(self._store, key)
-            else:
-                rng = {"offset": start} if end is None else (start, end)
-                r = obstore.get(self._store, key, options={"range": rng})
+            r = obstore.get(self._store, key, options={"range": (start, end)})
             data = memoryview(r.bytes())
             return data, _meta(r.meta)
         except Exception as exc:  # noqa: BLE001 - translated, raised again
