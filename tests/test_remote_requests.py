@@ -671,3 +671,31 @@ def test_a_checkpoint_rewritten_at_the_same_size_and_second_is_read_again(s3_ser
     else:
         pytest.skip("could not rewrite within one second")
     assert trigger() == {("orders", 0): 20}
+
+
+def test_gcs_options_map_onto_obstore() -> None:
+    """The ``fs.gs.*`` options (pyarrow's GcsFileSystem arguments) as obstore's GCS settings:
+    anonymous → skip_signature, endpoint_override + scheme → base_url (http allowed),
+    retry_time_limit → retry_timeout, access_token → a credential provider giving it; an
+    option obstore has no counterpart for leaves the store to pyarrow (None)."""
+    from kafkalog_source.transport.objects import object_client
+
+    def client(**options: str) -> Any:
+        o = parse_options({f"fs.gs.{k}": v for k, v in options.items()}, paths="gs://b/x")
+        return object_client("gs", "b", o.store.args_for("gs"))
+
+    c = client(anonymous="true", endpoint_override="127.0.0.1:4443", scheme="http",
+               retry_time_limit="7", project_id="p")  # fmt: skip
+    assert c is not None and repr(c) == "ObjectClient(gs://b)"
+    store = c._store
+    assert store.config["skip_signature"] == "true"
+    assert store.config["base_url"] == "http://127.0.0.1:4443"
+    assert store.client_options["allow_http"] == "true"
+    assert store.retry_config["retry_timeout"].total_seconds() == 7
+    assert store.credential_provider is None
+    token = "ya29.a0AfH6SMBtokenvalue0123456789"
+    c = client(access_token=token)
+    assert "skip_signature" not in c._store.config
+    assert c._store.credential_provider()["token"] == token
+    assert token not in repr(c)
+    assert client(target_service_account="sa@p.iam.gserviceaccount.com") is None
