@@ -246,6 +246,10 @@ def _typed(option: str, store: str, arg: str, value: Any) -> Any:
     return value
 
 
+# remoteConcurrency's default: the requests a read of many remote files keeps in flight at once
+DEFAULT_REMOTE_CONCURRENCY = 16
+
+
 @dataclass(frozen=True, repr=False)
 class StoreOptions:
     """How remote objects are reached and read: constructor arguments per store, read-ahead and
@@ -257,7 +261,8 @@ class StoreOptions:
     read_ahead_bytes: int = 8 * MiB  # one ranged request of a sequential read
     read_ahead_requests: int = 2  # ranged requests in flight ahead of the decoder
     retries: int = 3  # attempts after the first for a failed ranged read
-    concurrency: int = 16  # requests in flight for many files at once (planning, a task's reads)
+    # requests in flight for many files at once (planning, a task's reads): remoteConcurrency
+    concurrency: int = DEFAULT_REMOTE_CONCURRENCY
 
     def args_for(self, store: str) -> dict[str, Any]:
         """The constructor arguments given for ``store`` (``s3``, ``gs``, ``abfs``, ``hdfs``, or an
@@ -1169,7 +1174,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "What each segment weighs when small segments are packed together.",
         "As Spark's file sources: small segments are packed into one split up to "
         "`maxPartitionBytes`, each counting at least this much. A remote segment counts a "
-        "sixteenth of it: a read keeps many remote files' requests in flight at once.",
+        "sixteenth of it: a read keeps that many remote files' requests in flight at once "
+        "(`remoteConcurrency`'s default; the default, not the option's value, so that a plan "
+        "does not change with it).",
     ),
     OptionSpec(
         "recursiveFileLookup",
@@ -1262,8 +1269,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "Remote paths: retries of a request that failed in a way a retry can fix.",
         "A timeout, a dropped or refused connection, throttling or an HTTP 5xx is retried "
         "with exponential backoff, after the store client's own retries, before the read "
-        "fails with a `StorageError`; other failures (access denied, a bad request) are not "
-        "retried.",
+        "fails with a `StorageError`; other failures (access denied, a bad request, a host "
+        "that does not resolve, a certificate not trusted) are not retried.",
     ),
     OptionSpec(
         "remoteConcurrency",
@@ -1294,9 +1301,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "Streams: at most this many offsets per micro-batch.",
         "Shared between partitions in proportion to their backlog as Spark's Kafka source "
         "shares it: each partition's share rounded down, or up to one offset when it is below "
-        "one, never past the partition's end; the offsets rounding down leaves unused go to the "
-        "largest remainders. A micro-batch takes `min(limit, backlog)` offsets, plus one per "
-        "partition whose share was rounded up, and every partition with data advances at every "
+        "one, never past the partition's end; the offsets rounding leaves unused go one each to "
+        "the shares rounded down, largest remainders first (a share rounded up gets none). A "
+        "micro-batch takes `min(limit, backlog)` offsets (more only when the shares rounded up "
+        "to one already exceed it), and every partition with data advances at every "
         "trigger. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
         "`maxFilesPerTrigger` may be set. Batch reads ignore it. See "
         "[Admission control](../guides/streaming.md#admission-control).",

@@ -41,6 +41,7 @@ from ..redact import redact_uri
 from ..stats import ReadStats
 from ..streaming.source import Limit, Offsets, StreamSource, offsets_to_json
 from ..transport.filesystems import using_store
+from ..transport.known import attempt_known
 from .schema import check_types, conform, merge, relaxed
 from .sink import Committed
 from .spec import (
@@ -149,7 +150,8 @@ def convert_table(
         for attempt in range(1, ATTEMPTS + 1):
             run_stats = ReadStats()
             try:
-                run = _attempt(sink, path, target, options, opts, run_stats, progress, attempt)
+                with attempt_known():  # each attempt lists the archive again, once
+                    run = _attempt(sink, path, target, options, opts, run_stats, progress, attempt)
             except ConcurrentRunError as e:
                 if attempt == ATTEMPTS:
                     raise

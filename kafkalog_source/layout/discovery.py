@@ -58,7 +58,7 @@ from ..options import ReadOptions, StoreOptions
 from ..redact import redact_uri, scrub
 from ..selection import topic_selection
 from ..stats import ReadEvent, ReadStats
-from ..transport.failures import access_denied, describe, store_errors
+from ..transport.failures import access_denied, describe, scrubbed, store_errors
 from ..transport.filesystems import Location, is_remote, local_path, resolve
 from ..transport.known import KnownObjects, current_known, known_objects, note_listing
 from ..transport.source import local_access_denied, open_stored, remote_access_denied
@@ -127,6 +127,7 @@ class _Entry:
     size: int
     mtime: float  # epoch milliseconds
     key: str  # identity for deduplication: the real path, or the URI
+    etag: str = ""  # a listed object's entity tag, where the store gives one
 
     @property
     def name(self) -> str:
@@ -216,9 +217,12 @@ class _RemoteLister:
     def _location(self, uri: str) -> Location:
         return resolve(uri, self.store)
 
+    def _secrets(self) -> list[str]:
+        return (self.store or StoreOptions()).secrets()
+
     def _failed(self, what: str, uri: str, exc: BaseException) -> Exception:
         """The error for a listing or look-up the store failed (its message scrubbed)."""
-        said = scrub(describe(exc), (self.store or StoreOptions()).secrets())
+        said = scrub(describe(exc), self._secrets())
         if access_denied(exc):
             return remote_access_denied(uri, said)
         return PathError(f"cannot {what} {redact_uri(uri)}: {said}")
@@ -245,7 +249,7 @@ class _RemoteLister:
         try:
             info = loc.fs.get_file_info(loc.path)
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         return self._info_entry(loc, info)
 
     def _stat_object(self, loc: Location, path: str) -> _Entry | None:
@@ -256,7 +260,7 @@ class _RemoteLister:
         except FileNotFoundError:
             meta = None
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         if meta is not None:
             return _Entry(path, False, meta.size, meta.mtime_ns / 1e6, path)
         prefix = loc.key.rstrip("/") + "/" if loc.key else ""
@@ -264,7 +268,7 @@ class _RemoteLister:
         try:
             page = next(iter(loc.objects.list(prefix)), [])
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         return _Entry(path, True, 0, 0.0, path) if page else None
 
     def _list_objects(self, loc: Location, directory: str) -> list[_Entry]:
@@ -273,7 +277,7 @@ class _RemoteLister:
         prefix = loc.key.rstrip("/") + "/" if loc.key else ""
         lead = loc.path[: len(loc.path) - len(loc.key)] if loc.key else loc.path.rstrip("/") + "/"
         objects = [
-            (loc.to_uri(lead + key), listed.size, listed.mtime_ns)
+            (loc.to_uri(lead + key), listed.size, listed.mtime_ns, listed.etag)
             for page in loc.objects.list(prefix)
             for key, listed in page
             if not key.endswith("/")  # a "directory marker" object
@@ -291,7 +295,7 @@ class _RemoteLister:
         covered = known.under(directory) if known is not None else None
         if covered:  # listed whole already (earlier in this plan or command): no request
             self._listed.append(directory)
-            tree = _tree(directory, _with_dirs(directory, [(u, m.size, m.mtime_ns)
+            tree = _tree(directory, _with_dirs(directory, [(u, m.size, m.mtime_ns, m.etag)
                                                            for u, m in covered]))  # fmt: skip
             self._dirs.update(tree)
             return tree[directory]
@@ -309,10 +313,10 @@ class _RemoteLister:
         except FileNotFoundError:
             return None
         except store_errors() as e:
-            raise self._failed("list", directory, e) from e
+            raise self._failed("list", directory, e) from scrubbed(e, self._secrets())
         self._listed.append(directory)
         # the listing is the truth about what exists below it, for the rest of the plan
-        files = [(e.path, e.size, int(e.mtime * 1e6)) for e in entries if not e.is_dir]
+        files = [(e.path, e.size, int(e.mtime * 1e6), e.etag) for e in entries if not e.is_dir]
         note_listing(directory, files)
         tree = _tree(directory, entries)
         self._dirs.update(tree)
@@ -350,14 +354,14 @@ class _RemoteLister:
         return path
 
 
-def _with_dirs(directory: str, objects: list[tuple[str, int, int]]) -> list[_Entry]:
-    """Entries of the ``(uri, size, mtime_ns)`` objects below ``directory``, with one directory
-    entry per prefix between (object stores have no directories)."""
+def _with_dirs(directory: str, objects: list[tuple]) -> list[_Entry]:
+    """Entries of the ``(uri, size, mtime_ns[, etag])`` objects below ``directory``, with one
+    directory entry per prefix between (object stores have no directories)."""
     out: list[_Entry] = []
     dirs: set[str] = set()
     top = directory.rstrip("/")
-    for uri, size, mtime_ns in objects:
-        out.append(_Entry(uri, False, size, mtime_ns / 1e6, uri))
+    for uri, size, mtime_ns, *etag in objects:
+        out.append(_Entry(uri, False, size, mtime_ns / 1e6, uri, etag[0] if etag else ""))
         d = _parent(uri)
         while d != top and d.startswith(top + "/") and d not in dirs:
             dirs.add(d)
