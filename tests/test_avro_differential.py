@@ -7,8 +7,8 @@ Evolutions are the ones Avro's resolution defines: fields dropped, added with de
 type: bytes and fixed defaults with code points up to 255, union defaults in any branch),
 renamed with aliases, reordered; promotions (int -> long -> float -> double, string <-> bytes);
 a type widened into a union or a union narrowed; enum symbols added and removed, with and
-without a default; decimal scales changed; nested records, arrays, maps and unions; every
-logical type. Values are written by fastavro (an independent encoder) with the writer schema,
+without a default; decimal scales changed; time units changed (a reader's unit for a long); nested
+records, arrays, maps and unions; every logical type. Values are written by fastavro (an independent encoder) with the writer schema,
 raw (no logical conversion), with extreme numbers (dates past year 9999, timestamps at the
 64-bit limits, decimals past their precision), then damaged.
 
@@ -50,8 +50,10 @@ LOGICAL = [
     {"type": "long", "logicalType": "timestamp-micros"},
     {"type": "long", "logicalType": "local-timestamp-millis"},
     {"type": "long", "logicalType": "local-timestamp-micros"},
+    {"type": "long", "logicalType": "timestamp-nanos"},
     {"type": "string", "logicalType": "uuid"},
 ]
+LONG_UNITS = [d["logicalType"] for d in LOGICAL if d["type"] == "long"] + [None]
 PROMOTE = {"int": ["long", "float", "double"], "long": ["float", "double"], "float": ["double"]}
 PROMOTE.update({"string": ["bytes"], "bytes": ["string"]})
 AMBIGUOUS = [("int", "long"), ("float", "double")]  # branches fastavro returns alike
@@ -184,6 +186,11 @@ class Gen:
             out[k] = self.evolve(s[k], depth + 1)
         elif s.get("logicalType") == "decimal" and rnd.random() < 0.3:
             out["scale"] = rnd.randint(0, out["precision"])
+        elif t == "long" and s.get("logicalType") in LONG_UNITS and rnd.random() < 0.3:
+            out.pop("logicalType")  # another time unit (or none) for the reader
+            unit = rnd.choice(LONG_UNITS)
+            if unit is not None:
+                out["logicalType"] = unit
         return out
 
     def default(self, s: Any) -> Any:
@@ -352,10 +359,11 @@ def test_bytes_and_fixed_defaults_are_code_points(field: dict, expected: Any) ->
         assert out.errors == [] and out.values.to_pylist() == [{"a": 1, "b": expected}]
 
 
-def test_units_and_scales_are_the_readers() -> None:
-    """A writer's timestamp-micros read as timestamp-millis, a decimal of scale 2 read with
-    scale 3: the reader's logical type decides, as Java's conversions (and Spark's
-    from_avro) read them, on both paths."""
+def test_units_are_the_writers_scales_the_readers() -> None:
+    """A writer's timestamp-micros read as timestamp-millis keeps its microseconds (the
+    writer's logical type says the unit it was written in; review 1, item 3); a decimal of
+    scale 2 read with scale 3: the reader's logical type decides, as Java's conversions (and
+    Spark's from_avro) read them; on both paths."""
     us = {"type": "long", "logicalType": "timestamp-micros"}
     ms = {"type": "long", "logicalType": "timestamp-millis"}
     d2 = {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}
@@ -378,4 +386,4 @@ def test_units_and_scales_are_the_readers() -> None:
         assert out.errors == []
         [row] = out.values.to_pylist()
         assert row["d"] == decimal.Decimal("0.123")
-        assert out.values.field("t").cast(pa.int64()).to_pylist() == [2000]
+        assert out.values.field("t").cast(pa.int64()).to_pylist() == [2]

@@ -29,8 +29,10 @@ Two paths compute the same columns, and agree on every value, valid or not
   then ``pa.array``. It is used for ``as_json=True`` (with logical types) and when
   ``KAFKALOG_AVRO_KERNEL=0``.
 
-Resolution follows Java's Avro (and Spark's ``from_avro``) where the specification leaves room:
-the reader's logical type decides a timestamp's unit and a decimal's scale; a union branch
+Resolution follows Java's Avro (and Spark's ``from_avro``) where the specification leaves room,
+but for units: a timestamp's or time's unit is the writer's logical type's when it names one,
+else the reader's (:func:`.avro_program.time_scale`); the reader's logical type decides a
+decimal's scale; a union branch
 matching the writer's type exactly is taken before one it promotes to; a bytes or fixed default
 is its JSON string's code points 0-255, a union default fits the first branch it can. Invalid
 values: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a varint past 64 bits, an

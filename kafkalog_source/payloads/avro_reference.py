@@ -17,8 +17,9 @@ schema by the kernel's rules (:mod:`.avro_program`), not fastavro's:
   ``double``, that resolve into different reader branches (the first is taken);
 * enum symbols map by name, to the reader's default when it lacks one; promotions as the
   specification lists them;
-* the reader's logical type says a timestamp's unit (``timestamp-millis`` × 1000) and a
-  decimal's scale, as Java's conversions read them.
+* a timestamp's unit is the writer's logical type when it names one, else the reader's
+  (:func:`~.avro_program.time_scale`); the reader's logical type says a decimal's scale, as
+  Java's conversions read it.
 
 :func:`check_bounds` walks every value with the writer schema before fastavro reads it and
 refuses what the kernel refuses: a length or block count past the bytes there, values nested
@@ -39,7 +40,7 @@ import pyarrow.compute as pc
 
 from ..format.registry import WIRE_PREFIX
 from ..kernel import avro as K
-from .avro_program import encode_default, min_size
+from .avro_program import encode_default, min_size, time_scale
 from .avro_schema import FieldNode, Node, matches, non_null, reader_branch, union_shape
 
 
@@ -232,13 +233,17 @@ def _as_bytes(v: Any) -> bytes:
     return v.encode("utf-8") if isinstance(v, str) else bytes(v)
 
 
-def _leaf(node: Node) -> Callable[[Any], Any]:
-    """A raw fastavro value (plain schema) of a non-union, non-container reader schema -> the
-    value pa.array takes."""
+def _leaf(node: Node, writer: Node | None = None) -> Callable[[Any], Any]:
+    """A raw fastavro value (plain schema) of ``writer`` (default: ``node`` itself) read into a
+    non-union, non-container reader schema ``node`` -> the value pa.array takes."""
     k, lg = node.kind, node.logical
+    w = node if writer is None else writer
     if k in ("int", "long"):
-        if lg in ("timestamp-millis", "local-timestamp-millis"):
-            return lambda v: int(v) * 1000
+        scale = time_scale(w, node)
+        if isinstance(scale, str):
+            return _fail(scale)
+        if scale != 1:
+            return lambda v: int(v) * scale
         return int
     if k in ("float", "double"):
         return float
@@ -331,7 +336,7 @@ def converter(writer: Node, reader: Node) -> Callable[[Any], Any]:
         if k == "array":
             return lambda v: [item(x) for x in v]
         return lambda v: [(key, item(x)) for key, x in v.items()]
-    leaf = _leaf(r)
+    leaf = _leaf(r, w)
     if k in ("int", "long") and r.kind in ("float", "double"):
         return float
     if k == "fixed":
