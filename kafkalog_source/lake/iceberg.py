@@ -381,7 +381,8 @@ class _ChunkWriter:
         self.schema = metadata.schema()
         self.file_schema = sanitize_column_names(self.schema)
         self.locations = load_location_provider(metadata.location, metadata.properties)
-        self.arrow_schema: pa.Schema | None = None
+        self.arrow_schema: pa.Schema | None = None  # the files' (Iceberg's sanitized names)
+        self.source_schema: pa.Schema | None = None  # the batches' (the table's names)
         self.paths: list[str] = []  # every file begun, for a failed run to delete
         self.rows = 0
         self.encodings: dict[str, Any] = {}
@@ -472,8 +473,15 @@ class _ChunkWriter:
                 PartitionFieldValue(f, v) for (f, _, _), v in zip(self.fields, key, strict=True)
             ]
             pkey = PartitionKey(field_values=values, partition_spec=self.spec, schema=self.schema)
-        assert self.arrow_schema is not None
-        table = pa.Table.from_batches(parts).cast(self.arrow_schema)
+        assert self.arrow_schema is not None and self.source_schema is not None
+        # the values by name into the first batch's schema, then under the file's (sanitized)
+        # names by position: a cast to the sanitized names would match no nested field by name
+        # and give NULLs ("user-id" is "user_x2Did" in the file)
+        table = pa.Table.from_batches(parts).cast(self.source_schema)
+        table = pa.Table.from_arrays(
+            [_view(c, f.type) for c, f in zip(table.columns, self.arrow_schema, strict=True)],
+            schema=self.arrow_schema,
+        )
         path = self.locations.new_data_location(f"00000-{task}-{self.uuid}.parquet", pkey)
         self.paths.append(path)
         out = self.io.new_output(path)
@@ -512,6 +520,7 @@ class _ChunkWriter:
         from concurrent.futures import ThreadPoolExecutor
 
         if self.arrow_schema is None:
+            self.source_schema = batches[0].schema
             self.arrow_schema = self._with_ids(batches[0].schema)
             self.encodings = parquet_encodings(self.arrow_schema)
         self.rows += sum(b.num_rows for b in batches)
@@ -524,6 +533,11 @@ class _ChunkWriter:
             return [self._write_one(*jobs[0])]
         with ThreadPoolExecutor(max_workers=min(len(jobs), 4)) as pool:
             return list(pool.map(lambda job: self._write_one(*job), jobs))
+
+
+def _view(column: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
+    """``column`` as type ``t``, which has its layout under other field names (zero-copy)."""
+    return pa.chunked_array([c.view(t) for c in column.chunks], type=t)
 
 
 @functools.cache
