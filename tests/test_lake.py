@@ -288,6 +288,13 @@ def test_a_type_change_the_format_cannot_take_is_refused(fmt: str, tmp_path: Pat
     assert "value_decoded.amount" in str(e.value) and "string in this read" in str(e.value)
     assert "subject prices-value version 3" in str(e.value)
     assert read_back(out, fmt).num_rows == before
+    # --mode overwrite replaces the table, with the new type (review 1, item 2)
+    part = _avro_archive(tmp_path / "b", [v1, v2, v3], [(3, {"id": 3, "amount": "x"})])
+    opts["schemaRegistry"] = str(tmp_path / "b" / "schemas")
+    run = convert_table(part, TableTarget(fmt, str(out), mode="overwrite"), opts)
+    assert run.created and run.rows == 1
+    assert table_schema(out, fmt).field("value_decoded").type.field("amount").type == pa.string()
+    assert read_back(out, fmt).column("value_decoded").to_pylist() == [{"id": 3, "amount": "x"}]
 
 
 # -- incremental runs -------------------------------------------------------------------------
@@ -497,3 +504,63 @@ def test_iceberg_columns_with_names_pyiceberg_sanitizes_keep_their_values(tmp_pa
     files.dataset = ds.dataset(files.files, schema=files.file_schema, format="parquet")
     got = run_table_query(files, 'SELECT value_decoded FROM kafkalog ORDER BY "offset"', 10)
     assert got.column("value_decoded").to_pylist() == want
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_refused_overwrite_leaves_the_old_table(fmt: str, tmp_path: Path) -> None:
+    """``--mode overwrite`` replaces the table in the run's one commit: a run that fails to
+    read (no input, data loss under failOnDataLoss, a damaged batch after others were written)
+    leaves the old table, its rows and its offsets, as they were (review 1, item 2)."""
+    from kafkalog_source.errors import KafkaLogError
+    from kafkalog_source.lake.spec import parse_partitioning
+
+    out = tmp_path / "t"
+    write_segment(tmp_path / "old" / "a-0", 0, 5)
+    convert(tmp_path / "old", out, fmt)
+    before = offsets_of(out, fmt)
+    assert before == [("a", 0, i) for i in range(5)]
+
+    def overwrite(path: Path, partitioning: str | None = None, **options: Any) -> Any:
+        p = None if partitioning is None else parse_partitioning(partitioning)
+        target = TableTarget(fmt, str(out), mode="overwrite", partitioning=p)
+        return convert_table(path, target, options)
+
+    with pytest.raises(KafkaLogError):
+        overwrite(tmp_path / "missing")
+    assert offsets_of(out, fmt) == before
+    gap = tmp_path / "gap"
+    write_segment(gap / "a-0", 0, 3)
+    write_segment(gap / "a-0", 10, 3)
+    with pytest.raises(DataLossError):
+        overwrite(gap, failOnDataLoss="true")
+    assert offsets_of(out, fmt) == before
+    bad = tmp_path / "bad"
+    write_segment(bad / "b-0", 0, 3)
+    write_segment(bad / "b-0", 3, 3)
+    seg = bad / "b-0" / "00000000000000000003.log"
+    data = bytearray(seg.read_bytes())
+    data[-3] ^= 0xFF  # the last batch's records: its CRC no longer matches
+    seg.write_bytes(bytes(data))
+    with pytest.raises(KafkaLogError):
+        overwrite(bad)
+    assert offsets_of(out, fmt) == before
+    with pytest.raises(KafkaLogError):  # another partitioning: a new table, not yet
+        overwrite(bad, "none")
+    assert offsets_of(out, fmt) == before
+    assert convert(tmp_path / "old", out, fmt).committed is None  # its offsets are intact
+    # a run that reads replaces the rows, the offsets and the topics
+    run = overwrite(gap)
+    assert run.created and run.rows == 6
+    assert offsets_of(out, fmt) == [("a", 0, i) for i in (0, 1, 2, 10, 11, 12)]
+    assert convert(gap, out, fmt).committed is None
+    # and, with another partitioning, the table
+    run = overwrite(tmp_path / "old", "none")
+    assert run.created and run.rows == 5
+    assert offsets_of(out, fmt) == before
+    assert table_files(TableTarget(fmt, str(out))).partition_columns == []
+    from kafkalog_source.lake.run import open_sink
+
+    sink = open_sink(TableTarget(fmt, str(out)))
+    sink.open()
+    assert sink.partitioning() == ()
+    assert convert(tmp_path / "old", out, fmt).committed is None

@@ -186,22 +186,20 @@ class DeltaSink:
                 out.append(PartitionField(name))
         return tuple(out)
 
-    def drop(self) -> None:
-        """``--mode overwrite``: delete what is under OUT."""
-        self.table = None
-        self.out.clear()
-
     def append(
         self,
         schema: pa.Schema,
         batches: Iterator[pa.RecordBatch],
         state: TableState,
         partitioning: tuple[PartitionField, ...],
+        replace: str | None = None,
     ) -> Committed:
         """Write ``batches`` (conformed to ``schema``) as data files and commit them with
         ``state`` in one Delta commit, creating the table if there is none (a schema change is a
         commit of its own before it). Raises :class:`ConcurrentRunError` when another kafkalog
-        run committed first; the run's files are then deleted."""
+        run committed first; the run's files are then deleted. ``--mode overwrite`` (``replace``
+        set): the commit replaces the table (CREATE OR REPLACE: its files, schema and
+        partitioning) once the files are written; until then it stays as it was."""
         from deltalake import CommitProperties, Transaction
 
         derived = [p for p in partitioning if p.transform != "identity"]
@@ -217,7 +215,7 @@ class DeltaSink:
                 for (t, p), off in sorted(state.offsets.items())
             ],
         )
-        if self.table is not None and not _same(self.schema(), schema):
+        if self.table is not None and not replace and not _same(self.schema(), schema):
             self._evolve(full)
         writer = _FileWriter(self.out, full, columns)
 
@@ -236,7 +234,7 @@ class DeltaSink:
             writer.delete()  # no commit began: the files are no part of the table
             raise
         try:
-            self._commit(writer.actions, full, columns, props)
+            self._commit(writer.actions, full, columns, props, replace is not None)
         except ConcurrentRunError:  # delta-rs says the commit did not land
             writer.delete()
             raise
@@ -258,15 +256,18 @@ class DeltaSink:
             ) from None
         self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
 
-    def _commit(self, actions: list[Any], full: pa.Schema, columns: list[str], props: Any) -> None:
+    def _commit(
+        self, actions: list[Any], full: pa.Schema, columns: list[str], props: Any, replace: bool
+    ) -> None:
         from deltalake import CommitProperties, DeltaTable
         from deltalake.schema import Schema
         from deltalake.transaction import create_table_with_add_actions
 
         try:
-            if self.table is None:
+            if self.table is None or replace:
                 # no retry: delta-rs would commit a second table creation as the next version
-                # of a table another run created meanwhile, its files beside the other's
+                # of a table another run created meanwhile, its files beside the other's;
+                # --mode overwrite: CREATE OR REPLACE, the old files removed in this commit
                 props = CommitProperties(
                     custom_metadata=props.custom_metadata,
                     app_transactions=props.app_transactions,
@@ -276,7 +277,7 @@ class DeltaSink:
                     self.out.uri,
                     Schema.from_arrow(full),
                     actions,
-                    mode="error",
+                    mode="overwrite" if replace else "error",
                     partition_by=columns,
                     name=None,
                     description=None,

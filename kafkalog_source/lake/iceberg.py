@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import os
 import re
 import time
@@ -58,6 +59,8 @@ from .spec import (
     TargetError,
 )
 from .state import OFFSETS, TableState
+
+log = logging.getLogger("kafkalog")
 
 CATALOG_NAME = "kafkalog"
 _CODEC = "write.parquet.compression-codec"
@@ -257,14 +260,6 @@ class IcebergSink:
             out.append(PartitionField(name, kind))
         return tuple(out)
 
-    def drop(self) -> None:
-        """``--mode overwrite``: drop the table from its catalog and delete what is under OUT (the
-        embedded catalog's file stays)."""
-        if self.table is not None:
-            self.catalog.drop_table(self.identifier)
-            self.table = None
-        self.out.clear(keep=(EMBEDDED_CATALOG,))
-
     # -- writing -------------------------------------------------------------------------------
     def append(
         self,
@@ -272,10 +267,17 @@ class IcebergSink:
         batches: Iterator[pa.RecordBatch],
         state: TableState,
         partitioning: tuple[PartitionField, ...],
+        replace: str | None = None,
     ) -> Committed:
         """Write ``batches`` (conformed to ``schema``) as data files and commit them with
         ``state``, in one transaction with the schema change and (for a new table) the table's
-        creation. Raises :class:`ConcurrentRunError` when another run committed first."""
+        creation. Raises :class:`ConcurrentRunError` when another run committed first.
+
+        ``--mode overwrite`` (nothing changes before the data files are written): ``replace=
+        "rows"`` deletes the table's data files in the same transaction (one commit: a delete
+        snapshot and the append's); ``"table"`` (another partitioning, a type the table cannot
+        take) stages a new table, then drops the old one from the catalog and commits the new
+        one (the old one registered again if that commit fails)."""
         from pyiceberg.exceptions import (
             CommitFailedException,
             TableAlreadyExistsError,
@@ -283,7 +285,14 @@ class IcebergSink:
         )
         from pyiceberg.table import Operation
 
+        old = self.table if replace == "table" else None
+        if old is not None:
+            self.table = None  # _transaction stages a new table
         tx, io = self._transaction(schema, partitioning)
+        if replace == "rows" and self.table.current_snapshot() is not None:
+            from pyiceberg.expressions import AlwaysTrue
+
+            tx.delete(AlwaysTrue())  # whole files: no data file is rewritten
         props = state.to_properties()
         writer = _ChunkWriter(tx.table_metadata, io)
         written: list[Any] = []
@@ -300,7 +309,10 @@ class IcebergSink:
             append.commit()
             tx.set_properties(props)
             committing = True
-            table = tx.commit_transaction()
+            if old is not None:
+                table = self._swap(old, tx)
+            else:
+                table = tx.commit_transaction()
         except (CommitFailedException, TableAlreadyExistsError, ValidationException) as e:
             _delete(io, writer.paths)
             raise ConcurrentRunError(
@@ -318,6 +330,29 @@ class IcebergSink:
         return Committed(
             writer.rows, len(written), str(snap.snapshot_id if snap else ""), _int_or_none(total)
         )
+
+    def _swap(self, old: Any, tx: Any) -> Any:
+        """Commit the staged new table ``tx`` in place of ``old``: drop ``old`` from the
+        catalog, commit, and register ``old`` again when the commit fails; then delete the old
+        table's data files (best effort: unreferenced, they are no part of any table)."""
+        files = [t.file.file_path for t in old.scan().plan_files()]
+        self.catalog.drop_table(self.identifier)
+        try:
+            table = tx.commit_transaction()
+        except BaseException:
+            try:
+                self.catalog.register_table(self.identifier, old.metadata_location)
+            except Exception as e:
+                log.error(
+                    "the table %s was dropped to be replaced and its replacement failed; "
+                    "register it again from %s (%s)",
+                    self.identifier,
+                    redact_uri(old.metadata_location),
+                    self._message(e),
+                )
+            raise
+        _delete(old.io, files)
+        return table
 
     def _transaction(self, schema: pa.Schema, partitioning: tuple[PartitionField, ...]) -> Any:
         """The transaction of this run and the FileIO to write with: the table's, with the

@@ -47,6 +47,7 @@ from .spec import (
     DEFAULT_PARTITIONING,
     ConcurrentRunError,
     PartitionField,
+    SchemaChangeError,
     TableError,
     TableTarget,
     TargetError,
@@ -178,14 +179,20 @@ def _attempt(
             f"{where} is already a table; convert without --mode error to add what is new to it, "
             "or with --mode overwrite to replace it"
         )
-    if state is not None and target.mode == "overwrite" and attempt == 1:
-        sink.drop()
-        state = None
-    created = state is None
+    # --mode overwrite: the run converts from the start as into a new table and its one commit
+    # replaces the table's rows and offsets ("rows"; a partitioning or a type the table cannot
+    # take: the whole table, "table"); until then, the old table stays as it was
+    replace: str | None = None
+    if state is not None and target.mode == "overwrite":
+        replace, state = "rows", None
+    created = state is None and replace is None
     state = state or TableState()
     if state.read:
         check_read(state, opts, where)
-    if not created and target.partitioning is not None:
+    if replace and target.partitioning is not None:
+        if tuple(target.partitioning) != tuple(sink.partitioning() or ()):
+            replace = "table"
+    if not created and not replace and target.partitioning is not None:
         have = tuple(sink.partitioning() or ())
         if tuple(target.partitioning) != have:
             raise TargetError(
@@ -226,13 +233,16 @@ def _attempt(
     read_schema = relaxed(prepared.schema)
     check_types(read_schema, target.format)
     origins = _origins(prepared)
-    table_schema = sink.schema()
-    schema = (
-        merge(table_schema, read_schema, target.format, state.schemas, origins)
-        if table_schema is not None
-        else read_schema
-    )
-    partitioning = _partitioning(sink, target, schema, created)
+    table_schema = None if replace == "table" else sink.schema()
+    schema = read_schema
+    if table_schema is not None:
+        try:
+            schema = merge(table_schema, read_schema, target.format, state.schemas, origins)
+        except SchemaChangeError:
+            if not replace:
+                raise
+            replace, table_schema = "table", None  # a type the table cannot take: a new one
+    partitioning = _partitioning(sink, target, schema, created or replace == "table")
     new_state = TableState(
         offsets=offsets,
         prints={**state.prints, **source.prints(end)},
@@ -241,13 +251,13 @@ def _attempt(
         archive=_shown(path),
     )
     batches = _batches(prepared, stats, set(new), schema, progress)
-    committed = sink.append(schema, batches, new_state, partitioning)
+    committed = sink.append(schema, batches, new_state, partitioning, replace)
     return TableRun(
         committed,
         rows=committed.rows,
         partitions=len(new),
         offsets=offsets,
-        created=created,
+        created=created or replace is not None,
         schema_changed=table_schema is not None and not table_schema.equals(schema),
         attempts=attempt,
     )
