@@ -359,11 +359,10 @@ def test_bytes_and_fixed_defaults_are_code_points(field: dict, expected: Any) ->
         assert out.errors == [] and out.values.to_pylist() == [{"a": 1, "b": expected}]
 
 
-def test_units_are_the_writers_scales_the_readers() -> None:
+def test_units_and_scales_are_the_writers() -> None:
     """A writer's timestamp-micros read as timestamp-millis keeps its microseconds (the
     writer's logical type says the unit it was written in; review 1, item 3); a decimal of
-    scale 2 read with scale 3: the reader's logical type decides, as Java's conversions (and
-    Spark's from_avro) read them; on both paths."""
+    scale 2 read with scale 3 is the same number (rescaled exactly, item 4); on both paths."""
     us = {"type": "long", "logicalType": "timestamp-micros"}
     ms = {"type": "long", "logicalType": "timestamp-millis"}
     d2 = {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}
@@ -385,5 +384,5 @@ def test_units_are_the_writers_scales_the_readers() -> None:
         out = d.decode(pa.array([blob], pa.binary()))
         assert out.errors == []
         [row] = out.values.to_pylist()
-        assert row["d"] == decimal.Decimal("0.123")
+        assert row["d"] == decimal.Decimal("1.23") and str(row["d"]) == "1.230"
         assert out.values.field("t").cast(pa.int64()).to_pylist() == [2]

@@ -564,6 +564,66 @@ def test_nanosecond_timestamps_do_not_resolve_into_microseconds(path: str) -> No
     assert "cannot be resolved into the reader schema (id 2)" in errors[0].reason
 
 
+def _dec(precision: int, scale: int, size: int | None = None) -> dict:
+    if size is None:
+        return {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale}
+    return {
+        "type": "fixed",
+        "name": f"F{size}",
+        "size": size,
+        "logicalType": "decimal",
+        "precision": precision,
+        "scale": scale,
+    }
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("fixed", [False, True])
+def test_decimals_are_rescaled_exactly_to_the_readers_scale(path: str, fixed: bool) -> None:
+    """A decimal written with scale 2 and read with another scale is the same number when the
+    reader's type holds it exactly, else an invalid value through ``mode``, never a number
+    10**k off (review 1, item 4). Expected values: fastavro's reading with the writer schema."""
+    import io
+
+    import fastavro
+
+    client = new_client()
+    size = 9 if fixed else None
+    writer = {"type": "record", "name": "R", "fields": [{"name": "d", "type": _dec(12, 2, size)}]}
+    numbers = ["1.23", "-4.50", "1234567.89", "0.00", "-9999999999.99", "7.00"]
+    values = [{"d": decimal.Decimal(x)} for x in numbers]
+    blobs = serialize(client, writer, values)
+    parsed = fastavro.parse_schema(writer)
+    written = [fastavro.schemaless_reader(io.BytesIO(b[5:]), parsed, None)["d"] for b in blobs]
+    assert [str(x) for x in written] == numbers
+
+    def read(precision: int, scale: int) -> tuple[list, list[int]]:
+        reader = {
+            "type": "record",
+            "name": "R",
+            "fields": [{"name": "d", "type": _dec(precision, scale, size)}],
+        }
+        sid = register(client, reader)
+        got, _, errors = decode(decoder(client, path, sid), blobs)
+        assert all("does not fit" in e.reason for e in errors), errors
+        return [None if g is None else g["d"] for g in got], [e.row for e in errors]
+
+    # scale 4: every value, exactly (as Java reads it: 0.0123, -0.0450, ...)
+    got, bad = read(16, 4)
+    assert bad == [] and got == written and str(got[0]) == "1.2300"
+    # scale 1: the values whose last digit is 0; the others would lose it
+    got, bad = read(12, 1)
+    assert bad == [0, 2, 4]
+    assert got == [None, written[1], None, written[3], None, written[5]]
+    assert str(got[1]) == "-4.5"
+    # scale 0 and precision 3: 0 and 7; -4.50 loses a digit, the others pass the precision
+    got, bad = read(3, 0)
+    assert got == [None, None, None, 0, None, 7] and bad == [0, 1, 2, 4]
+    # a higher scale past the precision: 1234567.89 needs 11 digits at scale 4
+    got, bad = read(10, 4)
+    assert bad == [2, 4] and got[0] == written[0]
+
+
 # ------------------------------------------------------------------------------- bad bytes
 
 

@@ -30,10 +30,11 @@ Two paths compute the same columns, and agree on every value, valid or not
   ``KAFKALOG_AVRO_KERNEL=0``.
 
 Resolution follows Java's Avro (and Spark's ``from_avro``) where the specification leaves room,
-but for units: a timestamp's or time's unit is the writer's logical type's when it names one,
-else the reader's (:func:`.avro_program.time_scale`); the reader's logical type decides a
-decimal's scale; a union branch
-matching the writer's type exactly is taken before one it promotes to; a bytes or fixed default
+but for units and scales: a timestamp's or time's unit is the writer's logical type's when it
+names one, else the reader's (:func:`.avro_program.time_scale`); a decimal is rescaled exactly
+from the writer's scale to the reader's (:func:`.avro_program.decimal_shift`: a value that would
+lose digits is invalid); a union branch matching the writer's type exactly is taken before one
+it promotes to; a bytes or fixed default
 is its JSON string's code points 0-255, a union default fits the first branch it can. Invalid
 values: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a varint past 64 bits, an
 enum or union index out of range, a string (read or skipped) or map key that is not UTF-8, a map
@@ -302,7 +303,9 @@ class AvroDecoder(PayloadDecoder):
             )
         if code == K.E_DECIMAL:
             return self.resolve_reason(
-                sid, f"{path or 'the value'}: a decimal of {arg} bytes does not fit its reader type"
+                sid,
+                f"{path or 'the value'}: a decimal of {arg} bytes does not fit its reader type "
+                "(its precision, or its scale without losing digits)",
             )
         if code == K.E_OVERFLOW:
             return self.resolve_reason(

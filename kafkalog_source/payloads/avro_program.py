@@ -108,6 +108,16 @@ def time_scale(w: Node, r: Node) -> int | str:
     )
 
 
+def decimal_shift(w: Node, r: Node) -> int:
+    """The digits a writer's unscaled decimal moves by to take reader ``r``'s (decimal) scale:
+    the reader's scale less the writer's (a writer without the decimal logical type has the
+    reader's scale). Avro's specification resolves decimals only of equal scale and precision,
+    and Java's conversion reads the unscaled value with the reader's scale (a value 10**k too
+    large or small); kafkalog rescales each value exactly instead: a value that would lose
+    digits (1.235 into scale 2) or pass the reader's precision is an invalid value."""
+    return r.scale - w.scale if w.logical == "decimal" else 0
+
+
 def _leaf(node: Node, arrow: pa.DataType, cols: list[Col]) -> Col:
     if pa.types.is_null(arrow):
         kind, role = K.K_NULL, "null"
@@ -413,15 +423,15 @@ class Program:
         elif k == "null":
             self._op(K.OP_NULL, cid)
         elif col is not None and col.role == "decimal":
-            # the unscaled value with the reader's scale, as Java's DecimalConversion reads it
-            # (and Spark's from_avro); the writer's own scale is not looked at
+            # the writer's value rescaled exactly to the reader's scale (decimal_shift)
             assert r is not None
+            shift = decimal_shift(w, r)
             if raw:
                 self._fail("a raw top-level bytes value is not a decimal")
             elif k == "fixed":
-                self._op(K.OP_DEC_FIXED, cid, w.size, r.precision)
+                self._op(K.OP_DEC_FIXED, cid, w.size, r.precision, shift)
             else:
-                self._op(K.OP_DEC_BYTES, cid, r.precision)
+                self._op(K.OP_DEC_BYTES, cid, r.precision, shift)
         elif k == "fixed":
             self._op(K.OP_FIXED, cid, w.size)
         else:  # string, bytes

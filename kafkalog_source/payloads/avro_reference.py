@@ -18,8 +18,10 @@ schema by the kernel's rules (:mod:`.avro_program`), not fastavro's:
 * enum symbols map by name, to the reader's default when it lacks one; promotions as the
   specification lists them;
 * a timestamp's unit is the writer's logical type when it names one, else the reader's
-  (:func:`~.avro_program.time_scale`); the reader's logical type says a decimal's scale, as
-  Java's conversions read it.
+  (:func:`~.avro_program.time_scale`); a decimal is the writer's unscaled value at the
+  writer's scale, rescaled exactly to the reader's by ``pa.array`` (which refuses a value that
+  would lose digits or pass the precision, as the kernel does:
+  :func:`~.avro_program.decimal_shift`).
 
 :func:`check_bounds` walks every value with the writer schema before fastavro reads it and
 refuses what the kernel refuses: a length or block count past the bytes there, values nested
@@ -40,7 +42,7 @@ import pyarrow.compute as pc
 
 from ..format.registry import WIRE_PREFIX
 from ..kernel import avro as K
-from .avro_program import encode_default, min_size, time_scale
+from .avro_program import decimal_shift, encode_default, min_size, time_scale
 from .avro_schema import FieldNode, Node, matches, non_null, reader_branch, union_shape
 
 
@@ -251,7 +253,7 @@ def _leaf(node: Node, writer: Node | None = None) -> Callable[[Any], Any]:
         return lambda v: v.decode() if isinstance(v, (bytes, bytearray)) else str(v)
     if k in ("bytes", "fixed"):
         if lg == "decimal":
-            scale = node.scale
+            scale = node.scale - decimal_shift(w, node)  # the writer's
             exact = decimal.Context(prec=100)  # scaleb rounds to its context's precision
             return lambda v: decimal.Decimal(_signed_be(_as_bytes(v))).scaleb(-scale, exact)
         return _as_bytes
