@@ -386,3 +386,56 @@ def test_units_and_scales_are_the_writers() -> None:
         [row] = out.values.to_pylist()
         assert row["d"] == decimal.Decimal("1.23") and str(row["d"]) == "1.230"
         assert out.values.field("t").cast(pa.int64()).to_pylist() == [2]
+
+
+def test_a_map_key_twice_is_reported_alike_on_both_paths() -> None:
+    """A map key twice (review 1, item 6): an invalid value only in a map the reader reads (a
+    field the reader drops is skipped on both paths), and both paths name the same map (its
+    field in the reader) and the first duplicate key in the value's bytes, whatever the
+    reader's field order."""
+    m = {"type": "map", "values": "int"}
+    writer = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "a", "type": m},
+            {"name": "b", "type": {"type": "array", "items": m}},
+            {"name": "c", "type": m},
+        ],
+    }
+
+    def zz(n: int) -> bytes:
+        return bytes([(n << 1) ^ (n >> 63)])
+
+    def mp(*keys: bytes) -> bytes:
+        if not keys:
+            return zz(0)
+        return zz(len(keys)) + b"".join(zz(len(k)) + k + zz(1) for k in keys) + zz(0)
+
+    prefix = b"\0\0\0\0\1"
+    blobs = [
+        prefix + mp(b"x", b"x") + zz(0) + mp(),  # twice in a
+        prefix + mp(b"y") + zz(1) + mp(b"q", b"p", b"q", b"p") + zz(0) + mp(),  # in b[0]
+        prefix + mp(b"z", b"z") + zz(1) + mp(b"k", b"k") + zz(0) + mp(b"w", b"w"),  # in all
+        prefix + mp(b"y") + zz(0) + mp(b"v", b"v"),  # in c
+    ]
+    readers = {  # reader fields -> {row: (field, key)}
+        ("b", "c"): {1: ("b", "q"), 2: ("b", "k"), 3: ("c", "v")},  # a dropped
+        ("c", "b"): {1: ("b", "q"), 2: ("b", "k"), 3: ("c", "v")},  # the bytes' order
+        ("a", "b", "c"): {0: ("a", "x"), 1: ("b", "q"), 2: ("a", "z"), 3: ("c", "v")},
+        ("c",): {2: ("c", "w"), 3: ("c", "v")},
+    }
+    for names, want in readers.items():
+        fields = {f["name"]: f for f in writer["fields"]}
+        reader = {"type": "record", "name": "R", "fields": [fields[n] for n in names]}
+        pair = _decoders(writer, reader)
+        assert pair is not None
+        got = []
+        for d in pair:
+            out = d.decode(pa.array(blobs, pa.binary()))
+            got.append({e.row: e.reason for e in out.errors})
+            assert out.values.null_count == len(want)
+        assert got[0] == got[1], names
+        assert set(got[0]) == set(want), names
+        for row, (field, key) in want.items():
+            assert f"{field}: a map holds a key twice ('{key}';" in got[0][row], (names, row)

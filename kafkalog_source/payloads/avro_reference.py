@@ -54,13 +54,16 @@ MAX_DEPTH = 256  # nested values (recursive schemas) a value may hold
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
-def check_bounds(node: Node, payload: memoryview | bytes) -> None:
+def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = None) -> None:
     """Walk an Avro value of ``node`` without building it, and raise :class:`Bounds` when a
     length or block count asks for more than the bytes left could hold (the kernel's rules:
     ``n`` items of at least ``min_size`` bytes each, at most ``ZERO_SIZE_ITEMS`` items of zero
     bytes), when nesting goes deeper than :data:`MAX_DEPTH`, or where the kernel refuses a
-    value: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a map key twice. What it
-    does not check (UTF-8, enum and union indexes, ...) fastavro reports itself."""
+    value: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a map key twice in a map
+    that ``reader`` (default: ``node``, every map) reads, the first in the value's bytes, named
+    by its field path in the reader (a map the reader drops is skipped, as the kernel skips
+    it). What it does not check (UTF-8, enum and union indexes, ...) fastavro reports
+    itself."""
     buf = bytes(payload)
     end = len(buf)
     zero = [0]
@@ -84,10 +87,15 @@ def check_bounds(node: Node, payload: memoryview | bytes) -> None:
             raise Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
         return p + size
 
-    def skip(n: Node, p: int, depth: int) -> int:
+    def skip(n: Node, r: Node | None, p: int, depth: int, path: str) -> int:
         if depth > MAX_DEPTH:
             raise Bounds(f"values nested deeper than {MAX_DEPTH}")
         k = n.kind
+        if r is not None and r.kind == "union" and k != "union":
+            j = reader_branch(n, r)
+            r = None if j is None else r.branches[j]
+        if r is not None and (r.kind != k if k in ("record", "array", "map") else False):
+            r = None  # does not resolve: the value is an error of its own
         if k == "null":
             return p
         if k == "boolean":
@@ -122,14 +130,17 @@ def check_bounds(node: Node, payload: memoryview | bytes) -> None:
                 raise Bounds(f"negative length {size}")
             return need(p, size)
         if k == "record":
+            pairs = _pairs(n, r) if r is not None else {}
             for f in n.fields:
-                p = skip(f.node, p, depth + 1)
+                rf = pairs.get(f.name)
+                sub = None if rf is None else (f"{path}.{rf.name}" if path else rf.name)
+                p = skip(f.node, None if rf is None else rf.node, p, depth + 1, sub or "")
             return p
         if k == "union":
             i, p = long_at(p)
             if not 0 <= i < len(n.branches):
                 raise Bounds(f"union branch {i} does not exist")
-            return skip(n.branches[i], p, depth + 1)
+            return skip(n.branches[i], r, p, depth + 1, path)
         if k in ("array", "map"):
             assert n.items is not None
             least = min_size(n.items) + (1 if k == "map" else 0)
@@ -158,26 +169,45 @@ def check_bounds(node: Node, payload: memoryview | bytes) -> None:
                             raise Bounds(f"negative length {size}")
                         p = need(q, size)
                         key = buf[q:p]
-                        if key in keys:
-                            raise Bounds(duplicate_reason(key))
+                        if r is not None and key in keys:
+                            raise Bounds(duplicate_reason(key, path))
                         keys.add(key)
-                    p = skip(n.items, p, depth + 1)
+                    p = skip(n.items, None if r is None else r.items, p, depth + 1, path)
         return p
 
-    skip(node, 0, 0)
+    skip(node, node if reader is None else reader, 0, 0, "")
 
 
-def duplicate_reason(key: bytes) -> str:
-    """The reason of a map that holds ``key`` (its encoded form) twice."""
+def _pairs(w: Node, r: Node) -> dict[str, FieldNode]:
+    """The reader field of each writer field of record ``w`` read into record ``r`` (the
+    kernel's pairing, as :func:`_record`'s: by name, then by alias, a writer field once)."""
+    by_name = {f.name: f for f in w.fields}
+    out: dict[str, FieldNode] = {}
+    for rf in r.fields:
+        wf = by_name.get(rf.name)
+        if wf is None:
+            wf = next((by_name[a] for a in rf.aliases if a in by_name), None)
+        if wf is not None and wf.name not in out:
+            out[wf.name] = rf
+    return out
+
+
+def duplicate_reason(key: bytes, path: str = "") -> str:
+    """The reason of a map (at the reader's field ``path``) that holds ``key`` (its encoded
+    form) twice."""
     text = key.decode("utf-8", "replace")
     if len(text) > 40:
         text = text[:40] + "..."
-    return f"a map holds a key twice ({text!r}; Spark's maps refuse that, Java keeps the last)"
+    return (
+        f"{path or 'the value'}: a map holds a key twice ({text!r}; Spark's maps refuse that, "
+        "Java keeps the last)"
+    )
 
 
 def duplicate_key_rows(values: pa.Array) -> dict[int, str]:
-    """Rows of the kernel's output whose value holds a map with a key twice, and why (the
-    kernel keeps every entry; the fastavro path's dict cannot)."""
+    """Rows of the kernel's output whose value holds a map with a key twice, and a why (the
+    kernel keeps every entry; the fastavro path's dict cannot); the decoder names the first
+    such key in the value's bytes with :func:`check_bounds`, as the fastavro path does."""
     found: dict[int, str] = {}
 
     def walk(arr: pa.Array, rows: np.ndarray) -> None:
