@@ -564,3 +564,40 @@ def test_a_refused_overwrite_leaves_the_old_table(fmt: str, tmp_path: Path) -> N
     sink.open()
     assert sink.partitioning() == ()
     assert convert(tmp_path / "old", out, fmt).committed is None
+
+
+def test_catalog_uri_secrets_are_in_no_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catalog ``uri`` (or OUT) that carries a password or a ``?token=`` shows them in no
+    error, repr or CLI line, not even where a library prints the URL's path and query on their
+    own (review 1, item 7)."""
+    from kafkalog_source.cli.main import main
+    from kafkalog_source.lake.spec import TableError
+
+    secrets = ["TOKENVALUE123", "PASSWORD456", "SIGVALUE789"]
+    uri = "http://bob:PASSWORD456@127.0.0.1:9/cat?token=TOKENVALUE123"
+    target = TableTarget("iceberg", str(tmp_path / "t"), properties={"type": "rest", "uri": uri})
+    with pytest.raises(TableError) as e:  # nothing listens on port 9
+        convert_table(SAMPLES / "orders-0", target, {})
+    assert "cannot reach the rest catalog" in str(e.value)
+    assert not any(s in str(e.value) for s in secrets), str(e.value)
+    uri2 = "http://127.0.0.1:9/cat?token=TOKENVALUE123"
+    with pytest.raises(TableError) as e:  # requests: "url: /cat?token=.../v1/config"
+        convert_table(SAMPLES / "orders-0", TableTarget("iceberg", str(tmp_path / "t"),
+                      properties={"type": "rest", "uri": uri2}), {})  # fmt: skip
+    assert "/cat?token=" in str(e.value) and "TOKENVALUE123" not in str(e.value)
+    shown = repr(TableTarget("delta", "s3://key:PASSWORD456@bucket/t?sig=SIGVALUE789"))
+    assert "bucket/t" in shown and not any(s in shown for s in secrets), shown
+    # a library's own error on the command line
+    import kafkalog_source.lake as lake
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"commit failed: PUT /cat/v1/tables?token=TOKENVALUE123 ({uri})")
+
+    monkeypatch.setattr(lake, "convert_table", failing)
+    args = ["convert", str(SAMPLES / "orders-0"), str(tmp_path / "u"), "--format", "iceberg"]
+    code = main([*args, "--table-option", "type=rest", "--table-option", f"uri={uri}"])
+    err = capsys.readouterr().err
+    assert code != 0 and "commit failed" in err
+    assert not any(s in err for s in secrets), err

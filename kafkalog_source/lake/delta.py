@@ -100,7 +100,7 @@ class DeltaSink:
         self.shown = self.out.shown
         self.storage = {**delta_storage_options(target.location), **target.properties}
         self.table: Any = None
-        self._secrets = list(self.storage.values())
+        self._secrets = sorted({*self.storage.values(), *target.secrets()} - {""}, key=len)[::-1]
 
     def _message(self, e: BaseException) -> str:
         return scrub(" ".join(str(e).split()) or type(e).__name__, self._secrets)[:400]

@@ -68,7 +68,6 @@ _LEVEL = "write.parquet.compression-level"
 _ROW_GROUP = "write.parquet.row-group-limit"
 _ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
 # property names whose values are shown in messages (others may hold credentials)
-_SHOWN_PROPERTIES = ("type", "uri", "warehouse", "name")
 
 
 def _sqlite_catalog(path: str, props: dict[str, str]) -> Any:
@@ -112,7 +111,7 @@ class IcebergSink:
         self.identifier = target.table or default_identifier(self.out)
         self.catalog: Any = None
         self.table: Any = None
-        self._secrets = [v for k, v in target.properties.items() if k not in _SHOWN_PROPERTIES]
+        self._secrets = target.secrets()
 
     # -- the catalog ---------------------------------------------------------------------------
     def _catalog_shown(self) -> str:
