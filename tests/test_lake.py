@@ -601,3 +601,33 @@ def test_catalog_uri_secrets_are_in_no_message(
     err = capsys.readouterr().err
     assert code != 0 and "commit failed" in err
     assert not any(s in err for s in secrets), err
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_run_that_selects_partitions_leaves_the_others(fmt: str, tmp_path: Path) -> None:
+    """``subscribe``, ``subscribePattern`` and ``assign`` on a table run: the table's other
+    partitions are neither read nor reported gone, and keep their offsets (review 1, item 8);
+    a selected partition that is gone still is."""
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    write_segment(logs / "a-0", 0, 3)
+    write_segment(logs / "b-0", 0, 2)
+    write_segment(logs / "c-1", 0, 2)
+    convert(logs, out, fmt)
+    held = {("a", 0): 3, ("b", 0): 2, ("c", 1): 2}
+    for i, opts in enumerate(
+        ({"subscribe": "a"}, {"subscribePattern": "a.*"}, {"assign": '{"a": [0]}'})
+    ):
+        write_segment(logs / "a-0", 3 + i, 1)
+        stats = kl.ReadStats()
+        run = convert(logs, out, fmt, stats, failOnDataLoss="true", **opts)
+        held[("a", 0)] += 1
+        assert (run.rows, run.offsets) == (1, held), opts
+        assert stats.missing_offsets == 0
+    # the next run over everything finds nothing new
+    assert convert(logs, out, fmt, failOnDataLoss="true").committed is None
+    # a selected partition that is gone is reported, an unselected one is not looked at
+    shutil.rmtree(logs / "b-0")
+    assert convert(logs, out, fmt, failOnDataLoss="true", subscribe="a,c").committed is None
+    with pytest.raises(DataLossError, match="partition b-0 is gone"):
+        convert(logs, out, fmt, failOnDataLoss="true", subscribe="b,c")
+    assert len(offsets_of(out, fmt)) == 3 + 3 + 2 + 2

@@ -28,6 +28,7 @@ A run:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ import pyarrow as pa
 from ..errors import OptionError
 from ..options import ReadOptions, parse_options
 from ..redact import redact_uri
+from ..selection import TopicSelection, topic_selection
 from ..stats import ReadStats
 from ..streaming.source import Limit, Offsets, StreamSource, offsets_to_json
 from ..transport.filesystems import using_store
@@ -201,6 +203,9 @@ def _attempt(
                 "it is created"
             )
 
+    # subscribe, subscribePattern or assign: the partitions of the table that this run does
+    # not select are not looked at (neither read nor reported gone); their offsets stay
+    selected = _selected(state, topic_selection(opts))
     source = StreamSource(_source_options(options, path), fail_on_data_loss=opts.fail_on_data_loss)
     try:
         logs = source.snapshot()
@@ -208,10 +213,10 @@ def _attempt(
         raise TargetError(
             f"{e} (a table keeps its offsets per topic-partition, as a stream)"
         ) from None
-    check_topics(state, {t for t, _ in logs}, where, _shown(path))
+    check_topics(selected, {t for t, _ in logs}, where, _shown(path))
     source.prepare_available_now()
-    start = dict(state.offsets) if state.offsets else source.initial()
-    end = source.latest(start, Limit(), state.prints)
+    start = dict(selected.offsets) if state.offsets else source.initial()
+    end = source.latest(start, Limit(), selected.prints)
     # the losses the stream's planning found since the last run (failOnDataLoss=false), as
     # the reader counts missing offsets
     losses = source.take_losses()
@@ -260,6 +265,17 @@ def _attempt(
         created=created or replace is not None,
         schema_changed=table_schema is not None and not table_schema.equals(schema),
         attempts=attempt,
+    )
+
+
+def _selected(state: TableState, selection: TopicSelection | None) -> TableState:
+    """``state`` with only the partitions ``selection`` takes (all: None)."""
+    if selection is None:
+        return state
+    return dataclasses.replace(
+        state,
+        offsets={k: v for k, v in state.offsets.items() if selection.takes(*k)},
+        prints={k: v for k, v in state.prints.items() if selection.takes(*k)},
     )
 
 
