@@ -4,7 +4,7 @@ know (issue 34).
 Synthetic data, built with Kafka's own encoder layout from the JSON specs by the spec-driven
 encoder of tests/internal_encoder.py: no public repository found holds a Kafka 4.x log
 directory with new-protocol, streams or share-group records (docs/guides/internal-topics.md,
-"Kafka 4.x data"), and the fixtures in ../shared hold none. The expected JSON is what Kafka's
+"Kafka 4.x data"); the one 4.0.0 log directory in ../shared holds classic-group records only. The expected JSON is what Kafka's
 generated JSON converter writes (a tagged field only when not at its default), computed by the
 test encoder from the specs, independently of the decoder.
 """

@@ -882,3 +882,34 @@ def test_query_views_per_interpretation_on_spark(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert [c.strip() for c in out.stdout.splitlines()[2].split("|")] == ["g", "42", "8"]
+
+
+def test_real_kafka_4_consumer_offsets() -> None:
+    """Real data written by Kafka 4.0.0 (ArthurArutunyan04-Backend_labs: apache/kafka:4.0.0 in
+    KRaft mode, ../shared/fixtures/broker-written/PROVENANCE.md): its compacted
+    ``__consumer_offsets-19`` decodes in full (FAILFAST) into the 7 records PROVENANCE lists,
+    and each committed offset is within its partition's log as the log directory's checkpoints
+    say (review 1, item 9)."""
+    root = require_shared(BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data")
+    assert _properties(root / "meta.properties")["version"] == "1"  # a KRaft log directory
+    stats = ReadStats()
+    t = read_table(root / "__consumer_offsets-19", decode="consumer_offsets", stats=stats)
+    rows = t.to_pylist()
+    offsets = [r["offset"] for r in rows]
+    assert len(rows) == 7 and (offsets[0], offsets[-1]) == (186795, 258526)  # PROVENANCE.md
+    assert all(r["error"] is None and r["decoded"] for r in rows)
+    assert stats.missing_offsets == 330479 - 258527  # the absent active segment, reported
+    [group] = [r for r in rows if r["record_type"] == "GroupMetadata"]
+    assert (group["record_version"], group["protocol_type"]) == (3, "consumer")
+    value = json.loads(group["decoded"])["value"]
+    assert value["protocol"] == "range" and value["members"]
+    commits = [r for r in rows if r["record_type"] == "OffsetCommit"]
+    assert len(commits) == 6 and {r["record_version"] for r in commits} == {3}
+    assert {r["group"] for r in commits} == {group["group"]}
+    ends = {}  # the broker's own log ends, of every partition (some are not in the copy)
+    for line in (root / "replication-offset-checkpoint").read_text().splitlines()[2:]:
+        topic, part, end = line.split()
+        ends[(topic, int(part))] = int(end)
+    for r in commits:
+        end = ends[(r["committed_topic"], r["committed_partition"])]
+        assert 0 < r["committed_offset"] <= end, (r["committed_topic"], end)
