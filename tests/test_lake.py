@@ -631,3 +631,44 @@ def test_a_run_that_selects_partitions_leaves_the_others(fmt: str, tmp_path: Pat
     with pytest.raises(DataLossError, match="partition b-0 is gone"):
         convert(logs, out, fmt, failOnDataLoss="true", subscribe="b,c")
     assert len(offsets_of(out, fmt)) == 3 + 3 + 2 + 2
+
+
+def test_a_delta_schema_change_is_one_commit_with_its_rows(tmp_path: Path) -> None:
+    """A run that adds a column to a Delta table commits the new schema, its rows and its
+    offsets in one log entry (review 1, item 11): no version has the schema without the rows.
+    Read from the _delta_log's JSON itself."""
+    out = tmp_path / "t"
+    v1 = _record("int")
+    v2 = {**v1, "fields": [*v1["fields"], {"name": "note", "type": "string", "default": "-"}]}
+    part = _avro_archive(tmp_path / "a", [v1], [(1, {"id": 1, "amount": 5})])
+    opts = {"valueFormat": "avro", "schemaRegistry": str(tmp_path / "a" / "schemas")}
+    convert(part, out, "delta", **opts)
+    logs = sorted((out / "_delta_log").glob("*.json"))
+    part = _avro_archive(
+        tmp_path / "a",
+        [v1, v2],
+        [(1, {"id": 1, "amount": 5}), (2, {"id": 2, "amount": 7, "note": "x"})],
+    )
+    seg = part / "00000000000000000000.log"
+    good = seg.read_bytes()
+    seg.write_bytes(good[:-2] + bytes([good[-2] ^ 0xFF]) + good[-1:])  # the last batch's CRC
+    from kafkalog_source.errors import KafkaLogError
+
+    with pytest.raises(KafkaLogError):  # a read that fails: no commit, no schema change
+        convert(part, out, "delta", **opts)
+    assert sorted((out / "_delta_log").glob("*.json")) == logs
+    seg.write_bytes(good)
+    run = convert(part, out, "delta", **opts)
+    assert run.rows == 1 and run.schema_changed
+    new = sorted((out / "_delta_log").glob("*.json"))
+    assert len(new) == len(logs) + 1  # one commit
+    actions = [json.loads(line) for line in new[-1].read_text().splitlines()]
+    kinds = [next(iter(a)) for a in actions]
+    assert "metaData" in kinds and "add" in kinds and "txn" in kinds
+    meta = next(a["metaData"] for a in actions if "metaData" in a)
+    assert "note" in meta["schemaString"]
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert any(k.startswith("kafkalog.") for k in info), info
+    rows = ordered(read_back(out, "delta")).column("value_decoded").to_pylist()
+    assert rows == [{"id": 1, "amount": 5, "note": None}, {"id": 2, "amount": 7, "note": "x"}]
+    assert convert(part, out, "delta", **opts).committed is None
