@@ -288,3 +288,36 @@ def test_a_namespace_created_by_a_concurrent_run_is_used() -> None:
     _ensure_namespace(Raced(True), "kafkalog")
     with pytest.raises(RuntimeError, match="UNIQUE"):
         _ensure_namespace(Raced(False), "kafkalog")
+
+
+def test_pyiceberg_does_not_retry_a_commit_by_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Iceberg tables kafkalog creates say ``commit.retry.num-retries=0``: a commit that
+    another writer's commit beat fails in PyIceberg and the run starts over itself (review 1,
+    item 12), rather than PyIceberg retrying it unseen."""
+    from kafkalog_source.lake.iceberg import IcebergSink
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    ends = {"a": write_segment(logs / "a-0", 0, 3)}
+    convert_table(logs, TableTarget("iceberg", str(out)), {})
+    sink = IcebergSink(TableTarget("iceberg", str(out)))
+    assert sink.load()
+    assert sink.table.properties["commit.retry.num-retries"] == "0"
+    before = ends["a"]
+    ends["a"] = write_segment(logs / "a-0", before, 2)
+    seen: list[int] = []
+
+    def before_commit(location: str, files: list[str]) -> None:
+        seen.append(1)
+        if len(seen) == 1:  # another writer commits first (a snapshot without offsets)
+            other = IcebergSink(TableTarget("iceberg", str(out)))
+            other.load()
+            with other.table.transaction() as tx:
+                tx.set_properties({"owner": "someone"})
+                tx.update_snapshot().fast_append().commit()
+
+    monkeypatch.setattr(lake_sink, "before_commit", before_commit)
+    run = convert_table(logs, TableTarget("iceberg", str(out)), {})
+    assert run.attempts == 2 and run.rows == ends["a"] - before and len(seen) == 2
+    assert_exactly_once(out, "iceberg", ends)

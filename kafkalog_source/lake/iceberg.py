@@ -70,6 +70,12 @@ _ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
 # property names whose values are shown in messages (others may hold credentials)
 
 
+# Set on the tables kafkalog creates (and writes): PyIceberg retries a commit that lost a race
+# by itself (4 times by default, PyIceberg 0.12's Transaction.commit_transaction), which would
+# hide the other run's commit from the run's own start-over (ConcurrentRunError, run.ATTEMPTS)
+_OWN_PROPERTIES = {"commit.retry.num-retries": "0"}
+
+
 def _sqlite_catalog(path: str, props: dict[str, str]) -> Any:
     """PyIceberg's SQL catalog on the SQLite file ``path``. A run that creates the file while
     another does too can see the other's half-made tables (``CREATE TABLE`` fails: already
@@ -306,7 +312,7 @@ class IcebergSink:
             for f in written:
                 append.append_data_file(f)
             append.commit()
-            tx.set_properties(props)
+            tx.set_properties({**props, **_OWN_PROPERTIES})
             committing = True
             if old is not None:
                 table = self._swap(old, tx)
@@ -371,7 +377,11 @@ class IcebergSink:
             _ensure_namespace(catalog, namespace)
         ischema, spec = _schema_and_spec(schema, partitioning)
         tx = catalog.create_table_transaction(
-            self.identifier, schema=ischema, location=self.out.uri, partition_spec=spec
+            self.identifier,
+            schema=ischema,
+            location=self.out.uri,
+            partition_spec=spec,
+            properties=dict(_OWN_PROPERTIES),
         )
         io = load_file_io({**catalog.properties}, self.out.uri)
         return tx, io
