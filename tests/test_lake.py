@@ -672,3 +672,33 @@ def test_a_delta_schema_change_is_one_commit_with_its_rows(tmp_path: Path) -> No
     rows = ordered(read_back(out, "delta")).column("value_decoded").to_pylist()
     assert rows == [{"id": 1, "amount": 5, "note": None}, {"id": 2, "amount": 7, "note": "x"}]
     assert convert(part, out, "delta", **opts).committed is None
+
+
+def test_delta_statistics_of_a_timestamp_without_zone_are_not_shifted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A top-level timestamp without a time zone (an Avro local-timestamp value) gets Delta
+    file statistics equal to its values, whatever the machine's time zone (review 1, item 15):
+    they were read as local times and shifted to UTC."""
+    import time
+
+    from deltalake import DeltaTable
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        schema = {"type": "long", "logicalType": "local-timestamp-millis"}
+        ms = [1_700_000_000_123, 1_700_000_360_000]
+        part = _avro_archive(tmp_path / "a", [schema], [(1, v) for v in ms])
+        out = tmp_path / "t"
+        opts = {"valueFormat": "avro", "schemaRegistry": str(tmp_path / "a" / "schemas")}
+        convert(part, out, "delta", **opts)
+        values = read_back(out, "delta").column("value_decoded").to_pylist()
+        actions = pa.table(DeltaTable(str(out)).get_add_actions(flatten=True)).to_pylist()
+        lo = min(a["min.value_decoded"] for a in actions)
+        hi = max(a["max.value_decoded"] for a in actions)
+        assert (lo, hi) == (min(values), max(values))
+        assert str(min(values)) == "2023-11-14 22:13:20.123000"  # the value, as written
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -457,6 +457,8 @@ def _stats(md: Any, schema: pa.Schema) -> str:
 
 def _json_value(v: Any) -> Any:
     if isinstance(v, datetime):
+        if v.tzinfo is None:  # a timestamp without a time zone (timestamp_ntz): as it is
+            return v.strftime("%Y-%m-%dT%H:%M:%S.%f")  # (astimezone would take it as local)
         return v.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if hasattr(v, "isoformat"):
         return v.isoformat()
