@@ -127,12 +127,13 @@ def _racing(monkeypatch: pytest.MonkeyPatch, runs: int = 2) -> threading.Barrier
     return barrier
 
 
-def _run_both(logs: Path, out: Path, fmt: str) -> list[Any]:
+def _run_both(logs: Path, out: Path, fmt: str, stats: list[Any] | None = None) -> list[Any]:
     results: list[Any] = [None, None]
 
     def go(i: int) -> None:
         try:
-            results[i] = convert_table(logs, TableTarget(fmt, str(out)), {})
+            st = None if stats is None else stats[i]
+            results[i] = convert_table(logs, TableTarget(fmt, str(out)), {}, st)
         except BaseException as e:  # kept for the test to look at
             results[i] = e
 
@@ -321,3 +322,26 @@ def test_pyiceberg_does_not_retry_a_commit_by_itself(
     run = convert_table(logs, TableTarget("iceberg", str(out)), {})
     assert run.attempts == 2 and run.rows == ends["a"] - before and len(seen) == 2
     assert_exactly_once(out, "iceberg", ends)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_abandoned_attempt_is_not_in_the_run_summary(
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs at once: the one that starts over reports only what its last attempt read,
+    not the records of the attempt it abandoned as well (review 1, item 15)."""
+    from kafkalog_source.stats import ReadStats
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    ends = {"a": write_segment(logs / "a-0", 0, 4)}
+    convert_table(logs, TableTarget(fmt, str(out)), {})
+    ends["a"] = write_segment(logs / "a-0", ends["a"], 3)
+    _racing(monkeypatch)
+    stats = [ReadStats(), ReadStats()]
+    results = _run_both(logs, out, fmt, stats)
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    won, lost = (0, 1) if results[0].rows else (1, 0)
+    assert results[lost].attempts == 2 and results[lost].rows == 0
+    assert stats[won].records == results[won].rows == 3 * 500
+    assert stats[lost].records == 0, stats[lost].summary()
+    assert_exactly_once(out, fmt, ends)

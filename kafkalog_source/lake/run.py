@@ -155,11 +155,16 @@ def convert_table(
                 run = _attempt(sink, path, target, options, opts, run_stats, progress, attempt)
             except ConcurrentRunError as e:
                 if attempt == ATTEMPTS:
+                    stats.merge(run_stats)
                     raise
+                # an abandoned attempt's reading is no part of the run's account: the next one
+                # reads from the offsets the other run committed (which counted what it read)
                 log.warning("%s; starting over from the offsets it committed", e)
                 continue
-            finally:
+            except BaseException:
                 stats.merge(run_stats)
+                raise
+            stats.merge(run_stats)
             return run
     raise AssertionError("unreachable")
 
