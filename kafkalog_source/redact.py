@@ -211,6 +211,26 @@ def environment_secrets() -> list[str]:
     return sorted(found, key=lambda s: (-len(s), s))
 
 
+def uri_secrets(uri: str) -> list[str]:
+    """The secrets a URI that is itself shown (redacted) carries: the password of its
+    ``user:password@`` part and its query values (``?token=...``), in the forms a URL carries
+    them, longest first: a message that shows them outside the URI form (an HTTP client's
+    ``url: /v1/config?token=...``) is scrubbed of them by :func:`scrub`."""
+    parts = _split(uri)
+    if parts is None:
+        return []
+    found: set[str] = set()
+    userinfo = parts.netloc.rpartition("@")[0]
+    if ":" in userinfo:
+        found.update(_forms(userinfo.split(":", 1)[1]))
+    for _, v in parse_qsl(parts.query, keep_blank_values=True):
+        found.update(_forms(v))
+    for raw in parts.query.split("&"):  # as written, however it is encoded
+        if "=" in raw:
+            found.add(raw.split("=", 1)[1])
+    return sorted((f for f in found if len(f) >= _MIN_SCRUBBED), key=lambda f: (-len(f), f))
+
+
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every one of ``secrets`` (see :func:`secret_strings`) and of the
     environment's credentials (:func:`environment_secrets`) replaced by :data:`MASK`, the

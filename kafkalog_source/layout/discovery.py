@@ -53,7 +53,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
-from ..format.names import kraft_snapshot_id, segment_base_offset
+from ..format.names import (
+    BOOTSTRAP_SNAPSHOT_ID,
+    KRAFT_BOOTSTRAP,
+    kraft_snapshot_id,
+    segment_base_offset,
+)
 from ..options import ReadOptions, StoreOptions
 from ..redact import redact_uri, scrub
 from ..selection import topic_selection
@@ -70,8 +75,6 @@ SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
 _EXPLICIT_NAME = re.compile(r"^([0-9]{20})\.log(?:\.(?:deleted|cleaned|swap))?$")
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
-# the metadata log directory's bootstrap snapshot (Kafka's BootstrapDirectory): read when named
-KRAFT_BOOTSTRAP = "bootstrap.checkpoint"
 NOT_LOG_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 # Redpanda's own segment files, {base offset}-{term}-v{version}.log: another format
@@ -674,9 +677,11 @@ class _Collector:
             self.add(entry, topic, part, None, sid)
             return
         if name == KRAFT_BOOTSTRAP:  # KRaft's bootstrap snapshot: a record file, as a snapshot's
+            # read as a snapshot of its own, of Kafka's bootstrap snapshot id (0, 0): its rows
+            # carry it, and are no copy of the metadata log's first offsets
             tp = parse_partition_dir(_basename(_parent(path)), allow_suffixed=True)
             topic, part = tp if tp is not None else ("__cluster_metadata", 0)
-            self.add(entry, topic, part, None)
+            self.add(entry, topic, part, None, BOOTSTRAP_SNAPSHOT_ID)
             return
         if name.endswith(NOT_LOG_SUFFIXES) or name in (
             "leader-epoch-checkpoint",
