@@ -41,10 +41,10 @@ def run_cli(
     aborted = done.returncode == -6 and (done.stderr or "").strip().endswith(S3_EXIT_ABORT)
     if aborted and spark:
         # pyarrow's S3 client can abort the process at interpreter exit, after the command's
-        # work is done (apache/arrow#34314, #41087). The CLI ends a process that used a store
-        # without the exit handlers (cli.main.exit_process), except after Spark, whose handlers
-        # stop its JVM: run such a command once more and say so, rather than fail a test about
-        # something else
+        # work is done (apache/arrow#34314, #41087). The CLI ends a process that ran no Spark
+        # without the exit handlers (cli.main.exit_process), but after Spark, whose handlers
+        # stop its JVM, it cannot: run such a command once more and say so, rather than fail a
+        # test about something else
         import warnings
 
         shown = " ".join(args[:2])

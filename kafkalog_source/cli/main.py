@@ -259,16 +259,16 @@ def run_module(argv: Sequence[str] | None = None) -> NoReturn:
 def exit_process(code: int) -> NoReturn:
     """End the process with ``code``.
 
-    After a command that used pyarrow's S3 client, and ran no Spark, the process ends once its
-    output is flushed, without the interpreter's exit handlers: that client can abort a process
-    there, after the work is done ("terminate called without an active exception", exit -6;
-    apache/arrow#34314), and a scheduler would take the finished command for a failed one.
-    Output that cannot be written (a full disk) makes a successful command exit 120, as the
-    interpreter's own flush at exit does. Spark's exit handlers stop its JVM, so with Spark the
-    interpreter exits as usual."""
-    from ..transport.filesystems import s3_used
-
-    if s3_used() and "pyspark" not in sys.modules:
+    After a command that ran no Spark, the process ends once its output is flushed, without
+    the interpreter's exit handlers: the native libraries' teardown there can abort a process
+    after the work is done ("terminate called without an active exception", exit -6): pyarrow's
+    S3 client (apache/arrow#34314), and, rarely, a local ``convert --engine arrow`` on a loaded
+    machine (seen in this project's test suite); a scheduler would take the finished command for
+    a failed one. Every file a command writes is closed before it returns, and its temporary
+    directories are removed by their own ``with`` blocks. Output that cannot be written (a full
+    disk) makes a successful command exit 120, as the interpreter's own flush at exit does.
+    Spark's exit handlers stop its JVM, so with Spark the interpreter exits as usual."""
+    if "pyspark" not in sys.modules:
         import logging
         import os
 

@@ -108,15 +108,6 @@ _cache_lock = threading.Lock()
 _release_registered = False
 
 
-_s3_used = False
-
-
-def s3_used() -> bool:
-    """Whether this process has started pyarrow's S3 client (built an S3 filesystem, or asked
-    for a bucket's region)."""
-    return _s3_used
-
-
 def _release_filesystems() -> None:
     """Drop the cached filesystems. Runs at exit before pyarrow finalizes its S3 client: an
     S3FileSystem destroyed after that aborts the process ("terminate called ...")."""
@@ -164,8 +155,6 @@ def _bucket_region(bucket: str) -> str | None:
         if bucket not in _regions:
             from pyarrow import fs as pafs
 
-            global _s3_used
-            _s3_used = True
             try:
                 _regions[bucket] = pafs.resolve_s3_region(bucket)
             except (OSError, ValueError):
@@ -344,8 +333,6 @@ def _client(
 
 
 def _s3(pafs: Any, kwargs: dict) -> Any:
-    global _s3_used
-    _s3_used = True
     return pafs.S3FileSystem(**kwargs)
 
 
