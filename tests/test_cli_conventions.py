@@ -366,18 +366,26 @@ def test_verify_fail_on_data_loss_agrees_with_the_reader(tmp_path):
     assert clean.returncode == 0, clean.stdout
 
 
-def test_verify_takes_only_options_that_take_effect(tmp_path):
+def test_verify_takes_only_options_that_take_effect(tmp_path, capsys):
+    from kafkalog_source.cli.main import main
     from kafkalog_source.cli.verify import VERIFY_OPTIONS
 
     good = _samples() / "orders-0"
     fixed = {"verifyChecksums", "mode", "includeControlRecords", "includeMetadata"}
+    # in process (the refusal is argument handling; one subprocess below shows it end to end)
     for name in OPTION_NAMES:
         if name in VERIFY_OPTIONS:
             continue
-        out = run_cli("verify", str(good), "-o", f"{name}=x")
-        assert out.returncode == 2, name
+        try:
+            code = main(["verify", str(good), "-o", f"{name}=x"])
+        except SystemExit as e:
+            code = e.code
+        err = capsys.readouterr().err
+        assert code == 2, name
         why = "is fixed by the command" if name in fixed else "has no effect here"
-        assert why in out.stderr, (name, out.stderr)
+        assert why in err, (name, err)
+    out = run_cli("verify", str(good), "-o", "mode=x")
+    assert out.returncode == 2 and "is fixed by the command" in out.stderr, out.stderr
 
     # each accepted option changes the outcome
     logs = _without_middle_segment(tmp_path)
@@ -385,7 +393,12 @@ def test_verify_takes_only_options_that_take_effect(tmp_path):
     first, last = sorted(part.glob("*.log"))
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return run_cli("verify", *args)
+        try:
+            code = main(["verify", *args])
+        except SystemExit as e:
+            code = e.code
+        got = capsys.readouterr()
+        return subprocess.CompletedProcess(["verify", *args], code, got.out, got.err)
 
     small = run(str(good), "-o", "maxBatchBytes=1k")  # its batches are larger
     assert small.returncode == 1 and "maxBatchBytes" in small.stdout

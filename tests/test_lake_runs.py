@@ -267,3 +267,24 @@ def test_convert_and_query_print_one_line_each(
     archive = capsys.readouterr().out
     assert main(["query", str(out), sql]) == 0
     assert capsys.readouterr().out == archive
+
+
+def test_a_namespace_created_by_a_concurrent_run_is_used() -> None:
+    """PyIceberg's SQL catalog reports a namespace inserted by another run between its check and
+    its insert as SQLAlchemy's IntegrityError (seen in CI): the run goes on when the namespace is
+    there, and raises when it is not."""
+    from kafkalog_source.lake.iceberg import _ensure_namespace
+
+    class Raced:
+        def __init__(self, exists: bool) -> None:
+            self.exists = exists
+
+        def create_namespace_if_not_exists(self, namespace: str) -> None:
+            raise RuntimeError("UNIQUE constraint failed: iceberg_namespace_properties")
+
+        def namespace_exists(self, namespace: str) -> bool:
+            return self.exists
+
+    _ensure_namespace(Raced(True), "kafkalog")
+    with pytest.raises(RuntimeError, match="UNIQUE"):
+        _ensure_namespace(Raced(False), "kafkalog")

@@ -328,23 +328,35 @@ class IcebergSink:
                 with tx.update_schema() as update:
                     update.union_by_name(schema)
             return tx, self.table.io
-        from pyiceberg.exceptions import NamespaceAlreadyExistsError
         from pyiceberg.io import load_file_io
 
         catalog = self.catalog or self._open_catalog(create=True)
         self.catalog = catalog
         namespace = self.identifier.rsplit(".", 1)[0] if "." in self.identifier else None
         if namespace:
-            try:
-                catalog.create_namespace_if_not_exists(namespace)
-            except NamespaceAlreadyExistsError:  # created by a concurrent run
-                pass
+            _ensure_namespace(catalog, namespace)
         ischema, spec = _schema_and_spec(schema, partitioning)
         tx = catalog.create_table_transaction(
             self.identifier, schema=ischema, location=self.out.uri, partition_spec=spec
         )
         io = load_file_io({**catalog.properties}, self.out.uri)
         return tx, io
+
+
+def _ensure_namespace(catalog: Any, namespace: str) -> None:
+    """Create ``namespace`` unless it exists. Two runs creating it at once both find it absent;
+    the one that inserts second fails in the catalog's own terms (PyIceberg's SQL catalog raises
+    SQLAlchemy's ``IntegrityError``, not ``NamespaceAlreadyExistsError``): the namespace is
+    there all the same, which is all a run needs."""
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
+    try:
+        catalog.create_namespace_if_not_exists(namespace)
+    except NamespaceAlreadyExistsError:  # created by a concurrent run
+        pass
+    except Exception:
+        if not catalog.namespace_exists(namespace):
+            raise
 
 
 class _ChunkWriter:
