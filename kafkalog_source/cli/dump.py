@@ -91,6 +91,7 @@ EXIT_IO = 1  # a file that cannot be opened is bad input too (the CLI's one exit
 # the reader options dump uses (its reader, for records; the store options, for remote files;
 # how a directory named is searched for segment files)
 DUMP_OPTIONS = cli_options("dump")  # the rows of the option table that name dump
+_EXAMPLE = "maxBatchBytes"  # the option -o's help shows as its example
 
 
 def register(subparsers: Any) -> None:
@@ -162,7 +163,7 @@ def register(subparsers: Any) -> None:
     add_common_arguments(
         p,
         "no progress display",
-        f"maxBatchBytes=256m (dump uses {', '.join(DUMP_OPTIONS[1:])} too)",
+        f"maxBatchBytes=256m (dump uses {', '.join(o for o in DUMP_OPTIONS if o != _EXAMPLE)} too)",
     )
     p.set_defaults(run=run, reader_warnings=False)
 
