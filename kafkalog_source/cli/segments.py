@@ -35,7 +35,7 @@ from ..format.batch import (
     parse_header,
     read_varint,
 )
-from ..format.legacy import LEGACY_CRC_FROM, key_and_value
+from ..format.legacy import LEGACY_CRC_FROM, LEGACY_HEADER, LEGACY_MAGIC_AT, key_and_value
 from ..format.names import (
     increment_sequence,
 )
@@ -115,13 +115,13 @@ def legacy_inner_checksums(
     out: list[tuple[int, bool]] = []
     at = 0
     n = len(inner)
-    while n - at >= 18:
-        if inner[at + 16] not in (0, 1):
+    while n - at >= LEGACY_HEADER.size:
+        if inner[at + LEGACY_MAGIC_AT] not in (0, 1):
             break
         ih = parse_header(inner, at, at)
         if ih.size < LOG_OVERHEAD + LEGACY_MIN_SIZE or at + ih.size > n:
             break
-        valid = zlib.crc32(memoryview(inner)[at + 16 : at + ih.size]) == ih.crc
+        valid = zlib.crc32(memoryview(inner)[at + LEGACY_CRC_FROM : at + ih.size]) == ih.crc
         out.append((ih.crc, valid))
         at += ih.size
     return out
