@@ -50,12 +50,13 @@ import contextvars
 import fnmatch
 import logging
 import os
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
 from ..format.names import kraft_snapshot_id, segment_base_offset
-from ..options import ReadOptions, StoreOptions
+from ..options import StoreOptions
+from ..redact import redact_uri
 from ..selection import topic_selection
 from ..stats import ReadEvent, ReadStats
 from ..transport.filesystems import is_remote, local_path
@@ -84,6 +85,7 @@ from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir,
 __all__ = [
     "SEGMENT_NAME",
     "Discovered",
+    "Listing",
     "SegmentFile",
     "discover",
     "parent_directory",
@@ -91,13 +93,54 @@ __all__ = [
     "segment_bases",
 ]
 
+
+@dataclass(frozen=True)
+class Listing:
+    """What discovery is asked: the paths of one read, and which files under them it takes
+    (the file filters, the partition selection, KRaft snapshots or not), with the store that
+    holds them. The front end builds it once per read from the user's options, with the read's
+    plan request (:func:`~..planning.request.listing_of`); :meth:`of` reads the same fields from
+    any object that has them. Its ``repr`` masks what may be secret (the paths' credentials, the
+    store's arguments)."""
+
+    paths: tuple[str, ...] = ()
+    recursive_file_lookup: bool = False
+    path_glob_filter: str | None = None
+    modified_before: float | None = None
+    modified_after: float | None = None
+    ignore_missing_files: bool = False
+    ignore_corrupt_files: bool = False
+    include_snapshots: bool = False
+    allow_empty: bool = False
+    subscribe: tuple[str, ...] | None = None
+    subscribe_pattern: str | None = None
+    assign: tuple[tuple[str, int], ...] | None = None
+    store: StoreOptions | None = None
+
+    @classmethod
+    def of(cls, options: Any) -> Listing:
+        """The listing ``options`` (a Listing, or an object with the same fields) asks for."""
+        if isinstance(options, Listing):
+            return options
+        return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "paths":
+                value = tuple(redact_uri(p) for p in value)
+            shown.append(f"{f.name}={value!r}")
+        return f"Listing({', '.join(shown)})"
+
+
 log = logging.getLogger("kafkalog")
 
 
 class Collector:
     """Accumulates segment files for one :func:`discover` call, applying the file filters."""
 
-    def __init__(self, options: ReadOptions, stats: ReadStats | None) -> None:
+    def __init__(self, options: Listing, stats: ReadStats | None) -> None:
         self.options = options
         self.stats = stats
         self.found: dict[str, SegmentFile] = {}
@@ -472,9 +515,10 @@ class Discovered(list):
 
 
 def discover(
-    options: ReadOptions, stats: ReadStats | None = None, allow_empty: bool | None = None
+    files: Listing | Any, stats: ReadStats | None = None, allow_empty: bool | None = None
 ) -> list[SegmentFile]:
-    """List the segment files the options name, sorted by (topic, partition, base offset, path).
+    """List the segment files ``files`` names (a :class:`Listing`; any object with its fields,
+    a ``ReadOptions`` say, is read as one), sorted by (topic, partition, base offset, path).
 
     Raises :class:`PathError` for a path that does not exist (unless ``ignoreMissingFiles``, which
     skips it and counts it in ``stats.missing_files``), and :class:`OptionError` for an unsupported
@@ -488,14 +532,15 @@ def discover(
     every object below the paths (:mod:`~..transport.known`), which a plan of these segments
     uses instead of asking the store again.
     """
-    if not options.paths:
+    listing = Listing.of(files)
+    if not listing.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
     with known_objects() as known:
-        return Discovered(_discover(options, stats, allow_empty), known)
+        return Discovered(_discover(listing, stats, allow_empty), known)
 
 
 def _discover(
-    options: ReadOptions, stats: ReadStats | None, allow_empty: bool | None
+    options: Listing, stats: ReadStats | None, allow_empty: bool | None
 ) -> list[SegmentFile]:
     collector = Collector(options, stats)
     for raw in options.paths:

@@ -10,7 +10,6 @@ from typing import Protocol
 
 from ..errors import PathError
 from ..format.names import segment_base_offset
-from ..options import ReadOptions
 from ..selection import TopicSelection
 from .listing import (
     REDPANDA_SEGMENT_NAME,
@@ -32,6 +31,14 @@ DEEPER_LEVELS = 3
 DEEPER_LISTINGS = 200
 
 
+class Asked(Protocol):
+    """What the read asked for (a :class:`~.discovery.Listing`), as the messages here read it."""
+
+    paths: tuple[str, ...]
+    recursive_file_lookup: bool
+    assign: tuple[tuple[str, int], ...] | None
+
+
 class Findings(Protocol):
     """What :func:`~.discovery.discover`'s collector found, as the messages here read it."""
 
@@ -48,7 +55,7 @@ class Findings(Protocol):
         ...
 
 
-def nothing_to_read(options: ReadOptions, collector: Findings) -> str:
+def nothing_to_read(options: Asked, collector: Findings) -> str:
     """The message for a read that found no segment file (see :func:`discover`)."""
     shown = ", ".join(options.paths)
     why = []
@@ -88,9 +95,7 @@ def nothing_to_read(options: ReadOptions, collector: Findings) -> str:
     return f"{head}. Check the path, or set the option allowEmpty=true to read it as empty"
 
 
-def note_unassigned(
-    options: ReadOptions, found: list[SegmentFile], allow_empty: bool | None
-) -> None:
+def note_unassigned(options: Asked, found: list[SegmentFile], allow_empty: bool | None) -> None:
     """Warn about partitions ``assign`` names that the paths do not hold (a stream, which
     lists with ``allow_empty``, waits for them: only logged at debug level)."""
     if options.assign is None:

@@ -1,7 +1,11 @@
 """What the planner is asked to do, apart from what the user said.
 
 :class:`~kafkalog_source.options.ReadOptions` stays exactly what the user said. Each front end
-turns it into a :class:`PlanRequest`, the only thing :func:`~.planner.plan` takes:
+turns it, once per read (a stream: once per micro-batch), into a :class:`PlanRequest`, the only
+thing :func:`~.planner.plan` takes; the request holds what the planner reads and nothing else:
+the files (a :class:`~..layout.discovery.Listing`, what discovery takes), the bounds, sizes and
+data-loss policy, and the rules the planner applies. This module is the one place below the
+front ends that reads ``ReadOptions``:
 
 * a batch read (Spark's ``read``, the CLI): :func:`batch_request`, the options' bounds and sizes;
 * the Arrow API (``read_table``, ``iter_batches``, ``open_reader``): :func:`pieces_request`,
@@ -21,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import OptionError
+from ..layout.discovery import Listing
 from ..options import EARLIEST, LATEST, PartitionMap, ReadOptions, StoreOptions, doc_ref
 from .splits import NO_LIMIT
 
@@ -31,10 +36,10 @@ BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """One plan to make: the files are those ``options`` select (as the user said), the bounds,
-    sizes and data-loss policy are the request's own."""
+    """One plan to make: the files are those ``files`` lists (as the user said), the bounds,
+    sizes and data-loss policy are the request's own, and the planner's rules are the user's."""
 
-    options: ReadOptions
+    files: Listing
     starting_offsets: str | PartitionMap = "earliest"
     ending_offsets: str | PartitionMap = "latest"
     starting_timestamp: int | None = None
@@ -58,36 +63,33 @@ class PlanRequest:
     # maxRecordsPerPartition: at most this many offsets in one split (packing)
     max_records_per_partition: int | None = None
 
-    # what the user said, for the planner's own use
-    @property
-    def isolation_level(self) -> str:
-        """``read_committed`` or ``read_uncommitted``."""
-        return self.options.isolation_level
-
-    @property
-    def offset_gaps(self) -> str:
-        """The ``offsetGaps`` rule."""
-        return self.options.offset_gaps
-
-    @property
-    def replicas(self) -> str:
-        """The ``replicas`` rule."""
-        return self.options.replicas
-
-    @property
-    def remote_header_walk(self) -> bool:
-        """``remoteHeaderWalk``."""
-        return self.options.remote_header_walk
-
-    @property
-    def open_cost_in_bytes(self) -> int:
-        """``openCostInBytes``."""
-        return self.options.open_cost_in_bytes
+    # the user's rules, as the planner applies them (isolationLevel, offsetGaps, replicas,
+    # remoteHeaderWalk, openCostInBytes)
+    isolation_level: str = "read_uncommitted"
+    offset_gaps: str = "auto"
+    replicas: str = "error"
+    remote_header_walk: bool = False
+    open_cost_in_bytes: int = 4 << 20
 
     @property
     def store(self) -> StoreOptions | None:
-        """The remote store settings."""
-        return self.options.store
+        """The remote store settings (the files' store)."""
+        return self.files.store
+
+
+def listing_of(o: ReadOptions) -> Listing:
+    """The files ``o`` names, as discovery takes them."""
+    return Listing.of(o)
+
+
+def _rules(o: ReadOptions) -> dict:
+    return {
+        "isolation_level": o.isolation_level,
+        "offset_gaps": o.offset_gaps,
+        "replicas": o.replicas,
+        "remote_header_walk": o.remote_header_walk,
+        "open_cost_in_bytes": o.open_cost_in_bytes,
+    }
 
 
 def _bounds(o: ReadOptions) -> dict:
@@ -163,7 +165,8 @@ def batch_request(o: ReadOptions) -> PlanRequest:
     """A batch read of what ``o`` says."""
     check_batch(o)
     return PlanRequest(
-        o,
+        listing_of(o),
+        **_rules(o),
         **_bounds(o),
         fail_on_data_loss=o.fail_on_data_loss,
         max_partition_bytes=o.max_partition_bytes,
@@ -181,7 +184,8 @@ def pieces_request(o: ReadOptions, piece_bytes: int, walk_cuts: bool = True) -> 
     check_batch(o)
     given = "maxPartitionBytes" in o.given
     return PlanRequest(
-        o,
+        listing_of(o),
+        **_rules(o),
         **_bounds(o),
         fail_on_data_loss=o.fail_on_data_loss,
         max_partition_bytes=o.max_partition_bytes if given else piece_bytes,
@@ -206,7 +210,8 @@ def micro_batch_request(
 ) -> PlanRequest:
     """A stream's micro-batch: offsets ``start[k] <= offset < end[k]`` of each partition ``k``."""
     return PlanRequest(
-        o,
+        listing_of(o),
+        **_rules(o),
         starting_offsets=dict(start),
         ending_offsets=dict(end),
         fail_on_data_loss=fail_on_data_loss,
@@ -222,7 +227,8 @@ def time_lookup_request(o: ReadOptions, key: PartitionKey, end: int, t: int) -> 
     """The plan that finds partition ``key``'s first offset at or after time ``t`` (below
     ``end``): one range per segment, read in offset order."""
     return PlanRequest(
-        o,
+        listing_of(o),
+        **_rules(o),
         starting_offsets="earliest",
         ending_offsets={key: end},
         starting_offsets_by_timestamp={key: t},
@@ -239,6 +245,7 @@ __all__ = [
     "batch_request",
     "check_batch",
     "check_stream_options",
+    "listing_of",
     "micro_batch_request",
     "no_time_match",
     "pieces_request",

@@ -116,7 +116,7 @@ def _plan(opts: ReadOptions, threads: int | None) -> tuple[list[SegmentRange], i
     if threads is None:
         # the data decides before anything is cut: the listed sizes, no byte read
         with using_store(whole.store):
-            segments = discover(whole.options, allow_empty=whole.allow_empty)
+            segments = discover(whole.files, allow_empty=whole.allow_empty)
         data = sum(s.size for s in segments)
         allowed = max(1, min(default_threads(), data // knobs.PARALLEL_BYTES))
     else:
