@@ -543,3 +543,43 @@ def test_the_checks_refuse_a_known_bad_change(case: str, scratch: Path) -> None:
         target.write_text(clean)
     shown = [" <-> ".join(p) if isinstance(p, list) else p for p in found]
     assert any(fragment in p for p in shown), f"{case}: not refused; found {shown}"
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def actual_imports(package: Path) -> dict[str, set[str]]:
+    """Each package's (and shared module's) imports of the others, as the code makes them."""
+    uses: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        owner = _owner(package, path)
+        found = uses.setdefault(owner, set())
+        found.update(_member(i.target) for i in imports(package, path))
+        found.discard(owner)
+    return uses
+
+
+def documented_imports(text: str) -> list[tuple[str, set[str]]]:
+    """The rows of docs/architecture.md's tables: (package or shared module, its imports)."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"^\| `([a-z_]+)(?:/|\.py)` \|.*\| ([^|]+) \|$", line)
+        if m:
+            said = m.group(2).strip()
+            names = set() if said == "nothing" else {n.strip() for n in said.split(",")}
+            rows.append((m.group(1), {ROOT if n == "the package root" else n for n in names}))
+    return rows
+
+
+def test_the_architecture_page_says_what_the_code_imports() -> None:
+    rows = documented_imports(ARCHITECTURE.read_text())
+    names = [name for name, _ in rows]
+    assert names[: len(LAYERS)] == LAYERS, "the layers, bottom first"
+    assert sorted(names[len(LAYERS) :]) == sorted(SHARED)
+    actual = actual_imports(PACKAGE)
+    wrong = [
+        f"{name}: the page says {sorted(said)}, the code imports {sorted(actual.get(name, set()))}"
+        for name, said in rows
+        if said != actual.get(name, set())
+    ]
+    assert not wrong, "\n".join(wrong)
