@@ -161,11 +161,12 @@ def no_time_match(key: PartitionKey, t: int) -> OptionError:
     )
 
 
-def batch_request(o: ReadOptions) -> PlanRequest:
-    """A batch read of what ``o`` says."""
+def batch_request(o: ReadOptions, files: Listing | None = None) -> PlanRequest:
+    """A batch read of what ``o`` says (its files: ``files``, when the caller listed them
+    already from ``o``)."""
     check_batch(o)
     return PlanRequest(
-        listing_of(o),
+        files or listing_of(o),
         **_rules(o),
         **_bounds(o),
         fail_on_data_loss=o.fail_on_data_loss,
@@ -177,14 +178,17 @@ def batch_request(o: ReadOptions) -> PlanRequest:
     )
 
 
-def pieces_request(o: ReadOptions, piece_bytes: int, walk_cuts: bool = True) -> PlanRequest:
+def pieces_request(
+    o: ReadOptions, piece_bytes: int, walk_cuts: bool = True, files: Listing | None = None
+) -> PlanRequest:
     """The Arrow API's plan: pieces in log order, of ``maxPartitionBytes`` when the user gave
     it, else of ``piece_bytes``; unless ``walk_cuts`` (or the user's ``maxPartitionBytes`` or
-    ``minPartitions``), a segment with no ``.index`` entries is not cut."""
+    ``minPartitions``), a segment with no ``.index`` entries is not cut. ``files``: the files
+    of ``o``, when the caller listed them already."""
     check_batch(o)
     given = "maxPartitionBytes" in o.given
     return PlanRequest(
-        listing_of(o),
+        files or listing_of(o),
         **_rules(o),
         **_bounds(o),
         fail_on_data_loss=o.fail_on_data_loss,
