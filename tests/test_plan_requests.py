@@ -229,3 +229,20 @@ def test_no_planning_or_layout_module_imports_readoptions_but_the_request() -> N
                 ):
                     found.append(path.relative_to(package).as_posix())
     assert found == ["planning/request.py"]
+
+
+def test_a_request_field_that_an_option_sets_has_the_option_table_default() -> None:
+    import dataclasses
+
+    from kafkalog_source.options import OPTION_SPECS
+    from kafkalog_source.planning.request import PlanRequest
+
+    rows = {s.field: s for s in OPTION_SPECS}
+    shared = [f for f in dataclasses.fields(PlanRequest) if f.name in rows]
+    assert len(shared) >= 15
+    assert all(f.default == rows[f.name].default for f in shared)
+    # a batch read of no option asks what a request of its defaults asks, but for the
+    # startingOffsetsByTimestampStrategy a batch read takes (a stream resolves its own start)
+    assert batch_request(parse_options(paths=str(ORDERS))) == PlanRequest(
+        Listing(paths=(str(ORDERS),)), no_time_match="error"
+    )

@@ -23,13 +23,31 @@ Options that only a batch read takes (``endingOffsets``, ``endingTimestamp``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import OptionError
 from ..layout.discovery import Listing
-from ..options import EARLIEST, LATEST, PartitionMap, ReadOptions, StoreOptions, doc_ref
+from ..options import (
+    EARLIEST,
+    LATEST,
+    OPTION_SPECS,
+    PartitionMap,
+    ReadOptions,
+    StoreOptions,
+    doc_ref,
+)
 from .splits import NO_LIMIT
 
 PartitionKey = tuple[str, int]
+# the option table's rows by the ReadOptions field they set: a request's field that a row sets
+# takes the row's default (the table is the one place a default is written)
+_ROWS = {s.field: s for s in OPTION_SPECS}
+
+
+def _default(field: str) -> Any:
+    return _ROWS[field].default
+
+
 # the options a stream refuses: its end is what each trigger finds (Spark's Kafka source)
 BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 
@@ -40,17 +58,18 @@ class PlanRequest:
     sizes and data-loss policy are the request's own, and the planner's rules are the user's."""
 
     files: Listing
-    starting_offsets: str | PartitionMap = "earliest"
-    ending_offsets: str | PartitionMap = "latest"
-    starting_timestamp: int | None = None
-    ending_timestamp: int | None = None
-    starting_offsets_by_timestamp: PartitionMap | None = None
-    ending_offsets_by_timestamp: PartitionMap | None = None
-    fail_on_data_loss: bool = False
-    max_partition_bytes: int = 128 << 20
-    min_partitions: int | None = None
+    starting_offsets: str | PartitionMap = _default("starting_offsets")
+    ending_offsets: str | PartitionMap = _default("ending_offsets")
+    starting_timestamp: int | None = _default("starting_timestamp")
+    ending_timestamp: int | None = _default("ending_timestamp")
+    starting_offsets_by_timestamp: PartitionMap | None = _default("starting_offsets_by_timestamp")
+    ending_offsets_by_timestamp: PartitionMap | None = _default("ending_offsets_by_timestamp")
+    fail_on_data_loss: bool = _default("fail_on_data_loss")
+    max_partition_bytes: int = _default("max_partition_bytes")
+    min_partitions: int | None = _default("min_partitions")
     in_order: bool = False  # one split per piece, in log order (a sequential reader's plan)
-    allow_empty: bool = False  # a path with no segment file plans nothing instead of failing
+    # a path with no segment file plans nothing instead of failing
+    allow_empty: bool = _default("allow_empty")
     # pieces may be cut where only a walk of the batch headers finds a boundary (a segment with
     # no .index entries); False: such a segment stays whole (its cut would cost a serial walk)
     walk_cuts: bool = True
@@ -61,15 +80,15 @@ class PlanRequest:
     # time fails the plan (error) or reads nothing (latest; a stream resolves its start itself)
     no_time_match: str = "latest"
     # maxRecordsPerPartition: at most this many offsets in one split (packing)
-    max_records_per_partition: int | None = None
+    max_records_per_partition: int | None = _default("max_records_per_partition")
 
     # the user's rules, as the planner applies them (isolationLevel, offsetGaps, replicas,
     # remoteHeaderWalk, openCostInBytes)
-    isolation_level: str = "read_uncommitted"
-    offset_gaps: str = "auto"
-    replicas: str = "error"
-    remote_header_walk: bool = False
-    open_cost_in_bytes: int = 4 << 20
+    isolation_level: str = _default("isolation_level")
+    offset_gaps: str = _default("offset_gaps")
+    replicas: str = _default("replicas")
+    remote_header_walk: bool = _default("remote_header_walk")
+    open_cost_in_bytes: int = _default("open_cost_in_bytes")
 
     @property
     def store(self) -> StoreOptions | None:
@@ -83,24 +102,24 @@ def listing_of(o: ReadOptions) -> Listing:
 
 
 def _rules(o: ReadOptions) -> dict:
-    return {
-        "isolation_level": o.isolation_level,
-        "offset_gaps": o.offset_gaps,
-        "replicas": o.replicas,
-        "remote_header_walk": o.remote_header_walk,
-        "open_cost_in_bytes": o.open_cost_in_bytes,
-    }
+    return {name: getattr(o, name) for name in _RULES}
+
+
+# the bounds a batch read takes from the options as the user gave them
+_BOUNDS = (
+    "starting_offsets",
+    "ending_offsets",
+    "starting_timestamp",
+    "ending_timestamp",
+    "starting_offsets_by_timestamp",
+    "ending_offsets_by_timestamp",
+)
+# the planner's rules, the user's in every request
+_RULES = ("isolation_level", "offset_gaps", "replicas", "remote_header_walk", "open_cost_in_bytes")
 
 
 def _bounds(o: ReadOptions) -> dict:
-    return {
-        "starting_offsets": o.starting_offsets,
-        "ending_offsets": o.ending_offsets,
-        "starting_timestamp": o.starting_timestamp,
-        "ending_timestamp": o.ending_timestamp,
-        "starting_offsets_by_timestamp": o.starting_offsets_by_timestamp,
-        "ending_offsets_by_timestamp": o.ending_offsets_by_timestamp,
-    }
+    return {name: getattr(o, name) for name in _BOUNDS}
 
 
 def check_batch(o: ReadOptions) -> None:
