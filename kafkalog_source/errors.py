@@ -78,8 +78,10 @@ class CorruptDataError(KafkaLogError):
 
 
 class UndecodableRecordError(CorruptDataError):
-    """A record of a Kafka internal topic that ``decode`` cannot decode: a record type or
-    version the pinned Kafka release does not define, or bytes that do not parse as it."""
+    """A record of a Kafka internal topic that ``decode`` cannot decode: bytes of a known
+    record type and version that do not parse as it, or values that do not fit their columns.
+    A record type or version the pinned Kafka specs do not define is no error: it is kept as
+    an ``unknown:`` row (counted in ``ReadStats.unknown_records``)."""
 
 
 class SchemasRecordError(UndecodableRecordError):

@@ -12,6 +12,7 @@ Nothing here imports anything but the standard library: any layer may use it.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -153,12 +154,96 @@ def secret_strings(args: Iterable[tuple[str, str, Any]]) -> list[str]:
     return sorted(found, key=lambda s: (-len(s), s))
 
 
+# Environment variables whose values are credentials the stores' clients read by themselves
+# (the AWS, Azure and Google chains): scrubbed from every message, as the options' are.
+_SECRET_VARIABLES = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_ACCESS_KEY",
+    "AZURE_STORAGE_MASTER_KEY",
+    "AZURE_STORAGE_KEY",
+    "AZURE_STORAGE_SAS_KEY",
+    "AZURE_STORAGE_SAS_TOKEN",
+    "AZURE_STORAGE_TOKEN",
+    "AZURE_STORAGE_CLIENT_SECRET",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "GOOGLE_SERVICE_ACCOUNT_KEY",
+    "GOOGLE_OAUTH_ACCESS_TOKEN",
+)
+
+# What a store's answer or a client's message may carry of a credential, whatever its value:
+# the whole element (S3 echoes a refused token in <Token-0>, and the canonical request it
+# signed, headers and all, in <CanonicalRequest>), or the value after the name.
+_SECRET_ELEMENTS = re.compile(
+    r"(<(Token-\d+|CanonicalRequest(?:Bytes)?|StringToSign(?:Bytes)?|SignatureProvided)>)"
+    r".*?(</\2>|$)",
+    re.DOTALL,
+)
+_SECRET_VALUES = re.compile(
+    # a header (``name: value``) or a query / connection-string parameter (``name=value``)
+    r"(?i)((?<![A-Za-z0-9_-])(?:x-amz-security-token|x-amz-signature|x-amz-credential"
+    r"|x-goog-signature|x-goog-credential|signature|sig|accountkey|sharedaccesssignature"
+    r"|access_token|id_token|refresh_token|client_secret|aws_secret_access_key"
+    r"|aws_session_token|secret_access_key|session_token|account_key|sas_key|sas_token"
+    r"|x-ms-copy-source-authorization)\s*[:=]\s*)"
+    r"(?!\*\*\*\*)[^\s&;,\"'<>]+"
+)
+_SECRET_SCHEMES = re.compile(
+    # an Authorization header's credentials, after its scheme (as headers spell it)
+    r"((?<![A-Za-z0-9_-])(?:Bearer|bearer|Basic|SharedKey|SharedKeyLite)\s+(?:[^\s:\"'<>]+:)?)"
+    r"(?!\*\*\*\*)[A-Za-z0-9\-._~+/]{8,}=*"
+)
+
+
+def environment_secrets() -> list[str]:
+    """The credentials held by the environment variables the stores' clients read (the AWS,
+    Azure and Google chains: ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
+    ``AZURE_STORAGE_ACCOUNT_KEY``, ...), as :func:`secret_strings` gives them."""
+    found = set()
+    for name in _SECRET_VARIABLES:
+        value = os.environ.get(name)
+        if value:
+            found.update(s for s in _leaves(value) if len(s) >= _MIN_SCRUBBED)
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def uri_secrets(uri: str) -> list[str]:
+    """The secrets a URI that is itself shown (redacted) carries: the password of its
+    ``user:password@`` part and its query values (``?token=...``), in the forms a URL carries
+    them, longest first: a message that shows them outside the URI form (an HTTP client's
+    ``url: /v1/config?token=...``) is scrubbed of them by :func:`scrub`."""
+    parts = _split(uri)
+    if parts is None:
+        return []
+    found: set[str] = set()
+    userinfo = parts.netloc.rpartition("@")[0]
+    if ":" in userinfo:
+        found.update(_forms(userinfo.split(":", 1)[1]))
+    for _, v in parse_qsl(parts.query, keep_blank_values=True):
+        found.update(_forms(v))
+    for raw in parts.query.split("&"):  # as written, however it is encoded
+        if "=" in raw:
+            found.add(raw.split("=", 1)[1])
+    return sorted((f for f in found if len(f) >= _MIN_SCRUBBED), key=lambda f: (-len(f), f))
+
+
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every one of ``secrets`` (see :func:`secret_strings`) replaced by
-    :data:`MASK`, and every URI in it redacted (:func:`redact_uri`)."""
-    for s in secrets:
+    """``text`` with every one of ``secrets`` (see :func:`secret_strings`) and of the
+    environment's credentials (:func:`environment_secrets`) replaced by :data:`MASK`, the
+    credentials a store's answer or a header may carry masked whatever their value (S3's
+    ``<Token-0>``, ``<CanonicalRequest>`` and ``<StringToSign>``, ``X-Amz-Security-Token``,
+    ``Signature=``, ``sig=``, ``AccountKey=``, ``Authorization: Bearer ...``), and every URI in
+    it redacted (:func:`redact_uri`)."""
+    for s in sorted({*secrets, *environment_secrets()}, key=lambda s: (-len(s), s)):
         if s:
             text = text.replace(s, MASK)
+    text = _SECRET_ELEMENTS.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+    text = _SECRET_VALUES.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    text = _SECRET_SCHEMES.sub(lambda m: f"{m.group(1)}{MASK}", text)
     return _URI_IN_TEXT.sub(lambda m: redact_uri(m.group(0)), text)
 
 
@@ -221,6 +306,7 @@ def uri_password(uri: str) -> bool:
 
 __all__ = [
     "MASK",
+    "environment_secrets",
     "is_shown",
     "query_names",
     "redact_uri",

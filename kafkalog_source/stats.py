@@ -118,6 +118,9 @@ class ReadStats:
     # valueFormat/keyFormat: keys or values that did not decode (no wire-format prefix, an id
     # absent from the schemas, bytes that do not parse); events of kind "undecodable payload"
     undecodable_payloads: int = 0
+    # valueFormat/keyFormat: records of the _schemas topic the registry could not read,
+    # skipped as it skips them (not under FAILFAST, which refuses them)
+    skipped_schema_records: int = 0
     # work: bytes examined looking for where batches with damaged length fields really end
     resync_bytes: int = 0
     events: list[ReadEvent] = field(default_factory=list)
@@ -198,6 +201,7 @@ class ReadStats:
             or self.missing_ranges
             or self.undecodable_records
             or self.undecodable_payloads
+            or self.skipped_schema_records
             or (self.bytes_total and self.unaccounted_bytes)
         )
 
@@ -280,6 +284,11 @@ class ReadStats:
             parts.append(
                 f"{self.undecodable_payloads} keys or values that did not decode "
                 "(valueFormat/keyFormat)"
+            )
+        if self.skipped_schema_records:
+            parts.append(
+                f"{self.skipped_schema_records} _schemas records the registry could not read, "
+                "skipped"
             )
         wanted = {
             "filtered by bounds": self.filtered_bytes,

@@ -322,7 +322,7 @@ def dumps(doc: Any) -> bytes:
 
 def _internal_seeds() -> dict[str, list[tuple[bytes | None, bytes | None, str | None]]]:
     """Per interpretation: (key, value, control type) of every record type and version of
-    the pinned release, every field set (tests/internal_encoder.py)."""
+    the pinned specs, every field set (tests/internal_encoder.py)."""
     from internal_encoder import encode, sample
     from internal_encoder import uvarint as kuvarint
 

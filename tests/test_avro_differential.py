@@ -7,8 +7,8 @@ Evolutions are the ones Avro's resolution defines: fields dropped, added with de
 type: bytes and fixed defaults with code points up to 255, union defaults in any branch),
 renamed with aliases, reordered; promotions (int -> long -> float -> double, string <-> bytes);
 a type widened into a union or a union narrowed; enum symbols added and removed, with and
-without a default; decimal scales changed; nested records, arrays, maps and unions; every
-logical type. Values are written by fastavro (an independent encoder) with the writer schema,
+without a default; decimal scales changed; time units changed (a reader's unit for a long); nested
+records, arrays, maps and unions; every logical type. Values are written by fastavro (an independent encoder) with the writer schema,
 raw (no logical conversion), with extreme numbers (dates past year 9999, timestamps at the
 64-bit limits, decimals past their precision), then damaged.
 
@@ -50,8 +50,10 @@ LOGICAL = [
     {"type": "long", "logicalType": "timestamp-micros"},
     {"type": "long", "logicalType": "local-timestamp-millis"},
     {"type": "long", "logicalType": "local-timestamp-micros"},
+    {"type": "long", "logicalType": "timestamp-nanos"},
     {"type": "string", "logicalType": "uuid"},
 ]
+LONG_UNITS = [d["logicalType"] for d in LOGICAL if d["type"] == "long"] + [None]
 PROMOTE = {"int": ["long", "float", "double"], "long": ["float", "double"], "float": ["double"]}
 PROMOTE.update({"string": ["bytes"], "bytes": ["string"]})
 AMBIGUOUS = [("int", "long"), ("float", "double")]  # branches fastavro returns alike
@@ -184,6 +186,11 @@ class Gen:
             out[k] = self.evolve(s[k], depth + 1)
         elif s.get("logicalType") == "decimal" and rnd.random() < 0.3:
             out["scale"] = rnd.randint(0, out["precision"])
+        elif t == "long" and s.get("logicalType") in LONG_UNITS and rnd.random() < 0.3:
+            out.pop("logicalType")  # another time unit (or none) for the reader
+            unit = rnd.choice(LONG_UNITS)
+            if unit is not None:
+                out["logicalType"] = unit
         return out
 
     def default(self, s: Any) -> Any:
@@ -352,10 +359,10 @@ def test_bytes_and_fixed_defaults_are_code_points(field: dict, expected: Any) ->
         assert out.errors == [] and out.values.to_pylist() == [{"a": 1, "b": expected}]
 
 
-def test_units_and_scales_are_the_readers() -> None:
-    """A writer's timestamp-micros read as timestamp-millis, a decimal of scale 2 read with
-    scale 3: the reader's logical type decides, as Java's conversions (and Spark's
-    from_avro) read them, on both paths."""
+def test_units_and_scales_are_the_writers() -> None:
+    """A writer's timestamp-micros read as timestamp-millis keeps its microseconds (the
+    writer's logical type says the unit it was written in; review 1, item 3); a decimal of
+    scale 2 read with scale 3 is the same number (rescaled exactly, item 4); on both paths."""
     us = {"type": "long", "logicalType": "timestamp-micros"}
     ms = {"type": "long", "logicalType": "timestamp-millis"}
     d2 = {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}
@@ -377,5 +384,58 @@ def test_units_and_scales_are_the_readers() -> None:
         out = d.decode(pa.array([blob], pa.binary()))
         assert out.errors == []
         [row] = out.values.to_pylist()
-        assert row["d"] == decimal.Decimal("0.123")
-        assert out.values.field("t").cast(pa.int64()).to_pylist() == [2000]
+        assert row["d"] == decimal.Decimal("1.23") and str(row["d"]) == "1.230"
+        assert out.values.field("t").cast(pa.int64()).to_pylist() == [2]
+
+
+def test_a_map_key_twice_is_reported_alike_on_both_paths() -> None:
+    """A map key twice (review 1, item 6): an invalid value only in a map the reader reads (a
+    field the reader drops is skipped on both paths), and both paths name the same map (its
+    field in the reader) and the first duplicate key in the value's bytes, whatever the
+    reader's field order."""
+    m = {"type": "map", "values": "int"}
+    writer = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "a", "type": m},
+            {"name": "b", "type": {"type": "array", "items": m}},
+            {"name": "c", "type": m},
+        ],
+    }
+
+    def zz(n: int) -> bytes:
+        return bytes([(n << 1) ^ (n >> 63)])
+
+    def mp(*keys: bytes) -> bytes:
+        if not keys:
+            return zz(0)
+        return zz(len(keys)) + b"".join(zz(len(k)) + k + zz(1) for k in keys) + zz(0)
+
+    prefix = b"\0\0\0\0\1"
+    blobs = [
+        prefix + mp(b"x", b"x") + zz(0) + mp(),  # twice in a
+        prefix + mp(b"y") + zz(1) + mp(b"q", b"p", b"q", b"p") + zz(0) + mp(),  # in b[0]
+        prefix + mp(b"z", b"z") + zz(1) + mp(b"k", b"k") + zz(0) + mp(b"w", b"w"),  # in all
+        prefix + mp(b"y") + zz(0) + mp(b"v", b"v"),  # in c
+    ]
+    readers = {  # reader fields -> {row: (field, key)}
+        ("b", "c"): {1: ("b", "q"), 2: ("b", "k"), 3: ("c", "v")},  # a dropped
+        ("c", "b"): {1: ("b", "q"), 2: ("b", "k"), 3: ("c", "v")},  # the bytes' order
+        ("a", "b", "c"): {0: ("a", "x"), 1: ("b", "q"), 2: ("a", "z"), 3: ("c", "v")},
+        ("c",): {2: ("c", "w"), 3: ("c", "v")},
+    }
+    for names, want in readers.items():
+        fields = {f["name"]: f for f in writer["fields"]}
+        reader = {"type": "record", "name": "R", "fields": [fields[n] for n in names]}
+        pair = _decoders(writer, reader)
+        assert pair is not None
+        got = []
+        for d in pair:
+            out = d.decode(pa.array(blobs, pa.binary()))
+            got.append({e.row: e.reason for e in out.errors})
+            assert out.values.null_count == len(want)
+        assert got[0] == got[1], names
+        assert set(got[0]) == set(want), names
+        for row, (field, key) in want.items():
+            assert f"{field}: a map holds a key twice ('{key}';" in got[0][row], (names, row)

@@ -412,6 +412,29 @@ def test_unreadable_schemas_record_names_file_byte_and_offset(tmp_path: Path) ->
         assert t.column("value_decoded").to_pylist() == [{"a": 1}]
 
 
+def test_skipped_schemas_records_are_counted_and_said(tmp_path: Path, caplog) -> None:
+    """A _schemas record the registry cannot read, skipped outside FAILFAST as the registry
+    skips it, is counted in ReadStats and its summary, with a warning naming its offset and why
+    (review 1, item 15)."""
+    schemas = [
+        (schema_key("t-value", 2), b"{not json"),
+        (
+            schema_key("t-value", 1),
+            schema_value("t-value", 1, 1, _record({"name": "a", "type": "int"})),
+        ),
+    ]
+    d = _log_dir(tmp_path, schemas, [_wire(1, b"\x02")])
+    for mode in ("DROPMALFORMED", "PERMISSIVE"):
+        st = kl.ReadStats()
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="kafkalog"):
+            t = kl.read_table(d, valueFormat="avro", mode=mode, stats=st)
+        assert t.column("value_decoded").to_pylist() == [{"a": 1}]
+        assert st.skipped_schema_records == 1 and st.skipped
+        assert "1 _schemas records the registry could not read, skipped" in st.summary()
+        assert "at offset 0" in caplog.text and "not JSON" in caplog.text
+
+
 @pytest.mark.parametrize(
     "bad", [{"type": "object", "properties": ["a"]}, {"properties": {"a": {"type": "strin"}}}]
 )

@@ -4,7 +4,7 @@ know (issue 34).
 Synthetic data, built with Kafka's own encoder layout from the JSON specs by the spec-driven
 encoder of tests/internal_encoder.py: no public repository found holds a Kafka 4.x log
 directory with new-protocol, streams or share-group records (docs/guides/internal-topics.md,
-"Kafka 4.x data"), and the fixtures in ../shared hold none. The expected JSON is what Kafka's
+"Kafka 4.x data"); the one 4.0.0 log directory in ../shared holds classic-group records only. The expected JSON is what Kafka's
 generated JSON converter writes (a tagged field only when not at its default), computed by the
 test encoder from the specs, independently of the decoder.
 """
@@ -15,6 +15,7 @@ import json
 import logging
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import BROKER_WRITTEN, kp_v2_batch, require_shared
@@ -358,3 +359,46 @@ def test_bootstrap_checkpoint_is_read(tmp_path: Path) -> None:
     row = t.to_pylist()[0]
     assert (row["topic"], row["record_type"]) == ("__cluster_metadata", "FeatureLevelRecord")
     assert json.loads(row["decoded"])["value"] == {"name": "metadata.version", "featureLevel": 21}
+    # read as the bootstrap snapshot (Kafka's BOOTSTRAP_SNAPSHOT_ID), apart from the log
+    assert (row["snapshot_end_offset"], row["snapshot_end_epoch"]) == (0, 0)
+
+
+def test_bootstrap_checkpoint_beside_the_metadata_log(tmp_path: Path) -> None:
+    """Synthetic: bootstrap.checkpoint read with __cluster_metadata-0 (review 1, item 13): its
+    rows are the bootstrap snapshot's (snapshot id 0, 0), not a second copy of the partition's
+    first offsets; a directory read leaves it out, with or without includeSnapshots."""
+    spec = by_name("FeatureLevelRecord")
+
+    def rec(level: int) -> bytes:
+        value = uvarint(1) + uvarint(spec.api_key) + uvarint(0)
+        return value + encode(spec, 0, {"name": "metadata.version", "featureLevel": level})
+
+    part = tmp_path / "__cluster_metadata-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(
+        kp_v2_batch([(1, None, rec(21), []), (2, None, rec(22), [])])
+    )
+    (tmp_path / "bootstrap.checkpoint").write_bytes(kp_v2_batch([(1, None, rec(20), [])]))
+
+    def rows(t: Any) -> list[tuple]:
+        return [
+            (
+                r["offset"],
+                r["snapshot_end_offset"],
+                r["snapshot_end_epoch"],
+                json.loads(r["decoded"])["value"]["featureLevel"],
+            )
+            for r in t.to_pylist()
+        ]
+
+    both = read_table([str(part), str(tmp_path / "bootstrap.checkpoint")], decode="auto")
+    assert sorted(rows(both), key=lambda r: (r[1] is not None, r)) == [
+        (0, None, None, 21),
+        (1, None, None, 22),
+        (0, 0, 0, 20),
+    ]
+    for opts in ({}, {"includeSnapshots": "true"}):
+        assert rows(read_table(tmp_path, decode="auto", **opts)) == [
+            (0, None, None, 21),
+            (1, None, None, 22),
+        ]

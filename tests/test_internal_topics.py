@@ -34,11 +34,11 @@ from kafkalog_source.format.messages.topics import (
 from kafkalog_source.stats import ReadStats
 
 # ---------------------------------------------------------------------------------------------
-# synthetic: every record type and version of the pinned release
+# synthetic: every record type and version of the pinned specs
 
 
 def test_every_family_has_record_types() -> None:
-    """The pinned release defines records for each interpretation (so the tables above are not
+    """The pinned specs define records for each interpretation (so the tables above are not
     vacuous), and the generated module says which release it is."""
     for interp in INTERPRETATIONS:
         assert record_types(interp), interp
@@ -882,3 +882,91 @@ def test_query_views_per_interpretation_on_spark(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert [c.strip() for c in out.stdout.splitlines()[2].split("|")] == ["g", "42", "8"]
+
+
+def test_real_kafka_4_consumer_offsets() -> None:
+    """Real data written by Kafka 4.0.0 (ArthurArutunyan04-Backend_labs: apache/kafka:4.0.0 in
+    KRaft mode, ../shared/fixtures/broker-written/PROVENANCE.md): its compacted
+    ``__consumer_offsets-19`` decodes in full (FAILFAST) into the 7 records PROVENANCE lists,
+    and each committed offset is within its partition's log as the log directory's checkpoints
+    say (review 1, item 9)."""
+    root = require_shared(BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data")
+    assert _properties(root / "meta.properties")["version"] == "1"  # a KRaft log directory
+    stats = ReadStats()
+    t = read_table(root / "__consumer_offsets-19", decode="consumer_offsets", stats=stats)
+    rows = t.to_pylist()
+    offsets = [r["offset"] for r in rows]
+    assert len(rows) == 7 and (offsets[0], offsets[-1]) == (186795, 258526)  # PROVENANCE.md
+    assert all(r["error"] is None and r["decoded"] for r in rows)
+    assert stats.missing_offsets == 330479 - 258527  # the absent active segment, reported
+    [group] = [r for r in rows if r["record_type"] == "GroupMetadata"]
+    assert (group["record_version"], group["protocol_type"]) == (3, "consumer")
+    value = json.loads(group["decoded"])["value"]
+    assert value["protocol"] == "range" and value["members"]
+    commits = [r for r in rows if r["record_type"] == "OffsetCommit"]
+    assert len(commits) == 6 and {r["record_version"] for r in commits} == {3}
+    assert {r["group"] for r in commits} == {group["group"]}
+    ends = {}  # the broker's own log ends, of every partition (some are not in the copy)
+    for line in (root / "replication-offset-checkpoint").read_text().splitlines()[2:]:
+        topic, part, end = line.split()
+        ends[(topic, int(part))] = int(end)
+    for r in commits:
+        end = ends[(r["committed_topic"], r["committed_partition"])]
+        assert 0 < r["committed_offset"] <= end, (r["committed_topic"], end)
+
+
+def _guide_sql(marker: str) -> str:
+    """The SQL block of docs/guides/internal-topics.md that follows ``marker``."""
+    text = (Path(__file__).resolve().parents[1] / "docs/guides/internal-topics.md").read_text()
+    block = text[text.index(marker) :].split("```sql\n", 1)[1].split("```", 1)[0]
+    return "\n".join(line for line in block.splitlines() if not line.startswith("--"))
+
+
+def test_the_guides_lag_queries_take_legacy_commits(tmp_path: Path, capfd) -> None:
+    """Synthetic: the guide's two consumer lag queries, run as written by `kafkalog query`,
+    count a group whose commits are record type 0 (LegacyOffsetCommit, 0.8.2's key, which
+    Kafka 4's specs name apart) as well as one of type 1 (review 1, item 14)."""
+    from kafkalog_source.cli.main import main
+
+    co = tmp_path / "__consumer_offsets-0"
+    co.mkdir()
+    records = []
+    for rtype, name, group, offset in (
+        (0, "LegacyOffsetCommit", "old", 40),
+        (1, "OffsetCommit", "new", 45),
+    ):
+        key = struct.pack(">h", rtype) + encode(
+            by_name(f"{name}Key"), 0, {"group": group, "topic": "t", "partition": 2}
+        )
+        vspec = by_name(f"{name}Value")
+        version = 1 if rtype == 1 else 0
+        value = {**sample(vspec.fields, version), "offset": offset}
+        records.append(
+            (
+                1_700_000_000_000 + offset,
+                key,
+                struct.pack(">h", version) + encode(vspec, version, value),
+                [],
+            )
+        )
+    (co / "00000000000000000000.log").write_bytes(kp_v2_batch(records))
+    t = tmp_path / "t-2"
+    t.mkdir()
+    (t / "00000000000000000000.log").write_bytes(
+        kp_v2_batch([(i, b"k", b"v", []) for i in range(50)])
+    )
+    types = read_table(co, decode="consumer_offsets").column("record_type").to_pylist()
+    assert types == ["LegacyOffsetCommit", "OffsetCommit"]
+    history = _guide_sql("**Consumer lag history from an archive alone**")
+    assert main(["query", "-q", str(tmp_path), "-o", "decode=auto", history]) == 0
+    out = capfd.readouterr().out
+    assert "old" in out and "new" in out, out
+    at_end = _guide_sql("Consumer lag at the end of an archive:")
+    assert main(["query", "-q", str(tmp_path), at_end]) == 0
+    rows = [
+        [c.strip() for c in line.split("|")] for line in capfd.readouterr().out.splitlines()[2:]
+    ]
+    assert sorted((r[0], r[3], r[4]) for r in rows if len(r) == 5) == [
+        ("new", "45", "5"),
+        ("old", "40", "10"),
+    ]

@@ -259,6 +259,34 @@ def test_a_starting_time_no_record_reaches(tmp_path: Path) -> None:
         parse_options(paths="x", startingOffsetsByTimestampStrategy="earliest")
 
 
+def test_a_starting_time_no_record_reaches_with_merged_replicas(tmp_path: Path) -> None:
+    """The same under replicas=merge (two log directories holding payments-0): the strategy
+    applies to the merged copies as to one log (it was ignored: nothing read, no error)."""
+    import shutil
+
+    archives = _archive(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    shutil.copytree(tmp_path / "a" / "payments-0", tmp_path / "b" / "payments-0")
+    last = max(ts for *_, ts in _timed(archives["payments"]))
+    paths = [str(tmp_path / "a"), str(tmp_path / "b")]
+    opts = {"subscribe": "payments", "replicas": "merge"}
+    for t, want in ((last + 1, None), (last, 1)):
+        by_time = json.dumps({"payments": {"0": t}})
+        if want is None:
+            with pytest.raises(OptionError, match="topic-partition payments-0 and timestamp"):
+                kl.read_table(paths, startingOffsetsByTimestamp=by_time, **opts)
+            got = kl.read_table(
+                paths,
+                startingOffsetsByTimestamp=by_time,
+                startingOffsetsByTimestampStrategy="latest",
+                **opts,
+            )
+            assert got.num_rows == 0
+        else:
+            got = kl.read_table(paths, startingOffsetsByTimestamp=by_time, **opts)
+            assert got.num_rows >= want
+
+
 def _timed(a: Archive) -> list[tuple[str, int, int, int]]:
     """(topic, partition, offset, timestamp) of every record, from the writer's bookkeeping."""
     out = []
@@ -281,6 +309,34 @@ def _split_rows(options: Any, splits: list) -> list[list[Row]]:
             rows += zip(*cols, strict=True)
         out.append(rows)
     return out
+
+
+def test_max_records_per_partition_opens_a_segment_once_to_cut_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cutting a segment into pieces of maxPartitionBytes and then of maxRecordsPerPartition
+    opens it once (it was opened again for the second cut, and for each of its extents)."""
+    from kafkalog_source.planning import probe as probe_module
+
+    a = Archive(tmp_path / "logs")
+    a.append(0, batches=40, per_batch=5)
+    a.sync()
+    opened: list[str] = []
+    real = probe_module.open_source
+
+    def counting(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(probe_module, "open_source", counting)
+    base = {"maxPartitionBytes": "1k", "openCostInBytes": "0"}
+    counts = []
+    for extra in ({}, {"maxRecordsPerPartition": "7"}):
+        opened.clear()
+        splits = plan(batch_request(parse_options({**base, **extra}, paths=str(a.root))))
+        assert len(splits) > 1
+        counts.append(len(opened))
+    assert counts[1] == counts[0], counts  # the record cut adds no open
 
 
 def test_max_records_per_partition_splits_batch_reads_and_micro_batches(tmp_path: Path) -> None:

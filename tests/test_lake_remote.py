@@ -55,3 +55,44 @@ def test_a_table_in_a_bucket(
     if fmt == "iceberg":  # the embedded catalog cannot live in the bucket
         bad = cli(capsys, "convert", src, out + "-2", "--format", fmt, *o)
         assert bad.returncode == 2 and "is in a store" in bad.stderr, bad.stderr
+
+
+def test_a_retried_run_lists_the_archive_again(
+    s3_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing one attempt of ``convert`` made is not the next attempt's: a run that another
+    run beat to the commit starts over from a new listing of the bucket (it went on with the
+    first attempt's, as the command's, and missed a segment written in between)."""
+    import threading
+
+    from test_lake import offsets_of
+    from test_lake_runs import write_segment
+
+    from kafkalog_source.lake import TableTarget, convert_table
+    from kafkalog_source.lake import sink as lake_sink
+
+    local = tmp_path / "logs"
+    nxt = write_segment(local / "a-0", 0, 2)
+    prefix = "kafkalog-lake/retried"
+    uri = s3_server.upload(local, prefix)
+    out = tmp_path / "t"
+    calls: list[int] = []
+
+    def before_commit(location: str, files: list[str]) -> None:
+        calls.append(1)
+        if len(calls) == 1:  # our first attempt: a rival run commits what is there, then a
+            # segment arrives; our commit then loses, and the next attempt must see it
+            rival = threading.Thread(
+                target=convert_table, args=(uri, TableTarget("delta", str(out)), s3_server.options)
+            )
+            rival.start()
+            rival.join(120)
+            write_segment(local / "a-0", nxt, 3)
+            s3_server.upload(local / "a-0" / f"{nxt:020d}.log", f"{prefix}/a-0/{nxt:020d}.log")
+
+    monkeypatch.setattr(lake_sink, "before_commit", before_commit)
+    o = [x for k, v in s3_server.options.items() for x in ("-o", f"{k}={v}")]
+    done = cli(capsys, "convert", uri, str(out), "--format", "delta", *o)
+    assert done.returncode == 0, done.stderr
+    end = nxt + 3 * 500
+    assert offsets_of(out, "delta") == [("a", 0, o) for o in range(end)]

@@ -127,12 +127,13 @@ def _racing(monkeypatch: pytest.MonkeyPatch, runs: int = 2) -> threading.Barrier
     return barrier
 
 
-def _run_both(logs: Path, out: Path, fmt: str) -> list[Any]:
+def _run_both(logs: Path, out: Path, fmt: str, stats: list[Any] | None = None) -> list[Any]:
     results: list[Any] = [None, None]
 
     def go(i: int) -> None:
         try:
-            results[i] = convert_table(logs, TableTarget(fmt, str(out)), {})
+            st = None if stats is None else stats[i]
+            results[i] = convert_table(logs, TableTarget(fmt, str(out)), {}, st)
         except BaseException as e:  # kept for the test to look at
             results[i] = e
 
@@ -288,3 +289,59 @@ def test_a_namespace_created_by_a_concurrent_run_is_used() -> None:
     _ensure_namespace(Raced(True), "kafkalog")
     with pytest.raises(RuntimeError, match="UNIQUE"):
         _ensure_namespace(Raced(False), "kafkalog")
+
+
+def test_pyiceberg_does_not_retry_a_commit_by_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Iceberg tables kafkalog creates say ``commit.retry.num-retries=0``: a commit that
+    another writer's commit beat fails in PyIceberg and the run starts over itself (review 1,
+    item 12), rather than PyIceberg retrying it unseen."""
+    from kafkalog_source.lake.iceberg import IcebergSink
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    ends = {"a": write_segment(logs / "a-0", 0, 3)}
+    convert_table(logs, TableTarget("iceberg", str(out)), {})
+    sink = IcebergSink(TableTarget("iceberg", str(out)))
+    assert sink.load()
+    assert sink.table.properties["commit.retry.num-retries"] == "0"
+    before = ends["a"]
+    ends["a"] = write_segment(logs / "a-0", before, 2)
+    seen: list[int] = []
+
+    def before_commit(location: str, files: list[str]) -> None:
+        seen.append(1)
+        if len(seen) == 1:  # another writer commits first (a snapshot without offsets)
+            other = IcebergSink(TableTarget("iceberg", str(out)))
+            other.load()
+            with other.table.transaction() as tx:
+                tx.set_properties({"owner": "someone"})
+                tx.update_snapshot().fast_append().commit()
+
+    monkeypatch.setattr(lake_sink, "before_commit", before_commit)
+    run = convert_table(logs, TableTarget("iceberg", str(out)), {})
+    assert run.attempts == 2 and run.rows == ends["a"] - before and len(seen) == 2
+    assert_exactly_once(out, "iceberg", ends)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_abandoned_attempt_is_not_in_the_run_summary(
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs at once: the one that starts over reports only what its last attempt read,
+    not the records of the attempt it abandoned as well (review 1, item 15)."""
+    from kafkalog_source.stats import ReadStats
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    ends = {"a": write_segment(logs / "a-0", 0, 4)}
+    convert_table(logs, TableTarget(fmt, str(out)), {})
+    ends["a"] = write_segment(logs / "a-0", ends["a"], 3)
+    _racing(monkeypatch)
+    stats = [ReadStats(), ReadStats()]
+    results = _run_both(logs, out, fmt, stats)
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    won, lost = (0, 1) if results[0].rows else (1, 0)
+    assert results[lost].attempts == 2 and results[lost].rows == 0
+    assert stats[won].records == results[won].rows == 3 * 500
+    assert stats[lost].records == 0, stats[lost].summary()
+    assert_exactly_once(out, fmt, ends)

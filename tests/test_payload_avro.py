@@ -478,6 +478,152 @@ def test_values_that_do_not_resolve(path: str) -> None:
     assert "z" in errors[0].reason and "cannot be resolved" in errors[0].reason
 
 
+def _ts(logical: str, t: str = "long") -> dict:
+    return {"type": t, "logicalType": logical}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_timestamp_units_resolve_by_the_writer(path: str) -> None:
+    """A writer's time unit survives a reader schema of another unit (review 1, item 3): the
+    values are the instants fastavro reads with the writer schema alone (its logical types),
+    not the writer's number taken in the reader's unit (dates in 1970)."""
+    import io
+
+    import fastavro
+
+    client = new_client()
+    units = [  # (writer type, reader type)
+        (_ts("timestamp-millis"), _ts("timestamp-micros")),
+        (_ts("local-timestamp-millis"), _ts("local-timestamp-micros")),
+        (_ts("timestamp-micros"), _ts("timestamp-millis")),
+        (_ts("local-timestamp-micros"), _ts("local-timestamp-millis")),
+        (_ts("timestamp-millis"), _ts("local-timestamp-micros")),
+        (_ts("time-millis", "int"), _ts("time-micros")),
+        ("long", _ts("timestamp-millis")),  # no writer unit: the reader's (milliseconds)
+    ]
+    writer = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": f"f{i}", "type": w} for i, (w, _) in enumerate(units)],
+    }
+    reader = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": f"f{i}", "type": r} for i, (_, r) in enumerate(units)],
+    }
+    at = datetime.datetime(2024, 2, 29, 13, 14, 15, 123456, tzinfo=UTC)
+    values = []
+    for k in range(3):
+        t = at + datetime.timedelta(days=400 * k - 400, microseconds=k)
+        naive = t.replace(tzinfo=None)
+        values.append(
+            {
+                "f0": t,
+                "f1": naive,
+                "f2": t,
+                "f3": naive,
+                "f4": t,
+                "f5": t.time().replace(microsecond=t.microsecond // 1000 * 1000),
+                "f6": 1_709_212_455_123 + k,
+            }
+        )
+    blobs = serialize(client, writer, values)
+    assert register(client, reader) == 2
+    parsed = fastavro.parse_schema(writer)
+    expect = []
+    for b in blobs:  # fastavro with the writer schema, independent of kafkalog's resolution
+        v = fastavro.schemaless_reader(io.BytesIO(b[5:]), parsed, None)
+        tod = v["f5"]
+        v["f5"] = ((tod.hour * 60 + tod.minute) * 60 + tod.second) * 10**6 + tod.microsecond
+        v["f6"] = datetime.datetime(1970, 1, 1, tzinfo=UTC) + datetime.timedelta(
+            milliseconds=v["f6"]
+        )
+        v["f4"] = v["f4"].replace(tzinfo=None)  # into a local timestamp: the same numbers
+        expect.append(v)
+    d = decoder(client, path, 2)
+    got, ids, errors = decode(d, blobs)
+    assert errors == []
+    assert ids == [1, 1, 1]
+    assert got == expect
+    assert got[0]["f0"] == datetime.datetime(2023, 1, 25, 13, 14, 15, 123000, tzinfo=UTC)
+    assert got[2]["f2"] == values[2]["f2"]  # microseconds kept in a reader's millis timestamp
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_nanosecond_timestamps_do_not_resolve_into_microseconds(path: str) -> None:
+    """A ``timestamp-nanos`` writer read as a microsecond timestamp is a value that cannot be
+    resolved, not a date a thousand times too far (review 1, item 3)."""
+    client = new_client()
+    w = {"type": "record", "name": "R", "fields": [{"name": "t", "type": _ts("timestamp-nanos")}]}
+    r = {"type": "record", "name": "R", "fields": [{"name": "t", "type": _ts("timestamp-micros")}]}
+    blobs = serialize(client, w, [{"t": 1_709_212_455_123_456_789}])
+    assert register(client, r) == 2
+    got, _, errors = decode(decoder(client, path, 2), blobs)
+    assert got == [None]
+    assert len(errors) == 1 and "timestamp-nanos" in errors[0].reason
+    assert "cannot be resolved into the reader schema (id 2)" in errors[0].reason
+
+
+def _dec(precision: int, scale: int, size: int | None = None) -> dict:
+    if size is None:
+        return {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale}
+    return {
+        "type": "fixed",
+        "name": f"F{size}",
+        "size": size,
+        "logicalType": "decimal",
+        "precision": precision,
+        "scale": scale,
+    }
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("fixed", [False, True])
+def test_decimals_are_rescaled_exactly_to_the_readers_scale(path: str, fixed: bool) -> None:
+    """A decimal written with scale 2 and read with another scale is the same number when the
+    reader's type holds it exactly, else an invalid value through ``mode``, never a number
+    10**k off (review 1, item 4). Expected values: fastavro's reading with the writer schema."""
+    import io
+
+    import fastavro
+
+    client = new_client()
+    size = 9 if fixed else None
+    writer = {"type": "record", "name": "R", "fields": [{"name": "d", "type": _dec(12, 2, size)}]}
+    numbers = ["1.23", "-4.50", "1234567.89", "0.00", "-9999999999.99", "7.00"]
+    values = [{"d": decimal.Decimal(x)} for x in numbers]
+    blobs = serialize(client, writer, values)
+    parsed = fastavro.parse_schema(writer)
+    written = [fastavro.schemaless_reader(io.BytesIO(b[5:]), parsed, None)["d"] for b in blobs]
+    assert [str(x) for x in written] == numbers
+
+    def read(precision: int, scale: int) -> tuple[list, list[int]]:
+        reader = {
+            "type": "record",
+            "name": "R",
+            "fields": [{"name": "d", "type": _dec(precision, scale, size)}],
+        }
+        sid = register(client, reader)
+        got, _, errors = decode(decoder(client, path, sid), blobs)
+        assert all("does not fit" in e.reason for e in errors), errors
+        return [None if g is None else g["d"] for g in got], [e.row for e in errors]
+
+    # scale 4: every value, exactly (as Java reads it: 0.0123, -0.0450, ...)
+    got, bad = read(16, 4)
+    assert bad == [] and got == written and str(got[0]) == "1.2300"
+    # scale 1: the values whose last digit is 0; the others would lose it
+    got, bad = read(12, 1)
+    assert bad == [0, 2, 4]
+    assert got == [None, written[1], None, written[3], None, written[5]]
+    assert str(got[1]) == "-4.5"
+    # scale 0 and precision 3: 0 and 7; -4.50 loses a digit, the others pass the precision
+    got, bad = read(3, 0)
+    assert got == [None, None, None, 0, None, 7] and bad == [0, 1, 2, 4]
+    # a higher scale past the precision: 1234567.89 needs 11 digits at scale 4
+    got, bad = read(10, 4)
+    assert bad == [2, 4] and got[0] == written[0]
+
+
 # ------------------------------------------------------------------------------- bad bytes
 
 

@@ -310,3 +310,33 @@ def test_recursive_ref_is_a_json_string() -> None:
     assert dec.type.field("kids").type == pa.list_(pa.string())
     got = dec.decode(pa.array([b'{"name": "r", "kids": [{"name": "k", "kids": []}]}']))
     assert json.loads(got.values.to_pylist()[0]["kids"][0]) == {"name": "k", "kids": []}
+
+
+def test_ecma_patterns_python_cannot_compile_are_not_refused(caplog) -> None:
+    """A registered schema whose ``pattern`` is valid ECMA-262 but not Python ``re`` syntax
+    (``\\p{L}``, a named group and its backreference, ``\\cA``) decodes its values, with a
+    warning that the pattern is unchecked (review 1, item 5); an invalid schema is still
+    refused."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "pattern": "^\\p{L}+$"},
+            "code": {"type": "string", "pattern": "^(?<c>[A-Z])\\k<c>\\d+$"},
+            "ctl": {"type": ["string", "null"], "pattern": "\\cA"},
+            "after": {"type": "string", "pattern": "(?<=a)b"},
+        },
+        "patternProperties": {"^\\p{Lu}": {"type": "integer"}},
+    }
+    reg = FakeRegistry()
+    reg.add("people-value", 1, RegisteredSchema(1, "JSON", json.dumps(schema)))
+    dec = JsonDecoder(reg, reg.by_id(1))
+    value = {"name": "Zoë", "code": "AA12", "ctl": None, "after": "ab"}
+    with caplog.at_level("WARNING", logger="kafkalog"):
+        got = dec.decode(pa.array([b"\x00\x00\x00\x00\x01" + json.dumps(value).encode()]))
+    assert got.errors == []
+    assert got.values.to_pylist() == [value]
+    assert "\\\\p{L}" in caplog.text and "not checked" in caplog.text
+    reg.add("bad-value", 1, RegisteredSchema(2, "JSON", json.dumps({"type": "strin"})))
+    with pytest.raises(KafkaLogError, match="not a valid JSON Schema"):
+        JsonDecoder(reg, reg.by_id(2))

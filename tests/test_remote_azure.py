@@ -107,3 +107,53 @@ def test_cli_verify_takes_abfs_uris_and_never_shows_the_key(azurite_server, logs
 @pytest.mark.spark
 def test_spark_read_over_abfs_equals_local(spark, azurite_server, logs) -> None:
     spark_remote_read_equals_local(spark, logs, azurite_server.options)
+
+
+def test_no_credential_falls_back_to_the_azure_cli(azurite_server, monkeypatch, tmp_path) -> None:
+    """With no key, SAS token or client credentials (options or environment), a logged-in
+    ``az`` on PATH gives the token (``az account get-access-token``), as pyarrow's
+    DefaultAzureCredential did: here a stand-in ``az`` that records its arguments. Azurite
+    (no OAuth without HTTPS) refuses the bearer token: access denied, the token not shown."""
+    import json
+    import os
+    import stat
+    import sys
+
+    from kafkalog_source.errors import AccessDeniedError
+
+    for name in list(os.environ):
+        if name.startswith(("AZURE_", "IDENTITY_", "MSI_")):
+            monkeypatch.delenv(name)
+    calls = tmp_path / "az-calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    token = "eyJ0eXAiOiJKV1QiAZCLITOKEN0123456789"
+    az = bin_dir / "az"
+    az.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys, datetime\n"
+        f"open({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "exp = datetime.datetime.now() + datetime.timedelta(hours=1)\n"
+        f"print(json.dumps({{'accessToken': {token!r}, 'tokenType': 'Bearer',"
+        " 'expiresOn': exp.strftime('%Y-%m-%d %H:%M:%S.000000'),"
+        " 'expires_on': int(exp.timestamp())}))\n"
+    )
+    az.chmod(az.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    config_dir = tmp_path / "azure"
+    config_dir.mkdir()
+    (config_dir / "msal_token_cache.json").write_text(json.dumps({}))  # az is logged in
+    monkeypatch.setenv("AZURE_CONFIG_DIR", str(config_dir))
+    azurite_server.put("kafkalog-cli/blob.bin", b"0123456789")
+    options = {k: v for k, v in azurite_server.options.items() if k != "fs.abfs.account_key"}
+    options["fs.abfs.blob_storage_scheme"] = "http"
+    uri = f"abfs://kafkalog-cli@{HOST}/blob.bin"
+    loc = resolve(uri, parse_options(options, paths=uri).store)
+    assert loc.objects is not None
+    with pytest.raises(OSError) as exc:
+        loc.objects.get(loc.key, 0, 4)
+    assert "account get-access-token" in calls.read_text()
+    assert token not in str(exc.value)
+    with pytest.raises(AccessDeniedError) as denied:
+        read_table(f"abfs://kafkalog-cli@{HOST}/", **options)
+    assert token not in str(denied.value) + repr(denied.value)

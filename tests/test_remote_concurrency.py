@@ -221,3 +221,14 @@ def test_planning_many_small_segments_costs_requests_per_partition_not_per_segme
     # the listing showed no .index, .timeindex, checkpoint or leader-epoch file, and gave every
     # segment's size: nothing is asked of them, no HEAD, no request per segment or partition
     assert lines == [ln for ln in lines if "list-type" in ln], lines
+
+
+def test_a_remote_segment_weighs_open_cost_over_the_default_in_flight_limit() -> None:
+    """The divisor of a remote segment's openCostInBytes is remoteConcurrency's default (the
+    files a read opens at once), one named constant, not a second 16 of its own."""
+    from kafkalog_source.options import DEFAULT_REMOTE_CONCURRENCY, StoreOptions
+    from kafkalog_source.planning import planner
+
+    assert planner.REMOTE_OPENS_AT_ONCE == DEFAULT_REMOTE_CONCURRENCY
+    assert StoreOptions().concurrency == DEFAULT_REMOTE_CONCURRENCY
+    assert parse_options({"remoteRetries": "1"}).store.concurrency == DEFAULT_REMOTE_CONCURRENCY

@@ -241,7 +241,18 @@ def test_offsets_limit_admits_the_limit_within_rounding_up_of_small_shares(
     for k, n in take.items():
         assert 1 <= n <= backlog[k]  # every partition with data advances, never past its end
         assert spark[k] <= n <= spark[k] + 1  # Spark's share, or one more from the leftover
-    assert min(limit, total) <= sum(take.values()) <= min(limit, total) + small
+        if limit * (backlog[k] / total) < 1:
+            assert n == spark[k]  # rounded up to one already: no leftover
+    assert sum(take.values()) == max(min(limit, total), sum(spark.values()))
+    assert sum(take.values()) <= min(limit, total) + small
+
+
+def test_the_leftover_goes_to_shares_rounded_down() -> None:
+    """Shares 45/45/9 of 10 (4.5, 4.5, 0.9): Spark's rounding gives 4/4/1, and the offset left
+    goes to a share rounded down (largest remainder, then by name), not to the one rounded up."""
+    a, b, c = KEYS[:3]
+    assert spark_rate_limit(10, {a: 45, b: 45, c: 9}) == {a: 4, b: 4, c: 1}
+    assert admit_offsets(10, {a: 45, b: 45, c: 9}) == {a: 5, b: 4, c: 1}
 
 
 @dataclass

@@ -89,8 +89,9 @@ def register(subparsers: Any) -> None:
         "--mode",
         choices=("error", "overwrite", "append"),
         default=None,
-        help="error: refuse a non-empty OUT (the default for parquet); overwrite: replace OUT; "
-        "append: add what is new to the table at OUT (the default for iceberg and delta)",
+        help="error: refuse a non-empty OUT (the default for parquet); overwrite: replace OUT "
+        "(a table: in the run's commit, once everything is read); append: add what is new to "
+        "the table at OUT (the default for iceberg and delta)",
     )
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument(

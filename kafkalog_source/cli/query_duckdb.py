@@ -102,7 +102,9 @@ def run_table_query(files: Any, sql: str, max_rows: int) -> pa.Table:
         view = files.view_sql()
         if files.dataset is not None:
             con.register("__kafkalog_files", files.dataset)
-            con.execute(f'CREATE VIEW "{VIEW}" AS SELECT * FROM __kafkalog_files')
+            con.execute(
+                f'CREATE VIEW "{VIEW}" AS SELECT {files.select_list()} FROM __kafkalog_files'
+            )
         elif view is None:  # a table without data files: its columns, no rows
             con.register(VIEW, files.schema.empty_table())
         else:

@@ -84,11 +84,12 @@ def import_lake(fmt: str) -> None:
 
 def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
     """``convert PATH OUT --format iceberg|delta``: one incremental run into the table."""
+    from ..errors import KafkaLogError
     from ..lake import convert_table
-    from ..lake.spec import TargetError
+    from ..lake.spec import TableError, TargetError
     from ..layout.discovery import discover
     from ..options import parse_options
-    from ..redact import redact_uri
+    from ..redact import redact_uri, scrub
     from .progress import Progress, wanted
     from .report import loss_note, print_summary
 
@@ -115,6 +116,10 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
         run = convert_table(args.path, target, options, stats, show)
     except TargetError as e:
         raise CommandError(str(e)) from None
+    except KafkaLogError:
+        raise
+    except Exception as e:  # a library's own error (a catalog's, a store's): scrubbed
+        raise TableError(f"{type(e).__name__}: {scrub(str(e), target.secrets())}") from None
     finally:
         progress.close()
     print_summary(stats)
@@ -168,8 +173,10 @@ def detect_table(paths: list[str], args: argparse.Namespace) -> str | None:
 def query(args: argparse.Namespace, fmt: str) -> Any:
     """``query TABLE "SQL"``: the SQL over the view ``kafkalog`` of the table's current files;
     the result (at most ``--max-rows`` + 1 rows) as an Arrow table."""
+    from ..errors import KafkaLogError
     from ..lake.files import table_files
-    from ..lake.spec import TargetError
+    from ..lake.spec import TableError, TargetError
+    from ..redact import scrub
     from .query_duckdb import run_table_query
 
     if args.engine == "spark":
@@ -191,10 +198,15 @@ def query(args: argparse.Namespace, fmt: str) -> Any:
             "store's -o fs.* options do)"
         )
     import_lake(fmt)
+    target = table_target(args, fmt, args.paths[0])
     try:
-        files = table_files(table_target(args, fmt, args.paths[0]))
+        files = table_files(target)
     except TargetError as e:
         raise CommandError(str(e)) from None
+    except KafkaLogError:
+        raise
+    except Exception as e:  # a library's own error (a catalog's, a store's): scrubbed
+        raise TableError(f"{type(e).__name__}: {scrub(str(e), target.secrets())}") from None
     return run_table_query(files, args.sql, args.max_rows)
 
 

@@ -63,6 +63,21 @@ KRAFT_SNAPSHOT_NAME = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint$")
 _KRAFT_SNAPSHOT_ANY = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint(?:\.deleted)?$")
 
 
+# KRaft's bootstrap snapshot (Kafka's BootstrapDirectory), in the metadata log directory, and
+# the id it is read with: Kafka's Snapshots.BOOTSTRAP_SNAPSHOT_ID (raft, 3.9 and 4.x), that of
+# the snapshot of the bootstrap records the formatter writes into __cluster_metadata-0
+KRAFT_BOOTSTRAP = "bootstrap.checkpoint"
+BOOTSTRAP_SNAPSHOT_ID = (0, 0)
+
+
+def snapshot_id_of(path: str) -> tuple[int, int] | None:
+    """The snapshot id a file is read with: a KRaft snapshot's (its name, ``.deleted`` too),
+    :data:`BOOTSTRAP_SNAPSHOT_ID` for KRaft's ``bootstrap.checkpoint``; None for a segment."""
+    if _basename(path) == KRAFT_BOOTSTRAP:
+        return BOOTSTRAP_SNAPSHOT_ID
+    return kraft_snapshot_id(path, deleted=True)
+
+
 def kraft_snapshot_id(path: str, deleted: bool = False) -> tuple[int, int] | None:
     """The snapshot id ``(end offset, epoch)`` of a KRaft snapshot file name
     (``00000000000000000978-0000000001.checkpoint``), else None; with ``deleted``, a

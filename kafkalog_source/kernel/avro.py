@@ -44,8 +44,9 @@ OP_ARRAY = 15  # block count; a = exit pc, b = minimum item bytes, c = child col
 OP_LOOP = 16  # next item of the innermost array/map; a = body pc
 OP_DEFAULT = 17  # read from consts[a : a + b] until OP_END_DEFAULT
 OP_END_DEFAULT = 18
-OP_DEC_BYTES = 19  # length-prefixed two's complement big-endian decimal; a = precision
-OP_DEC_FIXED = 20  # fixed decimal; a = size, b = precision
+OP_DEC_BYTES = 19  # length-prefixed two's complement big-endian decimal; a = precision,
+# b = the reader's scale less the writer's (digits to scale up by; negative: down by, exactly)
+OP_DEC_FIXED = 20  # fixed decimal; a = size, b = precision, c = as OP_DEC_BYTES' b
 OP_RAW = 21  # the rest of the value (Confluent's top-level bytes); a = 1: check UTF-8
 WIDTH = 7
 
@@ -224,10 +225,11 @@ def put_bytes(lay, cnt, dlen, valid, ival, data, c, buf, p, n):  # type: ignore[
 
 
 @helper_kernel
-def put_decimal(lay, cnt, dlen, valid, data, c, buf, p, n, prec, pow_hi, pow_lo):  # type: ignore[no-untyped-def]
-    """Append the big-endian two's complement ``buf[p : p + n]`` as a 16-byte little-endian
-    decimal128: 1 done, 0 the column is full, -1 it needs more than 16 bytes or ``prec``
-    digits."""
+def put_decimal(lay, cnt, dlen, valid, data, c, buf, p, n, prec, shift, pow_hi, pow_lo):  # type: ignore[no-untyped-def]
+    """Append the big-endian two's complement ``buf[p : p + n]`` at the writer's scale, moved to
+    the reader's by ``shift`` digits (times ``10**shift``; a negative shift divides, exactly),
+    as a 16-byte little-endian decimal128: 1 done, 0 the column is full, -1 it needs more than
+    16 bytes or ``prec`` digits, or loses digits to the reader's scale."""
     i = cnt[c]
     o = dlen[c]
     if i >= lay[c, L_CAP] or o + 16 > lay[c, L_DCAP]:
@@ -248,10 +250,34 @@ def put_decimal(lay, cnt, dlen, valid, data, c, buf, p, n, prec, pow_hi, pow_lo)
     if neg:  # magnitude of a negative value: two's complement negation
         lo = ~lo + np.uint64(1)
         hi = ~hi + (np.uint64(1) if lo == np.uint64(0) else np.uint64(0))
-    phi = np.uint64(pow_hi[prec])
-    plo = np.uint64(pow_lo[prec])
-    if hi > phi or (hi == phi and lo >= plo):
+    m32 = np.uint64(0xFFFFFFFF)
+    ten = np.uint64(10)
+    for _ in range(-shift):  # magnitude / 10 in 32-bit steps; a remainder loses a digit
+        r = hi % ten
+        hi = hi // ten
+        t = (r << np.uint64(32)) | (lo >> np.uint64(32))
+        q1 = t // ten
+        t = ((t % ten) << np.uint64(32)) | (lo & m32)
+        if t % ten != np.uint64(0):
+            return -1
+        lo = (q1 << np.uint64(32)) | (t // ten)
+    up = max(shift, 0)
+    phi = np.uint64(pow_hi[prec - up])
+    plo = np.uint64(pow_lo[prec - up])
+    if hi > phi or (hi == phi and lo >= plo):  # |value| * 10**up >= 10**prec
         return -1
+    for _ in range(up):  # magnitude * 10, below 10**38 (< 2**127) by the check above
+        a = (lo & m32) * ten
+        d = (lo >> np.uint64(32)) * ten + (a >> np.uint64(32))
+        lo = (d << np.uint64(32)) | (a & m32)
+        hi = hi * ten + (d >> np.uint64(32))
+    if shift != 0:
+        if neg:
+            lo = ~lo + np.uint64(1)
+            hi = ~hi + (np.uint64(1) if lo == np.uint64(0) else np.uint64(0))
+        for k in range(8):
+            data[b + k] = np.uint8((lo >> np.uint64(8 * k)) & np.uint64(0xFF))
+            data[b + 8 + k] = np.uint8((hi >> np.uint64(8 * k)) & np.uint64(0xFF))
     dlen[c] = o + 16
     valid[lay[c, L_VALID] + i] = 1
     cnt[c] = i + 1
@@ -542,6 +568,7 @@ def decode_avro(
                             pos,
                             n,
                             prog[pc, 3],
+                            prog[pc, 4],
                             pow_hi,
                             pow_lo,
                         )
@@ -568,8 +595,9 @@ def decode_avro(
                     break
                 if col >= 0:
                     got = put_decimal(
-                        lay, cnt, dlen, valid, data, col, buf, pos, n, prog[pc, 2], pow_hi, pow_lo
-                    )
+                        lay, cnt, dlen, valid, data, col, buf, pos, n, prog[pc, 2], prog[pc, 3],
+                        pow_hi, pow_lo,
+                    )  # fmt: skip
                     if got == 0:
                         full = col
                         break

@@ -6,9 +6,11 @@ and one commit per run that writes the data files and adds them.
 and written by pyarrow as Hive-partitioned Parquet files under OUT (the partition columns in
 the paths, not in the files, as Delta wants), as ``convert --format parquet`` writes; then one
 Delta commit (``deltalake``: ``create_table_with_add_actions``, ``create_write_transaction``)
-adds them with their partition values and statistics. A schema change (columns and struct
-fields added) is committed just before, by an empty append with ``schema_mode="merge"``; the
-batches are conformed to the merged schema (:func:`~.schema.conform`).
+adds them with their partition values and statistics. A run that changes the schema (columns
+and struct fields added) is one commit too: delta-rs's ``write_deltalake`` writes its files
+and commits them with the merged schema (``schema_mode="merge"``; the add actions of
+``create_write_transaction`` cannot carry a schema change); the batches are conformed to the
+merged schema (:func:`~.schema.conform`).
 
 **State.** The commit info of each kafkalog commit carries the run's state (:mod:`.state`) as
 custom metadata, and the commit adds one app transaction (``txn``) per topic-partition:
@@ -100,7 +102,7 @@ class DeltaSink:
         self.shown = self.out.shown
         self.storage = {**delta_storage_options(target.location), **target.properties}
         self.table: Any = None
-        self._secrets = list(self.storage.values())
+        self._secrets = sorted({*self.storage.values(), *target.secrets()} - {""}, key=len)[::-1]
 
     def _message(self, e: BaseException) -> str:
         return scrub(" ".join(str(e).split()) or type(e).__name__, self._secrets)[:400]
@@ -186,22 +188,20 @@ class DeltaSink:
                 out.append(PartitionField(name))
         return tuple(out)
 
-    def drop(self) -> None:
-        """``--mode overwrite``: delete what is under OUT."""
-        self.table = None
-        self.out.clear()
-
     def append(
         self,
         schema: pa.Schema,
         batches: Iterator[pa.RecordBatch],
         state: TableState,
         partitioning: tuple[PartitionField, ...],
+        replace: str | None = None,
     ) -> Committed:
         """Write ``batches`` (conformed to ``schema``) as data files and commit them with
-        ``state`` in one Delta commit, creating the table if there is none (a schema change is a
-        commit of its own before it). Raises :class:`ConcurrentRunError` when another kafkalog
-        run committed first; the run's files are then deleted."""
+        ``state`` in one Delta commit, creating the table if there is none or changing its
+        schema (:meth:`_append_merged`). Raises :class:`ConcurrentRunError` when another kafkalog
+        run committed first; the run's files are then deleted. ``--mode overwrite`` (``replace``
+        set): the commit replaces the table (CREATE OR REPLACE: its files, schema and
+        partitioning) once the files are written; until then it stays as it was."""
         from deltalake import CommitProperties, Transaction
 
         derived = [p for p in partitioning if p.transform != "identity"]
@@ -217,9 +217,6 @@ class DeltaSink:
                 for (t, p), off in sorted(state.offsets.items())
             ],
         )
-        if self.table is not None and not _same(self.schema(), schema):
-            self._evolve(full)
-        writer = _FileWriter(self.out, full, columns)
 
         def with_derived() -> Iterator[pa.RecordBatch]:
             for rb in batches:
@@ -228,6 +225,9 @@ class DeltaSink:
                     rb = pa.RecordBatch.from_arrays([*rb.columns, *cols], schema=full)
                 yield rb
 
+        if self.table is not None and not replace and not _same(self.schema(), schema):
+            return self._append_merged(full, columns, props, with_derived())
+        writer = _FileWriter(self.out, full, columns)
         try:
             for _ in write_behind(chunks(with_derived()), writer.write):
                 pass
@@ -236,37 +236,73 @@ class DeltaSink:
             writer.delete()  # no commit began: the files are no part of the table
             raise
         try:
-            self._commit(writer.actions, full, columns, props)
+            self._commit(writer.actions, full, columns, props, replace is not None)
         except ConcurrentRunError:  # delta-rs says the commit did not land
             writer.delete()
             raise
         # any other failure may be a commit that landed with its answer lost: the files stay
         return Committed(writer.rows, len(writer.actions), str(self.table.version()), None)
 
-    def _evolve(self, full: pa.Schema) -> None:
-        """Commit the merged schema (an empty append with schema merge): columns and struct
-        fields added. A commit of its own, before the data's: a run killed between the two
-        leaves the new columns without rows, never rows without their offsets."""
-        from deltalake import DeltaTable, write_deltalake
+    def _append_merged(
+        self, full: pa.Schema, columns: list[str], props: Any, batches: Iterator[pa.RecordBatch]
+    ) -> Committed:
+        """A run that changes the schema: its batches written and committed with the merged
+        schema in one commit (``write_deltalake``, ``schema_mode="merge"``; delta-rs writes the
+        files, zstd level 1, and their statistics). A run killed before that commit leaves the
+        table as it was."""
+        from deltalake import DeltaTable, WriterProperties, write_deltalake
 
+        counted = [0]
+        failed: list[BaseException] = []  # the read's error, which delta-rs would wrap
+
+        def rows() -> Iterator[pa.RecordBatch]:
+            try:
+                for rb in batches:
+                    counted[0] += rb.num_rows
+                    yield rb
+            except BaseException as e:
+                failed.append(e)
+                raise
+
+        before = self.table.get_add_actions(flatten=True).num_rows
+        hooks.before_commit(self.out.uri, [])
         try:
-            write_deltalake(self.table, full.empty_table(), mode="append", schema_mode="merge")
+            write_deltalake(
+                self.table,
+                pa.RecordBatchReader.from_batches(full, rows()),
+                mode="append",
+                schema_mode="merge",
+                partition_by=columns or None,
+                commit_properties=props,
+                writer_properties=WriterProperties(compression="ZSTD", compression_level=1),
+            )
         except Exception as e:
+            if failed:  # the read failed: nothing was committed
+                raise failed[0] from None
+            if _conflict(e):
+                raise ConcurrentRunError(
+                    f"another run committed to the Delta table at {self.shown} while this one "
+                    f"wrote ({self._message(e)})"
+                ) from None
             raise TableError(
-                f"cannot change the schema of the Delta table at OUT {self.shown}: "
-                f"{self._message(e)}"
+                f"cannot commit to the Delta table at OUT {self.shown}: {self._message(e)}"
             ) from None
         self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
+        files = self.table.get_add_actions(flatten=True).num_rows - before
+        return Committed(counted[0], files, str(self.table.version()), None)
 
-    def _commit(self, actions: list[Any], full: pa.Schema, columns: list[str], props: Any) -> None:
+    def _commit(
+        self, actions: list[Any], full: pa.Schema, columns: list[str], props: Any, replace: bool
+    ) -> None:
         from deltalake import CommitProperties, DeltaTable
         from deltalake.schema import Schema
         from deltalake.transaction import create_table_with_add_actions
 
         try:
-            if self.table is None:
+            if self.table is None or replace:
                 # no retry: delta-rs would commit a second table creation as the next version
-                # of a table another run created meanwhile, its files beside the other's
+                # of a table another run created meanwhile, its files beside the other's;
+                # --mode overwrite: CREATE OR REPLACE, the old files removed in this commit
                 props = CommitProperties(
                     custom_metadata=props.custom_metadata,
                     app_transactions=props.app_transactions,
@@ -276,7 +312,7 @@ class DeltaSink:
                     self.out.uri,
                     Schema.from_arrow(full),
                     actions,
-                    mode="error",
+                    mode="overwrite" if replace else "error",
                     partition_by=columns,
                     name=None,
                     description=None,
@@ -421,6 +457,8 @@ def _stats(md: Any, schema: pa.Schema) -> str:
 
 def _json_value(v: Any) -> Any:
     if isinstance(v, datetime):
+        if v.tzinfo is None:  # a timestamp without a time zone (timestamp_ntz): as it is
+            return v.strftime("%Y-%m-%dT%H:%M:%S.%f")  # (astimezone would take it as local)
         return v.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if hasattr(v, "isoformat"):
         return v.isoformat()

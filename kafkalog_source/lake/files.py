@@ -24,6 +24,7 @@ from urllib.parse import quote, unquote
 
 import pyarrow as pa
 
+from ..transport.filesystems import is_remote, resolve
 from .sink import Out, out_location
 from .spec import TableError, TableTarget, TargetError
 
@@ -38,12 +39,41 @@ _DUCKDB_TYPES = {
 }
 
 
+def _remote_names(location: str) -> set[str] | None:
+    """The names directly below a remote ``location`` from one paged listing (or from a listing
+    made earlier in the command); None when no object client serves the store."""
+    from ..transport.known import current_known, note_listing
+
+    loc = resolve(location)
+    if loc.objects is None:
+        return None
+    root = location.rstrip("/")
+    known = current_known()
+    covered = known.under(root) if known is not None else None
+    if covered is not None:
+        keys = [u[len(root) + 1 :] for u, _ in covered]
+    else:
+        prefix = loc.key.rstrip("/") + "/" if loc.key else ""
+        listed = [(key, m) for page in loc.objects.list(prefix) for key, m in page]
+        keys = [key[len(prefix) :] for key, _ in listed]
+        note_listing(
+            root,
+            [(f"{root}/{k}", m.size, m.mtime_ns) for k, (_, m) in zip(keys, listed, strict=True)],
+        )
+    return {k.split("/", 1)[0] for k in keys if k}
+
+
 def detect(location: str) -> str | None:
     """``iceberg`` or ``delta`` when ``location`` holds a table of that format (a
-    ``_delta_log``; a ``metadata/`` directory or the embedded catalog's file), else None."""
+    ``_delta_log``; a ``metadata/`` directory or the embedded catalog's file), else None.
+
+    In an object store the answer comes from one listing of the prefix, told to the active
+    :class:`~kafkalog_source.transport.known.KnownObjects`, so that a query over an archive
+    (not a table) lists it once: discovery then finds the prefix listed already."""
     try:
-        out = out_location(location)
-        names = set(out.entries())
+        names = _remote_names(location) if is_remote(location) else None
+        if names is None:
+            names = set(out_location(location).entries())
     except Exception:  # not a directory, or not reachable: not a table here
         return None
     if "_delta_log" in names:
@@ -67,6 +97,8 @@ class TableFiles:
     remote: bool = False
     version: str = ""
     dataset: Any = None  # a pyarrow dataset, for a table in a store
+    # the columns as the files name them, when they differ (Iceberg's sanitized names)
+    file_schema: pa.Schema | None = None
 
     @property
     def files(self) -> list[str]:
@@ -80,7 +112,7 @@ class TableFiles:
         data_columns = [f for f in self.schema.names if f not in self.partition_columns]
         cols = ", ".join(_ident(c) for c in self.schema.names)
         if not self.partition_columns:
-            return f"SELECT {cols} FROM {_read_parquet(self.files)}"
+            return f"SELECT {self.select_list()} FROM {_read_parquet(self.files)}"
         if self._hive_paths():
             types = ", ".join(
                 f"{_literal(c)}: {_literal(_duckdb_type(self.schema.field(c).type))}"
@@ -98,6 +130,20 @@ class TableFiles:
             selects.append(f"SELECT {inner}, {consts} FROM {_read_parquet(files)}")
         return f"SELECT {cols} FROM ({' UNION ALL BY NAME '.join(selects)})"
 
+    def select_list(self) -> str:
+        """The table's columns as DuckDB SQL over its files' columns: each by its name, or,
+        where the files name fields otherwise (Iceberg's data files hold names sanitized for
+        Avro: ``user-id`` is ``user_x2Did``, as Java and PyIceberg write them), rebuilt under
+        the table's names (DuckDB 1.3's lambda syntax)."""
+        if self.file_schema is None:
+            return ", ".join(_ident(c) for c in self.schema.names)
+        cols = []
+        for f, ff in zip(self.schema, self.file_schema, strict=True):
+            e = _ident(ff.name)
+            r = _renamed_sql(e, ff.type, f.type, 0)
+            cols.append(e if r is None and ff.name == f.name else f"{r or e} AS {_ident(f.name)}")
+        return ", ".join(cols)
+
     def _hive_paths(self) -> bool:
         """Whether every file's path holds its partition values as ``column=value/``."""
         for values, files in self.groups:
@@ -108,6 +154,34 @@ class TableFiles:
                 if f"/{want}/" not in f or any(ch in want for ch in "%"):
                     return False
         return True
+
+
+def _renamed_sql(e: str, file_t: pa.DataType, t: pa.DataType, depth: int) -> str | None:
+    """SQL for the value ``e`` of the files' type ``file_t`` under type ``t``'s field names (the
+    same types, field for field), or None when the names are the same throughout."""
+    if pa.types.is_struct(t) and pa.types.is_struct(file_t):
+        parts, changed = [], False
+        for i in range(t.num_fields):
+            ff, tf = file_t.field(i), t.field(i)
+            sub = f"{e}.{_ident(ff.name)}"
+            inner = _renamed_sql(sub, ff.type, tf.type, depth)
+            changed = changed or inner is not None or ff.name != tf.name
+            parts.append(f"{_ident(tf.name)} := {inner or sub}")
+        if not changed:
+            return None
+        return f"CASE WHEN {e} IS NULL THEN NULL ELSE struct_pack({', '.join(parts)}) END"
+    x = f"x{depth}"
+    if pa.types.is_list(t) and pa.types.is_list(file_t):
+        inner = _renamed_sql(x, file_t.value_type, t.value_type, depth + 1)
+        return None if inner is None else f"list_transform({e}, lambda {x}: {inner})"
+    if pa.types.is_map(t) and pa.types.is_map(file_t):
+        k = _renamed_sql(f"{x}.key", file_t.key_type, t.key_type, depth + 1)
+        v = _renamed_sql(f"{x}.value", file_t.item_type, t.item_type, depth + 1)
+        if k is None and v is None:
+            return None
+        entry = f"struct_pack(key := {k or x + '.key'}, value := {v or x + '.value'})"
+        return f"map_from_entries(list_transform(map_entries({e}), lambda {x}: {entry}))"
+    return None
 
 
 def _ident(name: str) -> str:
@@ -142,6 +216,8 @@ def _local(path: str) -> str:
 
 def iceberg_files(target: TableTarget) -> TableFiles:
     """The data files of the Iceberg table's current snapshot (PyIceberg's scan planning)."""
+    from pyiceberg.schema import sanitize_column_names
+
     from .iceberg import IcebergSink, small_types
 
     sink = IcebergSink(target)
@@ -149,6 +225,7 @@ def iceberg_files(target: TableTarget) -> TableFiles:
         raise TargetError(f"{sink.shown} holds no Iceberg table {sink.identifier}")
     table = sink.table
     schema = small_types(table.schema().as_arrow())
+    file_schema = small_types(sanitize_column_names(table.schema()).as_arrow())
     files = []
     snap = table.current_snapshot()
     if snap is not None:
@@ -162,9 +239,11 @@ def iceberg_files(target: TableTarget) -> TableFiles:
             files.append(task.file.file_path)
     out = sink.out
     tf = TableFiles("iceberg", sink.shown, schema, remote=out.remote)
+    if not file_schema.equals(schema):
+        tf.file_schema = file_schema
     tf.version = str(snap.snapshot_id) if snap is not None else ""
     if out.remote:
-        tf.dataset = _dataset(out, files, schema)
+        tf.dataset = _dataset(out, files, file_schema)
         tf.groups = [({}, files)]
     else:
         tf.groups = [({}, [_local(f) for f in files])]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import os
 import re
 import time
@@ -59,13 +60,20 @@ from .spec import (
 )
 from .state import OFFSETS, TableState
 
+log = logging.getLogger("kafkalog")
+
 CATALOG_NAME = "kafkalog"
 _CODEC = "write.parquet.compression-codec"
 _LEVEL = "write.parquet.compression-level"
 _ROW_GROUP = "write.parquet.row-group-limit"
 _ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
 # property names whose values are shown in messages (others may hold credentials)
-_SHOWN_PROPERTIES = ("type", "uri", "warehouse", "name")
+
+
+# Set on the tables kafkalog creates (and writes): PyIceberg retries a commit that lost a race
+# by itself (4 times by default, PyIceberg 0.12's Transaction.commit_transaction), which would
+# hide the other run's commit from the run's own start-over (ConcurrentRunError, run.ATTEMPTS)
+_OWN_PROPERTIES = {"commit.retry.num-retries": "0"}
 
 
 def _sqlite_catalog(path: str, props: dict[str, str]) -> Any:
@@ -109,7 +117,7 @@ class IcebergSink:
         self.identifier = target.table or default_identifier(self.out)
         self.catalog: Any = None
         self.table: Any = None
-        self._secrets = [v for k, v in target.properties.items() if k not in _SHOWN_PROPERTIES]
+        self._secrets = target.secrets()
 
     # -- the catalog ---------------------------------------------------------------------------
     def _catalog_shown(self) -> str:
@@ -257,14 +265,6 @@ class IcebergSink:
             out.append(PartitionField(name, kind))
         return tuple(out)
 
-    def drop(self) -> None:
-        """``--mode overwrite``: drop the table from its catalog and delete what is under OUT (the
-        embedded catalog's file stays)."""
-        if self.table is not None:
-            self.catalog.drop_table(self.identifier)
-            self.table = None
-        self.out.clear(keep=(EMBEDDED_CATALOG,))
-
     # -- writing -------------------------------------------------------------------------------
     def append(
         self,
@@ -272,10 +272,17 @@ class IcebergSink:
         batches: Iterator[pa.RecordBatch],
         state: TableState,
         partitioning: tuple[PartitionField, ...],
+        replace: str | None = None,
     ) -> Committed:
         """Write ``batches`` (conformed to ``schema``) as data files and commit them with
         ``state``, in one transaction with the schema change and (for a new table) the table's
-        creation. Raises :class:`ConcurrentRunError` when another run committed first."""
+        creation. Raises :class:`ConcurrentRunError` when another run committed first.
+
+        ``--mode overwrite`` (nothing changes before the data files are written): ``replace=
+        "rows"`` deletes the table's data files in the same transaction (one commit: a delete
+        snapshot and the append's); ``"table"`` (another partitioning, a type the table cannot
+        take) stages a new table, then drops the old one from the catalog and commits the new
+        one (the old one registered again if that commit fails)."""
         from pyiceberg.exceptions import (
             CommitFailedException,
             TableAlreadyExistsError,
@@ -283,7 +290,14 @@ class IcebergSink:
         )
         from pyiceberg.table import Operation
 
+        old = self.table if replace == "table" else None
+        if old is not None:
+            self.table = None  # _transaction stages a new table
         tx, io = self._transaction(schema, partitioning)
+        if replace == "rows" and self.table.current_snapshot() is not None:
+            from pyiceberg.expressions import AlwaysTrue
+
+            tx.delete(AlwaysTrue())  # whole files: no data file is rewritten
         props = state.to_properties()
         writer = _ChunkWriter(tx.table_metadata, io)
         written: list[Any] = []
@@ -298,9 +312,12 @@ class IcebergSink:
             for f in written:
                 append.append_data_file(f)
             append.commit()
-            tx.set_properties(props)
+            tx.set_properties({**props, **_OWN_PROPERTIES})
             committing = True
-            table = tx.commit_transaction()
+            if old is not None:
+                table = self._swap(old, tx)
+            else:
+                table = tx.commit_transaction()
         except (CommitFailedException, TableAlreadyExistsError, ValidationException) as e:
             _delete(io, writer.paths)
             raise ConcurrentRunError(
@@ -318,6 +335,29 @@ class IcebergSink:
         return Committed(
             writer.rows, len(written), str(snap.snapshot_id if snap else ""), _int_or_none(total)
         )
+
+    def _swap(self, old: Any, tx: Any) -> Any:
+        """Commit the staged new table ``tx`` in place of ``old``: drop ``old`` from the
+        catalog, commit, and register ``old`` again when the commit fails; then delete the old
+        table's data files (best effort: unreferenced, they are no part of any table)."""
+        files = [t.file.file_path for t in old.scan().plan_files()]
+        self.catalog.drop_table(self.identifier)
+        try:
+            table = tx.commit_transaction()
+        except BaseException:
+            try:
+                self.catalog.register_table(self.identifier, old.metadata_location)
+            except Exception as e:
+                log.error(
+                    "the table %s was dropped to be replaced and its replacement failed; "
+                    "register it again from %s (%s)",
+                    self.identifier,
+                    redact_uri(old.metadata_location),
+                    self._message(e),
+                )
+            raise
+        _delete(old.io, files)
+        return table
 
     def _transaction(self, schema: pa.Schema, partitioning: tuple[PartitionField, ...]) -> Any:
         """The transaction of this run and the FileIO to write with: the table's, with the
@@ -337,7 +377,11 @@ class IcebergSink:
             _ensure_namespace(catalog, namespace)
         ischema, spec = _schema_and_spec(schema, partitioning)
         tx = catalog.create_table_transaction(
-            self.identifier, schema=ischema, location=self.out.uri, partition_spec=spec
+            self.identifier,
+            schema=ischema,
+            location=self.out.uri,
+            partition_spec=spec,
+            properties=dict(_OWN_PROPERTIES),
         )
         io = load_file_io({**catalog.properties}, self.out.uri)
         return tx, io
@@ -381,7 +425,8 @@ class _ChunkWriter:
         self.schema = metadata.schema()
         self.file_schema = sanitize_column_names(self.schema)
         self.locations = load_location_provider(metadata.location, metadata.properties)
-        self.arrow_schema: pa.Schema | None = None
+        self.arrow_schema: pa.Schema | None = None  # the files' (Iceberg's sanitized names)
+        self.source_schema: pa.Schema | None = None  # the batches' (the table's names)
         self.paths: list[str] = []  # every file begun, for a failed run to delete
         self.rows = 0
         self.encodings: dict[str, Any] = {}
@@ -472,8 +517,15 @@ class _ChunkWriter:
                 PartitionFieldValue(f, v) for (f, _, _), v in zip(self.fields, key, strict=True)
             ]
             pkey = PartitionKey(field_values=values, partition_spec=self.spec, schema=self.schema)
-        assert self.arrow_schema is not None
-        table = pa.Table.from_batches(parts).cast(self.arrow_schema)
+        assert self.arrow_schema is not None and self.source_schema is not None
+        # the values by name into the first batch's schema, then under the file's (sanitized)
+        # names by position: a cast to the sanitized names would match no nested field by name
+        # and give NULLs ("user-id" is "user_x2Did" in the file)
+        table = pa.Table.from_batches(parts).cast(self.source_schema)
+        table = pa.Table.from_arrays(
+            [_view(c, f.type) for c, f in zip(table.columns, self.arrow_schema, strict=True)],
+            schema=self.arrow_schema,
+        )
         path = self.locations.new_data_location(f"00000-{task}-{self.uuid}.parquet", pkey)
         self.paths.append(path)
         out = self.io.new_output(path)
@@ -512,6 +564,7 @@ class _ChunkWriter:
         from concurrent.futures import ThreadPoolExecutor
 
         if self.arrow_schema is None:
+            self.source_schema = batches[0].schema
             self.arrow_schema = self._with_ids(batches[0].schema)
             self.encodings = parquet_encodings(self.arrow_schema)
         self.rows += sum(b.num_rows for b in batches)
@@ -524,6 +577,11 @@ class _ChunkWriter:
             return [self._write_one(*jobs[0])]
         with ThreadPoolExecutor(max_workers=min(len(jobs), 4)) as pool:
             return list(pool.map(lambda job: self._write_one(*job), jobs))
+
+
+def _view(column: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
+    """``column`` as type ``t``, which has its layout under other field names (zero-copy)."""
+    return pa.chunked_array([c.view(t) for c in column.chunks], type=t)
 
 
 @functools.cache

@@ -28,6 +28,7 @@ A run:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,15 +39,18 @@ import pyarrow as pa
 from ..errors import OptionError
 from ..options import ReadOptions, parse_options
 from ..redact import redact_uri
+from ..selection import TopicSelection, topic_selection
 from ..stats import ReadStats
 from ..streaming.source import Limit, Offsets, StreamSource, offsets_to_json
 from ..transport.filesystems import using_store
+from ..transport.known import attempt_known
 from .schema import check_types, conform, merge, relaxed
 from .sink import Committed
 from .spec import (
     DEFAULT_PARTITIONING,
     ConcurrentRunError,
     PartitionField,
+    SchemaChangeError,
     TableError,
     TableTarget,
     TargetError,
@@ -149,14 +153,20 @@ def convert_table(
         for attempt in range(1, ATTEMPTS + 1):
             run_stats = ReadStats()
             try:
-                run = _attempt(sink, path, target, options, opts, run_stats, progress, attempt)
+                with attempt_known():  # each attempt lists the archive again, once
+                    run = _attempt(sink, path, target, options, opts, run_stats, progress, attempt)
             except ConcurrentRunError as e:
                 if attempt == ATTEMPTS:
+                    stats.merge(run_stats)
                     raise
+                # an abandoned attempt's reading is no part of the run's account: the next one
+                # reads from the offsets the other run committed (which counted what it read)
                 log.warning("%s; starting over from the offsets it committed", e)
                 continue
-            finally:
+            except BaseException:
                 stats.merge(run_stats)
+                raise
+            stats.merge(run_stats)
             return run
     raise AssertionError("unreachable")
 
@@ -178,14 +188,20 @@ def _attempt(
             f"{where} is already a table; convert without --mode error to add what is new to it, "
             "or with --mode overwrite to replace it"
         )
-    if state is not None and target.mode == "overwrite" and attempt == 1:
-        sink.drop()
-        state = None
-    created = state is None
+    # --mode overwrite: the run converts from the start as into a new table and its one commit
+    # replaces the table's rows and offsets ("rows"; a partitioning or a type the table cannot
+    # take: the whole table, "table"); until then, the old table stays as it was
+    replace: str | None = None
+    if state is not None and target.mode == "overwrite":
+        replace, state = "rows", None
+    created = state is None and replace is None
     state = state or TableState()
     if state.read:
         check_read(state, opts, where)
-    if not created and target.partitioning is not None:
+    if replace and target.partitioning is not None:
+        if tuple(target.partitioning) != tuple(sink.partitioning() or ()):
+            replace = "table"
+    if not created and not replace and target.partitioning is not None:
         have = tuple(sink.partitioning() or ())
         if tuple(target.partitioning) != have:
             raise TargetError(
@@ -194,6 +210,9 @@ def _attempt(
                 "it is created"
             )
 
+    # subscribe, subscribePattern or assign: the partitions of the table that this run does
+    # not select are not looked at (neither read nor reported gone); their offsets stay
+    selected = _selected(state, topic_selection(opts))
     source = StreamSource(_source_options(options, path), fail_on_data_loss=opts.fail_on_data_loss)
     try:
         logs = source.snapshot()
@@ -201,10 +220,10 @@ def _attempt(
         raise TargetError(
             f"{e} (a table keeps its offsets per topic-partition, as a stream)"
         ) from None
-    check_topics(state, {t for t, _ in logs}, where, _shown(path))
+    check_topics(selected, {t for t, _ in logs}, where, _shown(path))
     source.prepare_available_now()
-    start = dict(state.offsets) if state.offsets else source.initial()
-    end = source.latest(start, Limit(), state.prints)
+    start = dict(selected.offsets) if state.offsets else source.initial()
+    end = source.latest(start, Limit(), selected.prints)
     # the losses the stream's planning found since the last run (failOnDataLoss=false), as
     # the reader counts missing offsets
     losses = source.take_losses()
@@ -226,13 +245,16 @@ def _attempt(
     read_schema = relaxed(prepared.schema)
     check_types(read_schema, target.format)
     origins = _origins(prepared)
-    table_schema = sink.schema()
-    schema = (
-        merge(table_schema, read_schema, target.format, state.schemas, origins)
-        if table_schema is not None
-        else read_schema
-    )
-    partitioning = _partitioning(sink, target, schema, created)
+    table_schema = None if replace == "table" else sink.schema()
+    schema = read_schema
+    if table_schema is not None:
+        try:
+            schema = merge(table_schema, read_schema, target.format, state.schemas, origins)
+        except SchemaChangeError:
+            if not replace:
+                raise
+            replace, table_schema = "table", None  # a type the table cannot take: a new one
+    partitioning = _partitioning(sink, target, schema, created or replace == "table")
     new_state = TableState(
         offsets=offsets,
         prints={**state.prints, **source.prints(end)},
@@ -241,15 +263,26 @@ def _attempt(
         archive=_shown(path),
     )
     batches = _batches(prepared, stats, set(new), schema, progress)
-    committed = sink.append(schema, batches, new_state, partitioning)
+    committed = sink.append(schema, batches, new_state, partitioning, replace)
     return TableRun(
         committed,
         rows=committed.rows,
         partitions=len(new),
         offsets=offsets,
-        created=created,
+        created=created or replace is not None,
         schema_changed=table_schema is not None and not table_schema.equals(schema),
         attempts=attempt,
+    )
+
+
+def _selected(state: TableState, selection: TopicSelection | None) -> TableState:
+    """``state`` with only the partitions ``selection`` takes (all: None)."""
+    if selection is None:
+        return state
+    return dataclasses.replace(
+        state,
+        offsets={k: v for k, v in state.offsets.items() if selection.takes(*k)},
+        prints={k: v for k, v in state.prints.items() if selection.takes(*k)},
     )
 
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import KafkaLogError
+from ..redact import redact_uri, uri_secrets
 
 FORMATS = ("iceberg", "delta")
 TRANSFORMS = ("year", "month", "day", "hour")
@@ -103,6 +104,10 @@ def partitioning_text(fields: tuple[PartitionField, ...]) -> str:
     return ",".join(f.text for f in fields) or "none"
 
 
+# Iceberg catalog properties whose values messages show (URIs redacted)
+SHOWN_PROPERTIES = ("type", "uri", "warehouse", "name")
+
+
 @dataclass(frozen=True, repr=False)
 class TableTarget:
     """Where and how a conversion writes a table.
@@ -126,10 +131,22 @@ class TableTarget:
     def __repr__(self) -> str:  # properties may hold credentials: names only
         keys = ",".join(sorted(self.properties))
         return (
-            f"TableTarget(format={self.format!r}, location={self.location!r}, "
+            f"TableTarget(format={self.format!r}, location={redact_uri(self.location)!r}, "
             f"table={self.table!r}, catalog={self.catalog!r}, properties=[{keys}], "
             f"mode={self.mode!r})"
         )
+
+    def secrets(self) -> list[str]:
+        """What messages never show, longest first (for :func:`~kafkalog_source.redact.scrub`):
+        every property's value but the Iceberg catalog's ``type``, ``name``, ``uri`` and
+        ``warehouse``, which are shown redacted, and what those URIs carry (a password, a
+        ``?token=``); what OUT's URI carries."""
+        shown = SHOWN_PROPERTIES if self.format == "iceberg" else ()
+        found = {v for k, v in self.properties.items() if k not in shown and v}
+        for k in ("uri", "warehouse"):
+            found.update(uri_secrets(self.properties.get(k) or ""))
+        found.update(uri_secrets(self.location))
+        return sorted(found, key=lambda v: (-len(v), v))
 
 
 __all__ = [

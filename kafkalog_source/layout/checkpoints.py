@@ -51,11 +51,14 @@ def join(directory: str, name: str) -> str:
     return directory.rstrip("/") + "/" + name if "://" in directory else f"{directory}/{name}"
 
 
-def _text_key(path: str) -> tuple[str, int, int] | None:
-    """The cache key of a listed object's text: its version (size, modification time)."""
+def _text_key(path: str) -> tuple[str, int, int | str] | None:
+    """The cache key of a listed object's text: its version, the store's entity tag (ETag)
+    where the listing gave one (it changes with the content), else its modification time (to
+    the second on S3: a checkpoint rewritten in the same second at the same size, as Kafka
+    rewrites them every few seconds, kept that key), with its size."""
     known = lookup(path)
-    if isinstance(known, Listed) and known.mtime_ns:
-        return (path, known.size, known.mtime_ns)
+    if isinstance(known, Listed) and (known.etag or known.mtime_ns):
+        return (path, known.size, known.etag or known.mtime_ns)
     return None
 
 
@@ -67,7 +70,7 @@ def known_text(path: str) -> bool:
 
 
 def _read_text(path: str, limit: int) -> str | None:
-    # a listed object is read once per version (size, modification time): a stream's triggers
+    # a listed object is read once per version (ETag, or modification time): a stream's triggers
     # do not ask for a checkpoint that did not change
     key = _text_key(path)
     if key is not None:
@@ -92,7 +95,7 @@ def _read_text(path: str, limit: int) -> str | None:
     return text
 
 
-_texts: OrderedDict[tuple[str, int, int], str] = OrderedDict()
+_texts: OrderedDict[tuple[str, int, int | str], str] = OrderedDict()
 _texts_lock = threading.Lock()
 _TEXTS_KEPT = 4096
 

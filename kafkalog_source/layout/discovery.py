@@ -54,7 +54,12 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
-from ..format.names import kraft_snapshot_id, segment_base_offset
+from ..format.names import (
+    BOOTSTRAP_SNAPSHOT_ID,
+    KRAFT_BOOTSTRAP,
+    kraft_snapshot_id,
+    segment_base_offset,
+)
 from ..options import StoreOptions
 from ..redact import redact_uri
 from ..selection import topic_selection
@@ -66,7 +71,6 @@ from .empty import note_unassigned, nothing_to_read
 from .listing import (
     EXPLICIT_NAME,
     GLOB_CHARS,
-    KRAFT_BOOTSTRAP,
     NOT_LOG_SUFFIXES,
     REDPANDA_SEGMENT_NAME,
     SEGMENT_NAME,
@@ -432,8 +436,10 @@ class Collector:
             return
         if name == KRAFT_BOOTSTRAP:  # KRaft's bootstrap snapshot: a record file, as a snapshot's
             tp = parse_partition_dir(base_name(parent_of(path)), allow_suffixed=True)
+            # read as a snapshot of its own, of Kafka's bootstrap snapshot id (0, 0): its rows
+            # carry it, and are no copy of the metadata log's first offsets
             topic, part = tp if tp is not None else ("__cluster_metadata", 0)
-            self.add(entry, topic, part, None)
+            self.add(entry, topic, part, None, BOOTSTRAP_SNAPSHOT_ID)
             return
         if name.endswith(NOT_LOG_SUFFIXES) or name in (
             "leader-epoch-checkpoint",

@@ -18,7 +18,7 @@ from ..errors import PathError
 from ..format.names import kraft_snapshot_id, segment_base_offset
 from ..options import StoreOptions
 from ..redact import redact_uri, scrub
-from ..transport.failures import access_denied, describe, store_errors
+from ..transport.failures import access_denied, describe, scrubbed, store_errors
 from ..transport.filesystems import Location, resolve
 from ..transport.known import current_known, note_listing
 from ..transport.source import local_access_denied, remote_access_denied
@@ -28,8 +28,6 @@ SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
 EXPLICIT_NAME = re.compile(r"^([0-9]{20})\.log(?:\.(?:deleted|cleaned|swap))?$")
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
-# the metadata log directory's bootstrap snapshot (Kafka's BootstrapDirectory): read when named
-KRAFT_BOOTSTRAP = "bootstrap.checkpoint"
 NOT_LOG_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 GLOB_CHARS = re.compile(r"[*?\[]")
 # Redpanda's own segment files, {base offset}-{term}-v{version}.log: another format
@@ -80,6 +78,7 @@ class Entry:
     size: int
     mtime: float  # epoch milliseconds
     key: str  # identity for deduplication: the real path, or the URI
+    etag: str = ""  # a listed object's entity tag, where the store gives one
 
     @property
     def name(self) -> str:
@@ -175,9 +174,12 @@ class RemoteLister:
     def _location(self, uri: str) -> Location:
         return resolve(uri, self.store)
 
+    def _secrets(self) -> list[str]:
+        return (self.store or StoreOptions()).secrets()
+
     def _failed(self, what: str, uri: str, exc: BaseException) -> Exception:
         """The error for a listing or look-up the store failed (its message scrubbed)."""
-        said = scrub(describe(exc), (self.store or StoreOptions()).secrets())
+        said = scrub(describe(exc), self._secrets())
         if access_denied(exc):
             return remote_access_denied(uri, said)
         return PathError(f"cannot {what} {redact_uri(uri)}: {said}")
@@ -205,7 +207,7 @@ class RemoteLister:
         try:
             info = loc.fs.get_file_info(loc.path)
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         return self._info_entry(loc, info)
 
     def _stat_object(self, loc: Location, path: str) -> Entry | None:
@@ -216,7 +218,7 @@ class RemoteLister:
         except FileNotFoundError:
             meta = None
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         if meta is not None:
             return Entry(path, False, meta.size, meta.mtime_ns / 1e6, path)
         prefix = loc.key.rstrip("/") + "/" if loc.key else ""
@@ -224,7 +226,7 @@ class RemoteLister:
         try:
             page = next(iter(loc.objects.list(prefix)), [])
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
         return Entry(path, True, 0, 0.0, path) if page else None
 
     def _list_objects(self, loc: Location, directory: str) -> list[Entry]:
@@ -233,7 +235,7 @@ class RemoteLister:
         prefix = loc.key.rstrip("/") + "/" if loc.key else ""
         lead = loc.path[: len(loc.path) - len(loc.key)] if loc.key else loc.path.rstrip("/") + "/"
         objects = [
-            (loc.to_uri(lead + key), listed.size, listed.mtime_ns)
+            (loc.to_uri(lead + key), listed.size, listed.mtime_ns, listed.etag)
             for page in loc.objects.list(prefix)
             for key, listed in page
             if not key.endswith("/")  # a "directory marker" object
@@ -252,7 +254,7 @@ class RemoteLister:
         covered = known.under(directory) if known is not None else None
         if covered:  # listed whole already (earlier in this plan or command): no request
             self._listed.append(directory)
-            tree = listing_tree(directory, with_dirs(directory, [(u, m.size, m.mtime_ns)
+            tree = listing_tree(directory, with_dirs(directory, [(u, m.size, m.mtime_ns, m.etag)
                                                            for u, m in covered]))  # fmt: skip
             self._dirs.update(tree)
             return tree[directory]
@@ -270,10 +272,10 @@ class RemoteLister:
         except FileNotFoundError:
             return None
         except store_errors() as e:
-            raise self._failed("list", directory, e) from e
+            raise self._failed("list", directory, e) from scrubbed(e, self._secrets())
         self._listed.append(directory)
         # the listing is the truth about what exists below it, for the rest of the plan
-        files = [(e.path, e.size, int(e.mtime * 1e6)) for e in entries if not e.is_dir]
+        files = [(e.path, e.size, int(e.mtime * 1e6), e.etag) for e in entries if not e.is_dir]
         note_listing(directory, files)
         tree = listing_tree(directory, entries)
         self._dirs.update(tree)
@@ -313,14 +315,14 @@ class RemoteLister:
         return path
 
 
-def with_dirs(directory: str, objects: list[tuple[str, int, int]]) -> list[Entry]:
-    """Entries of the ``(uri, size, mtime_ns)`` objects below ``directory``, with one directory
-    entry per prefix between (object stores have no directories)."""
+def with_dirs(directory: str, objects: list[tuple]) -> list[Entry]:
+    """Entries of the ``(uri, size, mtime_ns[, etag])`` objects below ``directory``, with one
+    directory entry per prefix between (object stores have no directories)."""
     out: list[Entry] = []
     dirs: set[str] = set()
     top = directory.rstrip("/")
-    for uri, size, mtime_ns in objects:
-        out.append(Entry(uri, False, size, mtime_ns / 1e6, uri))
+    for uri, size, mtime_ns, *etag in objects:
+        out.append(Entry(uri, False, size, mtime_ns / 1e6, uri, etag[0] if etag else ""))
         d = parent_of(uri)
         while d != top and d.startswith(top + "/") and d not in dirs:
             dirs.add(d)

@@ -48,6 +48,7 @@ from .stores import (
 from .table import FS_OPTION, OPTION_NAMES, OPTION_SPECS, SPEC_OF, cli_options, doc_ref
 from .values import (
     DECODES,
+    DEFAULT_REMOTE_CONCURRENCY,
     EARLIEST,
     ISOLATION_LEVELS,
     LATEST,
@@ -68,6 +69,7 @@ __all__ = [
     "BATCH",
     "CLI_COMMANDS",
     "DECODES",
+    "DEFAULT_REMOTE_CONCURRENCY",
     "EARLIEST",
     "EVERYWHERE",
     "FS_OPTION",

@@ -15,6 +15,7 @@ from .spec import (
     choices_text,
 )
 from .values import (
+    DEFAULT_REMOTE_CONCURRENCY,
     NO_TIME_MATCH,
     OFFSET_GAPS,
     REPLICAS,
@@ -259,7 +260,9 @@ READING: tuple[OptionSpec, ...] = (
         "What each segment weighs when small segments are packed together.",
         "As Spark's file sources: small segments are packed into one split up to "
         "`maxPartitionBytes`, each counting at least this much. A remote segment counts a "
-        "sixteenth of it: a read keeps many remote files' requests in flight at once.",
+        "sixteenth of it: a read keeps that many remote files' requests in flight at once "
+        "(`remoteConcurrency`'s default; the default, not the option's value, so that a plan "
+        "does not change with it).",
         default=4 * MiB,
     ),
     OptionSpec(
@@ -367,8 +370,8 @@ READING: tuple[OptionSpec, ...] = (
         "Remote paths: retries of a request that failed in a way a retry can fix.",
         "A timeout, a dropped or refused connection, throttling or an HTTP 5xx is retried "
         "with exponential backoff, after the store client's own retries, before the read "
-        "fails with a `StorageError`; other failures (access denied, a bad request) are not "
-        "retried.",
+        "fails with a `StorageError`; other failures (access denied, a bad request, a host "
+        "that does not resolve, a certificate not trusted) are not retried.",
         default=3,
         cli=("verify", "dump"),
     ),
@@ -383,7 +386,7 @@ READING: tuple[OptionSpec, ...] = (
         "first `readAheadBytes` while one decodes. Every request of the plan or the read counts, "
         "read-ahead included. `1`: one request at a time. See [Remote "
         "storage](../guides/remote-storage.md).",
-        default=16,
+        default=DEFAULT_REMOTE_CONCURRENCY,
     ),
     OptionSpec(
         "remoteHeaderWalk",
@@ -403,9 +406,10 @@ READING: tuple[OptionSpec, ...] = (
         "Streams: at most this many offsets per micro-batch.",
         "Shared between partitions in proportion to their backlog as Spark's Kafka source "
         "shares it: each partition's share rounded down, or up to one offset when it is below "
-        "one, never past the partition's end; the offsets rounding down leaves unused go to the "
-        "largest remainders. A micro-batch takes `min(limit, backlog)` offsets, plus one per "
-        "partition whose share was rounded up, and every partition with data advances at every "
+        "one, never past the partition's end; the offsets rounding leaves unused go one each to "
+        "the shares rounded down, largest remainders first (a share rounded up gets none). A "
+        "micro-batch takes `min(limit, backlog)` offsets (more only when the shares rounded up "
+        "to one already exceed it), and every partition with data advances at every "
         "trigger. Only one of `maxOffsetsPerTrigger`, `maxBytesPerTrigger` and "
         "`maxFilesPerTrigger` may be set. Batch reads ignore it. See "
         "[Admission control](../guides/streaming.md#admission-control).",

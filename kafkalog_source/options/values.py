@@ -23,6 +23,8 @@ MiB = 1024 * 1024
 # one record batch holds at most 2 GiB - 1 bytes of keys (or values, or header values). The reader
 # hands over a record batch at 16 MiB of data, so one Kafka batch of up to this size always fits.
 MAX_BATCH_BYTES_LIMIT = 1024 * MiB
+# remoteConcurrency's default: the requests a read of many remote files keeps in flight at once
+DEFAULT_REMOTE_CONCURRENCY = 16
 
 EARLIEST = -2
 LATEST = -1

@@ -29,13 +29,17 @@ Two paths compute the same columns, and agree on every value, valid or not
   then ``pa.array``. It is used for ``as_json=True`` (with logical types) and when
   ``KAFKALOG_AVRO_KERNEL=0``.
 
-Resolution follows Java's Avro (and Spark's ``from_avro``) where the specification leaves room:
-the reader's logical type decides a timestamp's unit and a decimal's scale; a union branch
-matching the writer's type exactly is taken before one it promotes to; a bytes or fixed default
+Resolution follows Java's Avro (and Spark's ``from_avro``) where the specification leaves room,
+but for units and scales: a timestamp's or time's unit is the writer's logical type's when it
+names one, else the reader's (:func:`.avro_program.time_scale`); a decimal is rescaled exactly
+from the writer's scale to the reader's (:func:`.avro_program.decimal_shift`: a value that would
+lose digits is invalid); a union branch matching the writer's type exactly is taken before one
+it promotes to; a bytes or fixed default
 is its JSON string's code points 0-255, a union default fits the first branch it can. Invalid
 values: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a varint past 64 bits, an
 enum or union index out of range, a string (read or skipped) or map key that is not UTF-8, a map
-that holds a key twice (Spark's maps refuse it; Java keeps the last).
+the reader reads that holds a key twice (Spark's maps refuse it; Java keeps the last; the reason
+names the map's field and the first such key in the value's bytes, on both paths).
 
 With ``as_json=True`` the type is ``pa.string()`` and each value is decoded with its own writer
 schema (no reader) into a JSON document: records and maps as objects (field names as in the
@@ -185,6 +189,10 @@ class AvroDecoder(PayloadDecoder):
             self._where_cache[schema_id] = held_by(self.registry, schema_id)
         return self._where_cache[schema_id]
 
+    def _reader_node(self) -> Node | None:
+        """The reader schema's node (None: each value is read whole with its writer's)."""
+        return None if self._reader is None else self._reader.node
+
     def writer(self, schema_id: int) -> ParsedSchema:
         """The parsed writer schema of an id; :class:`_Unusable` (with the row error's reason)
         when the registry has no Avro schema under it."""
@@ -272,7 +280,13 @@ class AvroDecoder(PayloadDecoder):
         twice = duplicate_key_rows(values)
         if twice:  # the kernel keeps every entry; a map key twice is an invalid value
             for i, why in twice.items():
-                errors.append(PayloadError(i, int(ids[i]), self.parse_reason(int(ids[i]), why)))
+                sid = int(ids[i])
+                try:  # the first duplicate in the value's bytes, as the fastavro path says
+                    check_bounds(self.writer(sid).node, memoryview(data[i].as_py())[WIRE_PREFIX:],
+                                 self._reader.node)  # fmt: skip
+                except Bounds as e:
+                    why = str(e)
+                errors.append(PayloadError(i, sid, self.parse_reason(sid, why)))
             keep = np.ones(n, bool)
             keep[list(twice)] = False
             values = pc_if_else(keep, values)
@@ -300,7 +314,9 @@ class AvroDecoder(PayloadDecoder):
             )
         if code == K.E_DECIMAL:
             return self.resolve_reason(
-                sid, f"{path or 'the value'}: a decimal of {arg} bytes does not fit its reader type"
+                sid,
+                f"{path or 'the value'}: a decimal of {arg} bytes does not fit its reader type "
+                "(its precision, or its scale without losing digits)",
             )
         if code == K.E_OVERFLOW:
             return self.resolve_reason(
@@ -390,7 +406,8 @@ class AvroDecoder(PayloadDecoder):
         payload = memoryview(raw)[WIRE_PREFIX:]
         if writer.node.kind != "bytes":
             try:  # before fastavro, which trusts block counts: a 13-byte value could fill RAM
-                check_bounds(writer.node, payload)
+                reads = None if self.as_json else self._reader_node()
+                check_bounds(writer.node, payload, reads)
             except Bounds as e:
                 raise _RowError(self.parse_reason(sid, str(e))) from None
         buf = io.BytesIO(payload)

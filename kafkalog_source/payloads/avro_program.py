@@ -57,7 +57,65 @@ class Col:
         return out
 
 
-_MILLIS = ("timestamp-millis", "local-timestamp-millis", "time-millis")
+# the unit of an Avro time or timestamp value, in nanoseconds, by (type, logical type): Avro's
+# specification (1.12) puts each logical type on one type; elsewhere it is ignored, as in Java
+_UNIT = {
+    ("int", "time-millis"): 1_000_000,
+    ("long", "time-micros"): 1000,
+    ("long", "timestamp-millis"): 1_000_000,
+    ("long", "timestamp-micros"): 1000,
+    ("long", "timestamp-nanos"): 1,
+    ("long", "local-timestamp-millis"): 1_000_000,
+    ("long", "local-timestamp-micros"): 1000,
+    ("long", "local-timestamp-nanos"): 1,
+}
+_TIMESTAMPS_US = ("timestamp-millis", "timestamp-micros", "local-timestamp-millis")
+_TIMESTAMPS_US += ("local-timestamp-micros",)  # arrow_type: timestamp("us")
+
+
+def time_unit(node: Node) -> int | None:
+    """The unit (ns) of ``node``'s values when it is a time or timestamp, else None."""
+    return _UNIT.get((node.kind, node.logical or ""))
+
+
+def column_unit(node: Node) -> int | None:
+    """The unit (ns) of the column a reader schema ``node`` gives (:func:`~.avro_schema.
+    arrow_type`): microseconds for every timestamp but the nanosecond ones (int64, raw), the
+    schema's own unit for a time; None when ``node`` is not a time or timestamp."""
+    if node.kind == "long" and node.logical in _TIMESTAMPS_US:
+        return 1000
+    return time_unit(node)
+
+
+def time_scale(w: Node, r: Node) -> int | str:
+    """The factor a writer ``int``/``long`` ``w`` is multiplied by in reader ``r``'s column: 1,
+    or 1000 for milliseconds into a microsecond column; a reason (str) for units that do not
+    convert so (nanoseconds into or out of another unit). The value's unit is the writer's
+    logical type when it names one (the value was written in that unit: reading a
+    ``timestamp-millis`` as a reader's ``timestamp-micros`` must not move it to 1970), else the
+    reader's; a reader that is no time or timestamp takes the writer's number as it is."""
+    col = column_unit(r)
+    if col is None:
+        return 1
+    value = time_unit(w) or time_unit(r)
+    if value == col:
+        return 1
+    if value == 1_000_000 and col == 1000:
+        return 1000
+    return (
+        f"a writer {w.logical or w.kind} does not resolve into the reader's {r.logical} "
+        "(kafkalog converts milliseconds to microseconds, no other time units)"
+    )
+
+
+def decimal_shift(w: Node, r: Node) -> int:
+    """The digits a writer's unscaled decimal moves by to take reader ``r``'s (decimal) scale:
+    the reader's scale less the writer's (a writer without the decimal logical type has the
+    reader's scale). Avro's specification resolves decimals only of equal scale and precision,
+    and Java's conversion reads the unscaled value with the reader's scale (a value 10**k too
+    large or small); kafkalog rescales each value exactly instead: a value that would lose
+    digits (1.235 into scale 2) or pass the reader's precision is an invalid value."""
+    return r.scale - w.scale if w.logical == "decimal" else 0
 
 
 def _leaf(node: Node, arrow: pa.DataType, cols: list[Col]) -> Col:
@@ -74,9 +132,7 @@ def _leaf(node: Node, arrow: pa.DataType, cols: list[Col]) -> Col:
     else:
         kind, role = K.K_FIXED, "int"
     c = Col(len(cols), kind, role, arrow, node)
-    c.micros = node.logical in ("timestamp-micros", "local-timestamp-micros", "time-micros") or (
-        node.logical in ("timestamp-millis", "local-timestamp-millis")
-    )
+    c.micros = column_unit(node) == 1000
     cols.append(c)
     return c
 
@@ -349,10 +405,14 @@ class Program:
             self._op(K.OP_ENUM, cid, table, len(w.symbols))
         elif k in ("int", "long"):
             cv = K.CV_INT
+            scale = 1 if col is None or r is None else time_scale(w, r)
             if col is not None and col.kind == K.K_FLOAT:
                 cv = K.CV_FLOAT
-            elif col is not None and col.micros and r is not None and r.logical in _MILLIS:
-                cv = K.CV_MILLIS  # the reader's logical type says the unit, as in Java
+            elif isinstance(scale, str):
+                self._fail(scale)
+                return
+            elif scale == 1000:
+                cv = K.CV_MILLIS
             self._op(K.OP_INT if k == "int" else K.OP_LONG, cid, cv)
         elif k == "float":
             self._op(K.OP_FLOAT, cid)
@@ -363,15 +423,15 @@ class Program:
         elif k == "null":
             self._op(K.OP_NULL, cid)
         elif col is not None and col.role == "decimal":
-            # the unscaled value with the reader's scale, as Java's DecimalConversion reads it
-            # (and Spark's from_avro); the writer's own scale is not looked at
+            # the writer's value rescaled exactly to the reader's scale (decimal_shift)
             assert r is not None
+            shift = decimal_shift(w, r)
             if raw:
                 self._fail("a raw top-level bytes value is not a decimal")
             elif k == "fixed":
-                self._op(K.OP_DEC_FIXED, cid, w.size, r.precision)
+                self._op(K.OP_DEC_FIXED, cid, w.size, r.precision, shift)
             else:
-                self._op(K.OP_DEC_BYTES, cid, r.precision)
+                self._op(K.OP_DEC_BYTES, cid, r.precision, shift)
         elif k == "fixed":
             self._op(K.OP_FIXED, cid, w.size)
         else:  # string, bytes

@@ -17,8 +17,11 @@ schema by the kernel's rules (:mod:`.avro_program`), not fastavro's:
   ``double``, that resolve into different reader branches (the first is taken);
 * enum symbols map by name, to the reader's default when it lacks one; promotions as the
   specification lists them;
-* the reader's logical type says a timestamp's unit (``timestamp-millis`` × 1000) and a
-  decimal's scale, as Java's conversions read them.
+* a timestamp's unit is the writer's logical type when it names one, else the reader's
+  (:func:`~.avro_program.time_scale`); a decimal is the writer's unscaled value at the
+  writer's scale, rescaled exactly to the reader's by ``pa.array`` (which refuses a value that
+  would lose digits or pass the precision, as the kernel does:
+  :func:`~.avro_program.decimal_shift`).
 
 :func:`check_bounds` walks every value with the writer schema before fastavro reads it and
 refuses what the kernel refuses: a length or block count past the bytes there, values nested
@@ -39,7 +42,7 @@ import pyarrow.compute as pc
 
 from ..format.registry import WIRE_PREFIX
 from ..kernel import avro as K
-from .avro_program import encode_default, min_size
+from .avro_program import decimal_shift, encode_default, min_size, time_scale
 from .avro_schema import FieldNode, Node, matches, non_null, reader_branch, union_shape
 
 
@@ -51,13 +54,16 @@ MAX_DEPTH = 256  # nested values (recursive schemas) a value may hold
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
-def check_bounds(node: Node, payload: memoryview | bytes) -> None:
+def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = None) -> None:
     """Walk an Avro value of ``node`` without building it, and raise :class:`Bounds` when a
     length or block count asks for more than the bytes left could hold (the kernel's rules:
     ``n`` items of at least ``min_size`` bytes each, at most ``ZERO_SIZE_ITEMS`` items of zero
     bytes), when nesting goes deeper than :data:`MAX_DEPTH`, or where the kernel refuses a
-    value: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a map key twice. What it
-    does not check (UTF-8, enum and union indexes, ...) fastavro reports itself."""
+    value: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a map key twice in a map
+    that ``reader`` (default: ``node``, every map) reads, the first in the value's bytes, named
+    by its field path in the reader (a map the reader drops is skipped, as the kernel skips
+    it). What it does not check (UTF-8, enum and union indexes, ...) fastavro reports
+    itself."""
     buf = bytes(payload)
     end = len(buf)
     zero = [0]
@@ -81,10 +87,15 @@ def check_bounds(node: Node, payload: memoryview | bytes) -> None:
             raise Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
         return p + size
 
-    def skip(n: Node, p: int, depth: int) -> int:
+    def skip(n: Node, r: Node | None, p: int, depth: int, path: str) -> int:
         if depth > MAX_DEPTH:
             raise Bounds(f"values nested deeper than {MAX_DEPTH}")
         k = n.kind
+        if r is not None and r.kind == "union" and k != "union":
+            j = reader_branch(n, r)
+            r = None if j is None else r.branches[j]
+        if r is not None and (r.kind != k if k in ("record", "array", "map") else False):
+            r = None  # does not resolve: the value is an error of its own
         if k == "null":
             return p
         if k == "boolean":
@@ -119,14 +130,17 @@ def check_bounds(node: Node, payload: memoryview | bytes) -> None:
                 raise Bounds(f"negative length {size}")
             return need(p, size)
         if k == "record":
+            pairs = _pairs(n, r) if r is not None else {}
             for f in n.fields:
-                p = skip(f.node, p, depth + 1)
+                rf = pairs.get(f.name)
+                sub = None if rf is None else (f"{path}.{rf.name}" if path else rf.name)
+                p = skip(f.node, None if rf is None else rf.node, p, depth + 1, sub or "")
             return p
         if k == "union":
             i, p = long_at(p)
             if not 0 <= i < len(n.branches):
                 raise Bounds(f"union branch {i} does not exist")
-            return skip(n.branches[i], p, depth + 1)
+            return skip(n.branches[i], r, p, depth + 1, path)
         if k in ("array", "map"):
             assert n.items is not None
             least = min_size(n.items) + (1 if k == "map" else 0)
@@ -155,26 +169,45 @@ def check_bounds(node: Node, payload: memoryview | bytes) -> None:
                             raise Bounds(f"negative length {size}")
                         p = need(q, size)
                         key = buf[q:p]
-                        if key in keys:
-                            raise Bounds(duplicate_reason(key))
+                        if r is not None and key in keys:
+                            raise Bounds(duplicate_reason(key, path))
                         keys.add(key)
-                    p = skip(n.items, p, depth + 1)
+                    p = skip(n.items, None if r is None else r.items, p, depth + 1, path)
         return p
 
-    skip(node, 0, 0)
+    skip(node, node if reader is None else reader, 0, 0, "")
 
 
-def duplicate_reason(key: bytes) -> str:
-    """The reason of a map that holds ``key`` (its encoded form) twice."""
+def _pairs(w: Node, r: Node) -> dict[str, FieldNode]:
+    """The reader field of each writer field of record ``w`` read into record ``r`` (the
+    kernel's pairing, as :func:`_record`'s: by name, then by alias, a writer field once)."""
+    by_name = {f.name: f for f in w.fields}
+    out: dict[str, FieldNode] = {}
+    for rf in r.fields:
+        wf = by_name.get(rf.name)
+        if wf is None:
+            wf = next((by_name[a] for a in rf.aliases if a in by_name), None)
+        if wf is not None and wf.name not in out:
+            out[wf.name] = rf
+    return out
+
+
+def duplicate_reason(key: bytes, path: str = "") -> str:
+    """The reason of a map (at the reader's field ``path``) that holds ``key`` (its encoded
+    form) twice."""
     text = key.decode("utf-8", "replace")
     if len(text) > 40:
         text = text[:40] + "..."
-    return f"a map holds a key twice ({text!r}; Spark's maps refuse that, Java keeps the last)"
+    return (
+        f"{path or 'the value'}: a map holds a key twice ({text!r}; Spark's maps refuse that, "
+        "Java keeps the last)"
+    )
 
 
 def duplicate_key_rows(values: pa.Array) -> dict[int, str]:
-    """Rows of the kernel's output whose value holds a map with a key twice, and why (the
-    kernel keeps every entry; the fastavro path's dict cannot)."""
+    """Rows of the kernel's output whose value holds a map with a key twice, and a why (the
+    kernel keeps every entry; the fastavro path's dict cannot); the decoder names the first
+    such key in the value's bytes with :func:`check_bounds`, as the fastavro path does."""
     found: dict[int, str] = {}
 
     def walk(arr: pa.Array, rows: np.ndarray) -> None:
@@ -232,13 +265,17 @@ def _as_bytes(v: Any) -> bytes:
     return v.encode("utf-8") if isinstance(v, str) else bytes(v)
 
 
-def _leaf(node: Node) -> Callable[[Any], Any]:
-    """A raw fastavro value (plain schema) of a non-union, non-container reader schema -> the
-    value pa.array takes."""
+def _leaf(node: Node, writer: Node | None = None) -> Callable[[Any], Any]:
+    """A raw fastavro value (plain schema) of ``writer`` (default: ``node`` itself) read into a
+    non-union, non-container reader schema ``node`` -> the value pa.array takes."""
     k, lg = node.kind, node.logical
+    w = node if writer is None else writer
     if k in ("int", "long"):
-        if lg in ("timestamp-millis", "local-timestamp-millis"):
-            return lambda v: int(v) * 1000
+        scale = time_scale(w, node)
+        if isinstance(scale, str):
+            return _fail(scale)
+        if scale != 1:
+            return lambda v: int(v) * scale
         return int
     if k in ("float", "double"):
         return float
@@ -246,7 +283,7 @@ def _leaf(node: Node) -> Callable[[Any], Any]:
         return lambda v: v.decode() if isinstance(v, (bytes, bytearray)) else str(v)
     if k in ("bytes", "fixed"):
         if lg == "decimal":
-            scale = node.scale
+            scale = node.scale - decimal_shift(w, node)  # the writer's
             exact = decimal.Context(prec=100)  # scaleb rounds to its context's precision
             return lambda v: decimal.Decimal(_signed_be(_as_bytes(v))).scaleb(-scale, exact)
         return _as_bytes
@@ -331,7 +368,7 @@ def converter(writer: Node, reader: Node) -> Callable[[Any], Any]:
         if k == "array":
             return lambda v: [item(x) for x in v]
         return lambda v: [(key, item(x)) for key, x in v.items()]
-    leaf = _leaf(r)
+    leaf = _leaf(r, w)
     if k in ("int", "long") and r.kind in ("float", "double"):
         return float
     if k == "fixed":

@@ -61,6 +61,7 @@ from .codec import (
     registered,
     split_wire,
 )
+from .jsonschema_check import check_schema
 
 if TYPE_CHECKING:  # the Registry and RegisteredSchema of format/registry.py
     from ..format.registry import RegisteredSchema
@@ -234,28 +235,6 @@ class _Struct(_Node):
 
 
 # -- validation --------------------------------------------------------------------------------
-
-
-def check_schema(doc: Any) -> None:
-    """Raise ``ValueError`` when ``doc`` (a parsed JSON Schema) is not valid under the
-    metaschema of its ``$schema`` dialect (draft-07 when it names none or one the validator
-    does not know: the Schema Registry's default), as JSON Schema's own validator (the
-    ``jsonschema`` package) checks a schema before use: keywords of the wrong type
-    (``"properties": []``, ``"$ref": 5``, ``"type": "strin"``) are refused there."""
-    import jsonschema
-    from jsonschema.validators import validator_for
-
-    if isinstance(doc, dict) and "$schema" in doc and not isinstance(doc["$schema"], str):
-        raise ValueError(f"$schema is not a string: {json.dumps(doc['$schema'])[:60]}")
-    try:
-        validator_for(doc, default=jsonschema.Draft7Validator).check_schema(doc)
-    except jsonschema.exceptions.SchemaError as e:
-        where = "/".join(str(p) for p in e.absolute_path)
-        raise ValueError(
-            f"not a valid JSON Schema: {e.message[:200]}" + (f" (at {where})" if where else "")
-        ) from None
-    except RecursionError:
-        raise ValueError("not a valid JSON Schema: nested too deep") from None
 
 
 def load_schema(text: str) -> Any:

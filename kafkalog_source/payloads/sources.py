@@ -72,7 +72,7 @@ from ..format.replay import replay
 from ..layout.discovery import parse_partition_dir
 from ..options import StoreOptions, check_path, scheme_of
 from ..redact import MASK, redact_uri, scrub, secret_strings
-from ..transport.failures import describe, store_errors
+from ..transport.failures import describe, scrubbed, store_errors
 from ..transport.filesystems import is_remote, resolve
 
 log = logging.getLogger(__name__)
@@ -266,7 +266,9 @@ class _Files:
         try:
             info = loc.fs.get_file_info(loc.path)
         except store_errors() as e:
-            raise self._failed("look up", path, e) from e
+            raise self._failed("look up", path, e) from scrubbed(
+                e, (self.store or StoreOptions()).secrets()
+            )
         if info.type == FileType.Directory:
             return "dir"
         if info.type == FileType.File:
@@ -292,7 +294,9 @@ class _Files:
                 FileSelector(loc.path.rstrip("/"), recursive=False, allow_not_found=True)
             )
         except store_errors() as e:
-            raise self._failed("list", directory, e) from e
+            raise self._failed("list", directory, e) from scrubbed(
+                e, (self.store or StoreOptions()).secrets()
+            )
         return [(loc.to_uri(i.path), i.type == FileType.Directory) for i in infos]
 
     def read(self, path: str) -> bytes:
@@ -304,7 +308,9 @@ class _Files:
             with loc.fs.open_input_stream(loc.path) as f:
                 return f.read()
         except store_errors() as e:
-            raise self._failed("read", path, e) from e
+            raise self._failed("read", path, e) from scrubbed(
+                e, (self.store or StoreOptions()).secrets()
+            )
 
 
 def _classify(spec: str, fs: _Files) -> tuple[str, list[str]]:

@@ -78,6 +78,8 @@ class PayloadPlan:
 
     columns: tuple[ColumnPlan, ...]
     mode: str
+    # _schemas records the registry could not read, skipped as it skips them (not FAILFAST)
+    skipped_schema_records: int = 0
 
     @property
     def fields(self) -> list[pa.Field]:

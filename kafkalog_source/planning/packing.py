@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..layout.tiered import MANIFEST_SUFFIX, is_tiered_log, tiered_sibling
 from ..transport.fanout import bounded_map
-from ..transport.filesystems import is_remote
+from ..transport.filesystems import is_remote, regions_of
 from ..transport.known import current_known
 from .extents import Extent
 from .request import PlanRequest
@@ -42,33 +42,29 @@ def _cut(ext: Extent, max_split: int, walk: bool = True) -> list[tuple[int, int]
     """Cut an extent into batch-aligned pieces of about ``max_split`` bytes (not at all, unless
     ``walk``, when the segment has no ``.index`` entries: every cut point would be found by a
     serial walk of the batch headers from the start; with entries, a walk starts at the entry
-    before each cut point)."""
+    before each cut point). The caller closes the probe (once for all of a segment's cuts)."""
     p = ext.probe
     if not walk and ext.end - ext.start > max_split // 2 and not len(p.offset_index()[1]):
-        p.close()
         return [(ext.start, ext.end)]
     out: list[tuple[int, int]] = []
     cur, prev = ext.start, ext.start_header
     slack = min(1 << 20, max(1, max_split // 8))
     # cut points on a fixed grid (as Spark's file splits), each moved to the next batch start
-    try:
-        if prev is None and ext.end - cur > max_split // 2:
-            prev = p.header(ext.start)  # read only for an extent to cut
-        if prev is not None and prev.magic >= 2:  # the batch at ext.start
-            ext.batch_offsets[ext.start] = prev.base_offset
-        while prev is not None and ext.end - cur > max_split // 2:
-            cut = ext.start + ((cur - ext.start) // max_split + 1) * max_split
-            if cut >= ext.end:
-                break
-            h = p.boundary_at_or_after(cut, prev, slack)
-            if h is None or h.position >= ext.end:
-                break
-            out.append((cur, h.position))
-            cur, prev = h.position, h
-            if h.magic >= 2:  # (a legacy entry's offset is its last one)
-                ext.batch_offsets[h.position] = h.base_offset
-    finally:
-        p.close()
+    if prev is None and ext.end - cur > max_split // 2:
+        prev = p.header(ext.start)  # read only for an extent to cut
+    if prev is not None and prev.magic >= 2:  # the batch at ext.start
+        ext.batch_offsets[ext.start] = prev.base_offset
+    while prev is not None and ext.end - cur > max_split // 2:
+        cut = ext.start + ((cur - ext.start) // max_split + 1) * max_split
+        if cut >= ext.end:
+            break
+        h = p.boundary_at_or_after(cut, prev, slack)
+        if h is None or h.position >= ext.end:
+            break
+        out.append((cur, h.position))
+        cur, prev = h.position, h
+        if h.magic >= 2:  # (a legacy entry's offset is its last one)
+            ext.batch_offsets[h.position] = h.base_offset
     out.append((cur, ext.end))
     return out
 
@@ -102,46 +98,44 @@ def _stop_offset(ext: Extent, end: int) -> int | None:
 
 def _cut_records(ext: Extent, cuts: list[tuple[int, int]], most: int) -> list[tuple[int, int, int]]:
     """``cuts`` cut further so that no piece holds more than ``most`` offsets (see the module's
-    documentation); each piece with the offsets it holds at most (``most`` where not known)."""
+    documentation); each piece with the offsets it holds at most (``most`` where not known).
+    The caller closes the probe."""
     p = ext.probe
     out: list[tuple[int, int, int]] = []
-    try:
-        for start, end in cuts:
-            first = _first_offset(ext, start)
-            while first is not None:
-                stop = _stop_offset(ext, end)
-                if stop is not None and stop - first <= most:
-                    break
-                r = p.reach(first + most)  # the batch holding the first offset past the limit
-                h = r.header
-                if r.status != "found" or h is None or h.position >= end:
-                    if r.status == "gave_up":
-                        first = None  # not known: the piece as it is, a split of its own
-                    break  # every batch before ``end`` ends below first + most
-                if h.position > start:  # cut before it
-                    cut = h.position
-                    if h.magic >= 2:
-                        after = h.base_offset
-                    else:
-                        after = r.pred_last + 1 if r.pred_last is not None else h.last_offset
-                else:  # one batch holds more than ``most`` offsets: a piece of its own
-                    cut, after = h.end, h.last_offset + 1
-                if cut >= end:
-                    break
-                nxt = p.header(cut)
-                if nxt is None:
-                    break
-                if nxt.magic >= 2:
-                    ext.batch_offsets[cut] = after = nxt.base_offset
-                out.append((start, cut, max(1, min(most, after - first))))
-                start, first = cut, max(after, ext.offset_lo)
-            if first is None:
-                out.append((start, end, most))
-                continue
+    for start, end in cuts:
+        first = _first_offset(ext, start)
+        while first is not None:
             stop = _stop_offset(ext, end)
-            out.append((start, end, most if stop is None else max(1, min(most, stop - first))))
-    finally:
-        p.close()
+            if stop is not None and stop - first <= most:
+                break
+            r = p.reach(first + most)  # the batch holding the first offset past the limit
+            h = r.header
+            if r.status != "found" or h is None or h.position >= end:
+                if r.status == "gave_up":
+                    first = None  # not known: the piece as it is, a split of its own
+                break  # every batch before ``end`` ends below first + most
+            if h.position > start:  # cut before it
+                cut = h.position
+                if h.magic >= 2:
+                    after = h.base_offset
+                else:
+                    after = r.pred_last + 1 if r.pred_last is not None else h.last_offset
+            else:  # one batch holds more than ``most`` offsets: a piece of its own
+                cut, after = h.end, h.last_offset + 1
+            if cut >= end:
+                break
+            nxt = p.header(cut)
+            if nxt is None:
+                break
+            if nxt.magic >= 2:
+                ext.batch_offsets[cut] = after = nxt.base_offset
+            out.append((start, cut, max(1, min(most, after - first))))
+            start, first = cut, max(after, ext.offset_lo)
+        if first is None:
+            out.append((start, end, most))
+            continue
+        stop = _stop_offset(ext, end)
+        out.append((start, end, most if stop is None else max(1, min(most, stop - first))))
     return out
 
 
@@ -217,6 +211,7 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
         offsets_exact=not ext.merged and seg.snapshot is None,
         partition_missing=ext.reported,
         objects=_objects(seg.path),
+        regions=regions_of(seg.path),
     )
 
 
@@ -267,13 +262,17 @@ def splits_for(
         by_probe.setdefault(id(ext.probe), []).append((i, ext))
 
     def cut_all(exts: list[tuple[int, Extent]]) -> list[tuple[int, int, int, int]]:
+        """One segment's extents cut (its probe opened once for all of them)."""
         out = []
-        for i, ext in exts:
-            cuts = _cut(ext, max_split, walk_cuts)
-            if max_records is None:
-                out += [(i, start, end, 0) for start, end in cuts]
-            else:
-                out += [(i, *piece) for piece in _cut_records(ext, cuts, max_records)]
+        try:
+            for i, ext in exts:
+                cuts = _cut(ext, max_split, walk_cuts)
+                if max_records is None:
+                    out += [(i, start, end, 0) for start, end in cuts]
+                else:
+                    out += [(i, *piece) for piece in _cut_records(ext, cuts, max_records)]
+        finally:
+            exts[0][1].probe.close()
         return out
 
     cuts: dict[int, list[tuple[int, int, int]]] = {}

@@ -49,7 +49,7 @@ import logging
 from ..errors import DataLossError
 from ..layout.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
 from ..layout.discovery import SegmentFile, discover, parent_directory, segment_bases
-from ..options import StoreOptions
+from ..options import DEFAULT_REMOTE_CONCURRENCY, StoreOptions
 from ..transport.fanout import bounded_map, request_limit
 from ..transport.filesystems import is_remote
 from ..transport.known import known_objects
@@ -67,7 +67,11 @@ from .transactions import log_transactions
 
 log = logging.getLogger("kafkalog")
 
-REMOTE_OPENS_AT_ONCE = 16  # a remote segment weighs openCostInBytes / this in a split
+# A remote segment weighs openCostInBytes / this in a split: a read opens that many remote files
+# at once (their requests in flight together: remoteConcurrency), so each open costs a task that
+# fraction of a local one. remoteConcurrency's default, not the read's value: the plan (Spark's
+# partitions) does not change with the option.
+REMOTE_OPENS_AT_ONCE = DEFAULT_REMOTE_CONCURRENCY
 
 
 def _group_key(seg: SegmentFile) -> tuple:
@@ -203,9 +207,8 @@ def _plan(
             data_bytes = sum(e.end - e.start for e in extents)
             open_cost = request.open_cost_in_bytes
             if remote:
-                # a read keeps many remote files' requests in flight at once (reader/prefetch.py,
-                # remoteConcurrency, 16 by default): each weighs that much less in a split (a
-                # constant, so that the plan does not depend on remoteConcurrency)
+                # a read keeps many remote files' requests in flight at once (reader/prefetch.py):
+                # each weighs that much less in a split (REMOTE_OPENS_AT_ONCE)
                 open_cost //= REMOTE_OPENS_AT_ONCE
             max_split = max_split_bytes(request, data_bytes + open_cost * len(extents))
             bins = splits_for(

@@ -23,7 +23,7 @@ from .extents import Extent, PartitionBounds, bounds_for
 from .logview import transaction_event
 from .markers import SegmentSummary
 from .probe import SegmentProbe
-from .request import PlanRequest
+from .request import PlanRequest, no_time_match
 from .splits import MissingOffsets
 from .transactions import LogTransactions, collect
 
@@ -160,6 +160,8 @@ def merge_extents(
         _transactions(name, chosen, copies) if request.isolation_level == "read_committed" else None
     )
     first, last, ends_at_time = _time_window(chosen, b)
+    if b.ts_start is not None and first >= len(chosen) and request.no_time_match == "error":
+        raise no_time_match(key, b.ts_start)  # as a single log's planning (extents.py)
     # runs of batches adjacent in one segment file become extents
     extents: list[Extent] = []
     for i, x in enumerate(chosen[first:last], first):

@@ -117,6 +117,10 @@ class SegmentRange:
     # segment's (a tiered segment's manifest and ``.log`` object), so that a reader anywhere (a
     # Spark task) opens them with no ``HEAD`` (transport/known.py)
     objects: tuple[tuple[str, int], ...] = ()
+    # The AWS region of the segment's bucket when the planner looked it up (an s3:// path on AWS
+    # itself with no region given), ``(bucket, region)``: a reader in another process (a Spark
+    # task) does not look it up again (transport/filesystems.py)
+    regions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

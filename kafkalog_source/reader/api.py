@@ -298,6 +298,7 @@ def _with_payloads(
     projection = Projection(tuple(wanted))
     ranges, n = _plan(opts, threads)
     st = stats if stats is not None else ReadStats()
+    st.skipped_schema_records += plan.skipped_schema_records
     batches = _ordered_batches(ranges, opts, projection, st, n, tuning)
     schema = pa.schema([added[c] if c in added else projection.schema.field(c) for c in names])
     return schema, with_payloads(batches, plan, st, names)

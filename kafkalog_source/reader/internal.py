@@ -37,7 +37,7 @@ from ..errors import OptionError, UndecodableRecordError
 from ..format.batch import LOG_OVERHEAD, locate_record, offset_field, size_field
 from ..format.messages.decode import to_json
 from ..format.messages.topics import TOPIC_INTERPRETATION, RecordDecodeError, decode_record
-from ..format.names import kraft_snapshot_id
+from ..format.names import snapshot_id_of
 from ..layout.files import open_source
 from ..options import ReadOptions
 from ..stats import ReadEvent, ReadStats
@@ -142,10 +142,11 @@ class InternalDecoder:
         self._snapshots: dict[str, tuple[int, int] | None] = {}
 
     def snapshot(self, path: str) -> tuple[int, int] | None:
-        """The KRaft snapshot id ``(end offset, epoch)`` of the file ``path``, None for a
-        segment (discovery reads a ``.checkpoint`` file only as a snapshot)."""
+        """The KRaft snapshot id ``(end offset, epoch)`` of the file ``path`` (KRaft's
+        bootstrap.checkpoint: Kafka's bootstrap snapshot id), None for a segment (discovery
+        reads a ``.checkpoint`` file only as a snapshot)."""
         if path not in self._snapshots:
-            self._snapshots[path] = kraft_snapshot_id(path, deleted=True)
+            self._snapshots[path] = snapshot_id_of(path)
         return self._snapshots[path]
 
     def interpretation(self, topic: str) -> str | None:

@@ -16,6 +16,7 @@ values of the read (:data:`JSON_SAMPLE` of them).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +30,8 @@ from ..payloads.step import ColumnPlan, PayloadPlan, PayloadStep, not_payload_to
 from ..planning.request import listing_of
 from ..redact import redact_uri
 from ..stats import ReadStats
+
+log = logging.getLogger("kafkalog")
 
 # how this module reads: (options, columns) -> batches (reader/api.py's planned read, one thread)
 Read = Callable[[ReadOptions, list[str]], Iterator[pa.RecordBatch]]
@@ -55,11 +58,26 @@ def payload_plan(
     if any(s.topic is None for s in segments):
         data_topics.append(None)  # a bare segment file: the subject must be given
     registry, where = load_schemas(opts, segments, read)
+    skipped = list(getattr(registry, "skipped", None) or ())
+    if skipped:  # the registry logs and skips them; so does the read, and counts them
+        first = skipped[0]
+        log.warning(
+            "%d _schemas record%s in %s could not be read by the registry and %s skipped, as "
+            "the registry skips them (mode=%s; FAILFAST refuses them); the first, at offset "
+            "%s: %s",
+            len(skipped),
+            "" if len(skipped) == 1 else "s",
+            where,
+            "was" if len(skipped) == 1 else "were",
+            opts.mode,
+            first.offset,
+            first.reason,
+        )
     columns = []
     for column, fmt in (("key", opts.key_format), ("value", opts.value_format)):
         if fmt != "raw":
             columns.append(_column(opts, column, fmt, registry, where, data_topics, read))
-    return PayloadPlan(tuple(columns), opts.mode)
+    return PayloadPlan(tuple(columns), opts.mode, len(skipped))
 
 
 def load_schemas(

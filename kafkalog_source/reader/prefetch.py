@@ -25,7 +25,7 @@ from ..layout.files import open_source
 from ..options import StoreOptions
 from ..planning.splits import SegmentRange
 from ..transport.fanout import Ahead, request_limit
-from ..transport.filesystems import is_remote
+from ..transport.filesystems import is_remote, note_regions
 from ..transport.known import KnownObjects, current_known
 from ..transport.source import ByteSource
 
@@ -81,7 +81,9 @@ class RangePrefetch:
 @contextlib.contextmanager
 def range_objects(rng: SegmentRange) -> Iterator[None]:
     """Within the block, the objects ``rng`` opens are known by their listed sizes (no
-    ``HEAD``; see :attr:`SegmentRange.objects`), unless a plan's listing is active already."""
+    ``HEAD``; see :attr:`SegmentRange.objects`), unless a plan's listing is active already; the
+    regions of their buckets the plan found are known to this process."""
+    note_regions(rng.regions)
     if not rng.objects or current_known() is not None:
         yield
         return

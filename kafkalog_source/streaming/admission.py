@@ -8,10 +8,11 @@ Pure functions over offsets and segment sizes: no I/O, no Spark. The rules, with
   ``limit * backlog / total`` offsets, rounded down, or **up when that share is below one**
   ("don't completely starve small partitions"), and never past its end
   (:func:`spark_rate_limit`). kafkalog then hands the
-  offsets that rounding down left unused to the partitions with the largest remainders, one each
-  (:func:`admit_offsets`), so a micro-batch takes ``min(limit, backlog)`` offsets, plus one for
-  each partition whose share was rounded up; Spark's source may take up to one offset per
-  partition less. Every partition with data therefore advances at **every** trigger.
+  offsets that rounding left unused to the partitions whose shares were rounded down, largest
+  remainders first, one each (:func:`admit_offsets`; a share rounded up to one gets none), so a
+  micro-batch takes ``min(limit, backlog)`` offsets, more only when the shares rounded up to one
+  already exceed it; Spark's source may take up to one offset per partition less. Every
+  partition with data therefore advances at **every** trigger.
 * ``maxBytesPerTrigger`` (Spark's file sources' name; Spark's Kafka source has no byte limit):
   the same sharing over segment bytes, estimated within a segment from its offsets and size, a
   share worth less than one offset rounded up to one. Every partition with data advances at
@@ -85,9 +86,10 @@ def spark_rate_limit(limit: int, backlog: dict[PartitionKey, int]) -> dict[Parti
 
 
 def admit_offsets(limit: int, backlog: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
-    """``maxOffsetsPerTrigger``: :func:`spark_rate_limit`, and the offsets its rounding down left
-    unused (up to ``min(limit, total backlog)``) handed one each to the partitions with the
-    largest remainders (then by name), never past a partition's backlog."""
+    """``maxOffsetsPerTrigger``: :func:`spark_rate_limit`, and the offsets its rounding left
+    unused (up to ``min(limit, total backlog)``) handed one each to the partitions whose shares
+    were rounded down, largest remainders first (then by name), never past a partition's
+    backlog; a share rounded up to one gets none (shares 45/45/9 of 10: 5/4/1, not 4/4/2)."""
     out = spark_rate_limit(limit, backlog)
     total = sum(out.values())
     left = min(limit, sum(backlog.values())) - total
@@ -95,11 +97,12 @@ def admit_offsets(limit: int, backlog: dict[PartitionKey, int]) -> dict[Partitio
         return out
     whole = float(sum(backlog.values()))
 
-    def remainder(k: PartitionKey) -> float:
-        share = limit * (backlog[k] / whole)
-        return share - math.floor(share)
+    def share(k: PartitionKey) -> float:
+        return limit * (backlog[k] / whole)
 
-    for k in sorted((k for k in out if out[k] < backlog[k]), key=lambda k: (-remainder(k), k)):
+    # a share rounded up to one already took more than it was due: it gets no leftover
+    rounded_down = (k for k in out if out[k] < backlog[k] and share(k) >= 1)
+    for k in sorted(rounded_down, key=lambda k: (math.floor(share(k)) - share(k), k)):
         if left == 0:
             break
         out[k] += 1

@@ -34,6 +34,7 @@ from ..planning.request import listing_of
 from ..planning.splits import NO_LIMIT
 from ..planning.transactions import log_transactions
 from ..transport.filesystems import using_store
+from ..transport.known import trigger_known
 from .offsets import PartitionKey
 
 log = logging.getLogger("kafkalog")
@@ -70,7 +71,7 @@ class ArchiveView:
     def snapshot(self) -> dict[PartitionKey, PartitionLog]:
         """List the archive (once per trigger) and find each partition's available end; within
         it, and in the trigger's plan, the listing answers what exists and how large it is."""
-        with using_store(self.options.store):
+        with using_store(self.options.store), trigger_known():  # this trigger's listing
             segments = discover(listing_of(self.options), allow_empty=True)
             self.listing = getattr(segments, "known", None)
         with using_store(self.options.store), self.listed():

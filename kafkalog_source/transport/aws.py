@@ -19,6 +19,8 @@ import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -70,15 +72,23 @@ def _nested(text: str) -> dict[str, str]:
     return out
 
 
+def endpoints_ignored(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` (or the profile's
+    ``ignore_configured_endpoint_urls``) is true: the endpoint variables and the profile's
+    endpoints are then ignored, as the AWS SDKs do."""
+    env = os.environ if environ is None else environ
+    profile, _ = _profile(env)
+    return _true(env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) or _true(
+        profile.get("ignore_configured_endpoint_urls")
+    )
+
+
 def aws_settings(environ: Mapping[str, str] | None = None) -> AwsSettings:
     """The S3 endpoint and region the AWS chain gives (see the module docstring)."""
     env = os.environ if environ is None else environ
     profile, config = _profile(env)
     endpoint = None
-    ignore = _true(env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) or _true(
-        profile.get("ignore_configured_endpoint_urls")
-    )
-    if not ignore:
+    if not endpoints_ignored(env):
         endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
         if not endpoint:
             services = profile.get("services")
@@ -136,4 +146,37 @@ def profile_credentials(environ: Mapping[str, str] | None = None) -> dict[str, s
     return None
 
 
-__all__ = ["AwsSettings", "aws_settings", "profile_credentials"]
+PROFILE_RECHECK = timedelta(minutes=1)  # how often the shared files are looked at again
+
+
+class ProfileCredentials:
+    """A credential provider for obstore's S3 client: the profile's keys in the shared files
+    (:func:`profile_credentials`), read again when obstore asks, at most every ``recheck``
+    (the files are parsed again only when they changed): keys a tool renews in the files
+    (``aws sso``-style helpers, ``aws-vault``, a session token rotated by a sidecar) reach a
+    long stream, where keys read once at the open would expire."""
+
+    def __init__(self, recheck: timedelta | None = None) -> None:
+        self.recheck = PROFILE_RECHECK if recheck is None else recheck
+
+    def __call__(self) -> dict[str, Any]:
+        keys = profile_credentials()
+        if not isinstance(keys, dict):
+            raise PermissionError(
+                "the AWS profile's keys are no longer in the shared credentials or config file"
+            )
+        return {
+            "access_key_id": keys["access_key_id"],
+            "secret_access_key": keys["secret_access_key"],
+            "token": keys.get("session_token"),
+            "expires_at": datetime.now(timezone.utc) + self.recheck,
+        }
+
+
+__all__ = [
+    "AwsSettings",
+    "ProfileCredentials",
+    "aws_settings",
+    "endpoints_ignored",
+    "profile_credentials",
+]

@@ -19,6 +19,8 @@ from __future__ import annotations
 import errno
 import re
 
+from ..redact import scrub
+
 _DENIED = re.compile(
     r"ACCESS_DENIED|AccessDenied|Access Denied|PERMISSION_DENIED|UNAUTHENTICATED"
     r"|INVALID_ACCESS_KEY_ID|InvalidAccessKeyId|SIGNATURE_DOES_NOT_MATCH|SignatureDoesNotMatch"
@@ -32,13 +34,21 @@ _NOT_FOUND = re.compile(
     r"|\bNOT_FOUND\b"
 )
 # a host that does not resolve: a wrong endpoint or bucket, not a passing failure
-_NOT_TRANSIENT = re.compile(r"resolve host|curlCode: 6\b|Name or service not known", re.IGNORECASE)
+# a host that does not resolve, or a certificate that is not trusted: a wrong endpoint, bucket or
+# CA bundle, not a passing failure (obstore's client says so in the words :mod:`.objects` adds)
+_NOT_TRANSIENT = re.compile(
+    r"resolve host|curlCode: (?:6|60|77)\b|Name or service not known|name not resolved"
+    r"|certificate verify failed|SSL certificate problem|CERTIFICATE_VERIFY_FAILED",
+    re.IGNORECASE,
+)
 _TRANSIENT = (
     ("throttling", re.compile(r"SLOW_DOWN|SlowDown|THROTTL|Throttl|TooManyRequests|TOO_MANY_REQ"
                               r"|RESOURCE_EXHAUSTED|ServerBusy|\bHTTP status 429\b|\] 429 "
                               r"|status code: 429\b|\b429 Too Many Requests")),
+    # (not a setting's name in the message: obstore's "retry_timeout: 60s" is not a timeout)
     ("timeout", re.compile(r"REQUEST_TIMEOUT|RequestTimeout|DEADLINE_EXCEEDED|OperationTimedOut"
-                           r"|timed out|timeout", re.IGNORECASE)),
+                           r"|timed out|(?<![A-Za-z0-9_])timeout",
+                           re.IGNORECASE)),
     ("connection", re.compile(r"NETWORK_CONNECTION|connection (?:reset|refused|aborted|closed)"
                               r"|couldn't connect|could not connect|broken pipe|curlCode: (?:7|"
                               r"52|55|56)\b|error sending request|error decoding response body"
@@ -105,10 +115,27 @@ def transient(exc: BaseException) -> str | None:
     return None
 
 
+def scrubbed(exc: BaseException, secrets: list[str]) -> BaseException:
+    """``exc`` to chain to the error that reports it (``raise ... from scrubbed(exc, ...)``):
+    itself when its message holds nothing :func:`~kafkalog_source.redact.scrub` removes, else a
+    copy whose message is scrubbed (an ``OSError`` when its type cannot be built from a
+    message), its own causes dropped."""
+    text = str(exc)
+    clean = scrub(text, secrets)
+    if clean == text:
+        return exc
+    try:
+        copy = type(exc)(clean)
+    except Exception:  # noqa: BLE001 - a type that takes other arguments
+        copy = OSError(f"{type(exc).__name__}: {clean}")
+    copy.__suppress_context__ = True
+    return copy
+
+
 def describe(exc: BaseException) -> str:
     """``Type: message`` of an exception, the message on one line."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-__all__ = ["access_denied", "describe", "not_found", "store_errors", "transient"]
+__all__ = ["access_denied", "describe", "not_found", "scrubbed", "store_errors", "transient"]

@@ -150,22 +150,49 @@ def _constructor_error(store: str, exc: Exception, store_options: StoreOptions) 
     )
 
 
+# The AWS regions of buckets on AWS itself (looked up only where no endpoint is configured, so
+# a bucket's name is the key), None where the look-up failed.
 _regions: dict[str, str | None] = {}
+_regions_lock = threading.Lock()
 
 
 def _bucket_region(bucket: str) -> str | None:
-    """The AWS region of ``bucket`` (one request, once per bucket and process); None when it
-    cannot be told (the SDK's default region applies then)."""
-    if bucket not in _regions:
-        from pyarrow import fs as pafs
+    """The AWS region of ``bucket`` (one request, once per bucket and process, however many
+    threads ask; none where a plan brought it: :func:`note_regions`); None when it cannot be
+    told (the SDK's default region applies then)."""
+    with _regions_lock:  # one look-up at a time: threads wait for the first one's answer
+        if bucket not in _regions:
+            from pyarrow import fs as pafs
 
-        global _s3_used
-        _s3_used = True
-        try:
-            _regions[bucket] = pafs.resolve_s3_region(bucket)
-        except (OSError, ValueError):
-            _regions[bucket] = None
-    return _regions[bucket]
+            global _s3_used
+            _s3_used = True
+            try:
+                _regions[bucket] = pafs.resolve_s3_region(bucket)
+            except (OSError, ValueError):
+                _regions[bucket] = None
+        return _regions[bucket]
+
+
+def regions_of(path: str) -> tuple[tuple[str, str], ...]:
+    """``((bucket, region),)`` for an ``s3://`` path whose bucket's region this process looked up
+    (empty otherwise): what a plan carries to the readers (:func:`note_regions`). A region is
+    not a secret."""
+    scheme = scheme_of(path)
+    if scheme is None or STORE_OF_SCHEME.get(scheme) != "s3":
+        return ()
+    bucket = urlsplit(path).netloc
+    with _regions_lock:
+        region = _regions.get(bucket)
+    return ((bucket, region),) if region else ()
+
+
+def note_regions(pairs: tuple[tuple[str, str], ...]) -> None:
+    """Buckets' regions the plan found (:func:`regions_of`): a reader in another process (a
+    Spark task) uses them instead of asking AWS again."""
+    if pairs:
+        with _regions_lock:
+            for bucket, region in pairs:
+                _regions.setdefault(bucket, region)
 
 
 _current_store: contextvars.ContextVar[StoreOptions | None] = contextvars.ContextVar(
@@ -451,6 +478,8 @@ __all__ = [
     "fsspec_arguments",
     "is_remote",
     "local_path",
+    "note_regions",
+    "regions_of",
     "resolve",
     "scheme_of",
     "using_store",

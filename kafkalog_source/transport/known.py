@@ -13,7 +13,11 @@ inherit), opening or looking up a remote object consults it first (:func:`lookup
   no request asks (:data:`NOT_LISTED`);
 * anything else: unknown, the store is asked as before.
 
-A plan holds one (the listing is the truth about what exists for the length of a plan); a
+A plan holds one (the listing is the truth about what exists for the length of a plan), and so
+does a CLI command (one answer at one moment: ``kafkalog query`` lists once); a stream's trigger
+(:func:`trigger_known`) and an attempt of a lake run (:func:`attempt_known`) start one of
+their own, whatever is active around them, so that a later trigger or a retry sees what was
+written since (the triggers of one attempt share the attempt's); a
 range's reader holds one made of the objects its range opens (:attr:`SegmentRange.objects
 <kafkalog_source.planning.splits.SegmentRange>`), sizes only, so that a Spark task makes no
 ``HEAD`` either. Nothing here makes a request or knows anything of Kafka.
@@ -34,6 +38,7 @@ class Listed:
 
     size: int
     mtime_ns: int = 0
+    etag: str = ""  # the store's entity tag, where it gives one: changes with the content
 
 
 class _NotListed:
@@ -46,30 +51,24 @@ class _NotListed:
 NOT_LISTED = _NotListed()
 
 
-def _parent(uri: str) -> str:
-    return uri.rstrip("/").rpartition("/")[0]
-
-
 class KnownObjects:
     """Objects listings showed (URI → :class:`Listed`) and the prefixes listed whole."""
 
-    def __init__(self, objects: Iterable[tuple[str, int, int]] = ()) -> None:
-        """Start with ``(uri, size, mtime_ns)`` objects known (no prefix listed whole)."""
+    def __init__(self, objects: Iterable[tuple] = ()) -> None:
+        """Start with ``(uri, size, mtime_ns[, etag])`` objects known (no prefix listed whole)."""
         self._lock = threading.Lock()
         self._objects: dict[str, Listed] = {}
         self._roots: set[str] = set()
-        self._children: dict[str, list[str]] = {}  # directory URI -> object URIs in it
+        self.one_attempt = False  # one attempt's (attempt_known): its triggers share it
         self.add(objects)
 
-    def add(self, objects: Iterable[tuple[str, int, int]]) -> None:
-        """Learn ``(uri, size, mtime_ns)`` objects."""
+    def add(self, objects: Iterable[tuple]) -> None:
+        """Learn ``(uri, size, mtime_ns[, etag])`` objects."""
         with self._lock:
-            for uri, size, mtime_ns in objects:
-                if uri not in self._objects:
-                    self._children.setdefault(_parent(uri), []).append(uri)
-                self._objects[uri] = Listed(int(size), int(mtime_ns))
+            for uri, size, mtime_ns, *etag in objects:
+                self._objects[uri] = Listed(int(size), int(mtime_ns), etag[0] if etag else "")
 
-    def add_listing(self, root: str, objects: Iterable[tuple[str, int, int]]) -> None:
+    def add_listing(self, root: str, objects: Iterable[tuple]) -> None:
         """A whole listing of the prefix ``root``: its objects, and nothing else below it."""
         self.add(objects)
         with self._lock:
@@ -93,15 +92,6 @@ class KnownObjects:
             if found is not None:
                 return found
             return NOT_LISTED if self._under_root(uri) else None
-
-    def listed_dir(self, directory: str) -> list[tuple[str, Listed]] | None:
-        """The objects directly in ``directory`` when a whole listing covered it; None when no
-        listing did (ask the store)."""
-        d = directory.rstrip("/")
-        with self._lock:
-            if d not in self._roots and not self._under_root(d + "/x"):
-                return None
-            return [(u, self._objects[u]) for u in self._children.get(d, ())]
 
     def under(self, root: str) -> list[tuple[str, Listed]] | None:
         """Every object below ``root`` when a whole listing covered it (a listing of ``root`` or
@@ -158,7 +148,32 @@ def known_objects() -> Iterator[KnownObjects]:
         yield known
 
 
-def note_listing(root: str, objects: Iterable[tuple[str, int, int]]) -> None:
+@contextlib.contextmanager
+def attempt_known() -> Iterator[KnownObjects]:
+    """A new :class:`KnownObjects` for one attempt of a lake run, active for the block whatever
+    is active around it (a retry lists the store again); the stream triggers inside it
+    (:func:`trigger_known`) share it: the attempt's snapshot, end and read are one listing."""
+    known = KnownObjects()
+    known.one_attempt = True
+    with known.active():
+        yield known
+
+
+@contextlib.contextmanager
+def trigger_known() -> Iterator[KnownObjects]:
+    """The listing scope of one stream trigger: the active :class:`KnownObjects` when it is one
+    attempt's (:func:`attempt_known`), else a new one, whatever is active around it (a listing a
+    CLI command holds is older than the trigger)."""
+    known = _known.get()
+    if known is not None and known.one_attempt:
+        yield known
+        return
+    known = KnownObjects()
+    with known.active():
+        yield known
+
+
+def note_listing(root: str, objects: Iterable[tuple]) -> None:
     """Tell the active :class:`KnownObjects` (if any) that ``root`` was listed whole."""
     known = _known.get()
     if known is not None:
@@ -169,8 +184,10 @@ __all__ = [
     "NOT_LISTED",
     "KnownObjects",
     "Listed",
+    "attempt_known",
     "current_known",
     "known_objects",
     "lookup",
     "note_listing",
+    "trigger_known",
 ]

@@ -24,8 +24,11 @@ option                              obstore
 ``fs.s3.force_virtual_addressing``  ``virtual_hosted_style_request``
 ``fs.s3.role_arn``, ``session_      an AssumeRole credential provider (boto3's STS client;
 name``, ``external_id``             without boto3 the read goes through pyarrow)
-``fs.s3.request_timeout``,          client ``timeout``, ``connect_timeout``
-``connect_timeout``
+``fs.s3.request_timeout``,          client ``read_timeout`` (each read of an answer: the
+``connect_timeout``                 wait for its next bytes; default 30 s) and
+                                    ``connect_timeout`` (default 5 s); no deadline for
+                                    the whole request (obstore's ``timeout``, 30 s by
+                                    default, would end a large ranged GET on a slow link)
 ``fs.s3.proxy_options``             client ``proxy_url``
 ``fs.s3.tls_ca_file_path``          client ``root_certificate`` (the file's PEM text)
 ``fs.s3.retry_max_attempts``        ``max_retries`` = attempts - 1 (default 3 attempts)
@@ -38,6 +41,8 @@ name``, ``external_id``             without boto3 the read goes through pyarrow)
 ``account_key``, ``sas_token``,     ``client_id``, ``client_secret``, ``tenant_id``
 ``client_id``, ``client_secret``,
 ``tenant_id``
+no ``fs.abfs`` credential, none     ``use_azure_cli`` (when ``az`` is on ``PATH`` and
+in the environment                  logged in)
 ``fs.abfs.blob_storage_authority``  ``endpoint`` (``{scheme}://{account}{authority}`` for an
 ``blob_storage_scheme``             authority starting with ``.``, else the emulator form
                                     ``{scheme}://{authority}/{account}``)
@@ -49,15 +54,18 @@ load_frequency``, ``fs.gs.target_service_account``, ``fs.s3.role_arn`` without b
 :func:`object_client` return None: that store is read through pyarrow's filesystem as before
 (a ``HEAD`` per open). Credentials otherwise come from obstore's own chains: the AWS variables
 (``AWS_ACCESS_KEY_ID``, ..., web identity, container and instance-role credentials), a profile's
-keys in the shared files (read by :func:`~.aws.profile_credentials`; a profile that needs an SSO
-login, a process or a role goes through boto3's session when boto3 is installed, else through
-pyarrow), ``GOOGLE_APPLICATION_CREDENTIALS`` and the metadata server, the ``AZURE_*`` variables
+keys in the shared files (read by :class:`~.aws.ProfileCredentials` when obstore asks, at most
+once a minute, so that renewed keys are used; a profile that needs an SSO login, a process or a
+role goes through boto3's session when boto3 is installed, else through pyarrow, its answers kept
+until the credentials expire), ``GOOGLE_APPLICATION_CREDENTIALS`` and the metadata server, the ``AZURE_*`` variables
 and managed identities.
 
 Errors come out as the ``OSError`` family that :mod:`.failures` tells apart: a missing object as
 ``FileNotFoundError``, refused credentials as ``PermissionError``, the rest as ``OSError``
-carrying the client's message (which names the status, the store's error code and the URL; the
-caller scrubs it of secrets).
+carrying the client's message (which names the status, the store's error code and the URL),
+scrubbed here of the store's credentials, the environment's and whatever the store's answer
+echoes of them (:func:`~kafkalog_source.redact.scrub`); the client's own exception is not
+chained to it.
 """
 
 from __future__ import annotations
@@ -65,17 +73,23 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .aws import profile_credentials
+from ..redact import scrub, secret_strings
+from .aws import ProfileCredentials, endpoints_ignored, profile_credentials
 from .known import Listed
 
 log = logging.getLogger("kafkalog")
 
 DEFAULT_ATTEMPTS = 3  # pyarrow's S3 default (AwsStandardS3RetryStrategy)
+DEFAULT_CONNECT_TIMEOUT = 5.0  # seconds to connect (obstore's default)
+DEFAULT_READ_TIMEOUT = 30.0  # seconds a read of an answer may wait for its next bytes
+RENEW = timedelta(minutes=30)  # how long credentials that state no expiry are kept
+NO_DEADLINE = timedelta(days=7)  # obstore's ``timeout`` (the whole request): none in effect
 _LIST_PAGE = 1000  # objects per listing page (S3's most)
 
 
@@ -111,13 +125,15 @@ def _proxy_url(value: Any) -> str:
 
 
 def _client_options(kwargs: dict[str, Any], endpoint: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {
+        # a connection, then each read of the answer, has its deadline; the whole request has
+        # none (obstore's default of 30 s ends a large ranged GET on a slow link)
+        "connect_timeout": _seconds(kwargs.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT),
+        "read_timeout": _seconds(kwargs.get("request_timeout") or DEFAULT_READ_TIMEOUT),
+        "timeout": NO_DEADLINE,
+    }
     if endpoint is not None and endpoint.lower().startswith("http://"):
         out["allow_http"] = True
-    if kwargs.get("request_timeout") is not None:
-        out["timeout"] = _seconds(kwargs["request_timeout"])
-    if kwargs.get("connect_timeout") is not None:
-        out["connect_timeout"] = _seconds(kwargs["connect_timeout"])
     if kwargs.get("proxy_options"):
         out["proxy_url"] = _proxy_url(kwargs["proxy_options"])
     if kwargs.get("tls_ca_file_path"):
@@ -140,6 +156,9 @@ def _retry_config(attempts: int | None, limit: Any = None) -> dict[str, Any]:
     return out
 
 
+# the endpoint variables obstore's S3 client reads by itself
+_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+
 _S3_IGNORED = {
     # about writing, or pyarrow's own behaviour, not reads
     "background_writes",
@@ -151,7 +170,14 @@ _S3_IGNORED = {
 }
 
 
-def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> Any:
+def _secrets_of(store: str, config: dict[str, Any], kwargs: dict[str, Any]) -> list[str]:
+    """The credentials a store was configured with (its masked options, and the settings
+    that hold a credential, a profile's keys among them), as :func:`scrub` takes them."""
+    held = [(store, k, v) for k, v in config.items() if k in _SECRET_SETTINGS and v]
+    return secret_strings([*held, *((store, k, v) for k, v in kwargs.items())])
+
+
+def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> tuple[Any, list[str]]:
     from obstore.store import S3Store
 
     known = {
@@ -183,8 +209,16 @@ def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> Any:
         config["aws_endpoint_url_s3"] = endpoint
     elif kwargs.get("scheme") == "http":
         raise Unsupported("scheme")
-    elif os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT"):
-        raise Unsupported("an endpoint in the environment that the AWS chain ignores")
+    elif any(os.environ.get(v) for v in _ENDPOINT_VARIABLES):
+        # obstore reads these variables by itself: AWS's own endpoint, named, keeps them out
+        if not endpoints_ignored():
+            raise Unsupported("an endpoint in the environment that the AWS chain ignores")
+        where = region or "us-east-1"
+        config["aws_endpoint_url_s3"] = (
+            f"https://{bucket}.s3.{where}.amazonaws.com"
+            if kwargs.get("force_virtual_addressing")
+            else f"https://s3.{where}.amazonaws.com"
+        )
     if region:
         config["region"] = region
     if kwargs.get("force_virtual_addressing"):
@@ -203,24 +237,81 @@ def _s3_store(bucket: str, kwargs: dict[str, Any], region: str | None) -> Any:
         keys = profile_credentials()
         if keys == "session":  # SSO, credential_process, a role: boto3 knows how
             provider = _boto3_session(region)
-        elif keys is not None:
-            config.update(keys)
-    return S3Store(
+        elif keys is not None:  # read again as the files change (a tool renews them)
+            provider = ProfileCredentials()
+    secrets = _secrets_of("s3", config, kwargs)
+    if provider is not None:
+        provider = _Recording(provider, secrets)
+    store = S3Store(
         bucket,
         config=config,
         client_options=_client_options(kwargs, endpoint),
         retry_config=_retry_config(kwargs.get("retry_max_attempts")),
         credential_provider=provider,
     )
+    return store, secrets
+
+
+class _Recording:
+    """A credential provider whose answers' secrets are added to ``secrets`` (the list the
+    client scrubs its errors of): credentials renewed while a stream runs are scrubbed too."""
+
+    def __init__(self, provider: Any, secrets: list[str]) -> None:
+        self._provider = provider
+        self._secrets = secrets
+        self.config = getattr(provider, "config", {})
+
+    def __call__(self) -> Any:
+        got = self._provider()
+        held = [("s3", k, v) for k, v in got.items() if k in _SECRET_SETTINGS and v]
+        for s in secret_strings(held):
+            if s not in self._secrets:
+                self._secrets.append(s)
+        self._secrets.sort(key=lambda s: (-len(s), s))
+        return got
+
+
+class _Boto3Credentials:
+    """The credentials of a boto3 session (an SSO login, a ``credential_process``, a role the
+    profile assumes), renewed by botocore as they near their expiry. obstore's own
+    ``Boto3CredentialProvider`` keeps each answer 30 minutes whatever the credentials' expiry
+    (credentials that expire sooner failed a long stream); this one keeps an answer until the
+    credentials expire (obstore asks again shortly before), at most ``RENEW`` when they say no
+    expiry."""
+
+    def __init__(self, session: Any) -> None:
+        self.config: dict[str, Any] = {}
+        if getattr(session, "region_name", None):
+            self.config["region"] = session.region_name
+        credentials = session.get_credentials()
+        if credentials is None:
+            raise Unsupported("an AWS profile boto3 finds no credentials in")
+        self._credentials = credentials
+
+    def __call__(self) -> dict[str, Any]:
+        frozen = self._credentials.get_frozen_credentials()  # renewed when near expiry
+        now = datetime.now(timezone.utc)
+        expires = getattr(self._credentials, "_expiry_time", None)  # RefreshableCredentials
+        until = now + RENEW
+        if expires is not None:
+            if expires.tzinfo is None:
+                expires = expires.replace(tzinfo=timezone.utc)
+            expires = expires.astimezone(timezone.utc)  # obstore takes this tzinfo only
+            until = max(min(until, expires), now)
+        return {
+            "access_key_id": frozen.access_key,
+            "secret_access_key": frozen.secret_key,
+            "token": frozen.token,
+            "expires_at": until,
+        }
 
 
 def _boto3_session(region: str | None) -> Any:
     try:
         import boto3
-        from obstore.auth.boto3 import Boto3CredentialProvider
     except ImportError:
         raise Unsupported("an AWS profile that needs boto3") from None
-    return Boto3CredentialProvider(boto3.Session(region_name=region))
+    return _Boto3Credentials(boto3.Session(region_name=region))
 
 
 def _assume_role(kwargs: dict[str, Any], region: str | None) -> Any:
@@ -245,7 +336,7 @@ def _assume_role(kwargs: dict[str, Any], region: str | None) -> Any:
     return StsCredentialProvider(boto3.Session(region_name=region, **base), **request)
 
 
-def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> Any:
+def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
     from obstore.store import GCSStore
 
     known = {"anonymous", "access_token", "credential_token_expiration", "endpoint_override",
@@ -268,16 +359,49 @@ def _gcs_store(bucket: str, kwargs: dict[str, Any]) -> Any:
         def provider() -> dict[str, Any]:
             return {"token": token, "expires_at": None}
 
-    return GCSStore(
+    store = GCSStore(
         bucket,
         config=config,
         client_options=_client_options(kwargs, endpoint),
         retry_config=_retry_config(None, kwargs.get("retry_time_limit")),
         credential_provider=provider,
     )
+    return store, _secrets_of("gs", config, kwargs)
 
 
-def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> Any:
+# Environment variables that give obstore's Azure client a credential (or a way to one) of its
+# own: with any of them set, its chain decides
+_AZURE_CREDENTIAL_VARIABLES = (
+    "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_MASTER_KEY",
+    "AZURE_STORAGE_SAS_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_TOKEN",
+    "AZURE_CLIENT_ID", "AZURE_STORAGE_CLIENT_ID", "AZURE_CLIENT_SECRET",
+    "AZURE_STORAGE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_MSI_ENDPOINT",
+    "AZURE_IDENTITY_ENDPOINT", "IDENTITY_ENDPOINT", "MSI_ENDPOINT", "AZURE_USE_AZURE_CLI",
+    "AZURE_CREDENTIAL_TYPE", "AZURE_SKIP_SIGNATURE",
+)  # fmt: skip
+
+
+def _azure_cli_fallback(config: dict[str, Any]) -> bool:
+    """Whether to get a token from the Azure CLI (``az account get-access-token``), as
+    pyarrow's ``DefaultAzureCredential`` does: no key, SAS token or client credentials in the
+    options or the environment, ``az`` on ``PATH`` and logged in (its token cache in
+    ``$AZURE_CONFIG_DIR``, default ``~/.azure``). Otherwise obstore's chain applies (managed
+    identity last)."""
+    if any(config.get(k) for k in ("account_key", "sas_key", "client_id", "client_secret")):
+        return False
+    if any(os.environ.get(v) for v in _AZURE_CREDENTIAL_VARIABLES):
+        return False
+    if shutil.which("az") is None:
+        return False
+    home = os.environ.get("AZURE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".azure")
+    try:
+        names = os.listdir(home)
+    except OSError:
+        return False
+    return any(n.startswith(("msal_token_cache", "accessTokens")) for n in names)
+
+
+def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
     from obstore.store import AzureStore
 
     known = {"account_name", "account_key", "sas_token", "client_id", "client_secret",
@@ -298,6 +422,8 @@ def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> Any:
             config[theirs] = kwargs[ours]
     if kwargs.get("sas_token"):
         config["sas_key"] = str(kwargs["sas_token"]).lstrip("?")
+    if _azure_cli_fallback(config):
+        config["use_azure_cli"] = True
     endpoint = None
     authority = kwargs.get("blob_storage_authority")
     if authority:
@@ -308,12 +434,13 @@ def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> Any:
             else f"{scheme}://{authority}/{account}"
         )
         config["endpoint"] = endpoint
-    return AzureStore(
+    store = AzureStore(
         container,
         config=config,
         client_options=_client_options(kwargs, endpoint),
         retry_config=_retry_config(None),
     )
+    return store, _secrets_of("abfs", config, kwargs)
 
 
 @dataclass(frozen=True)
@@ -329,31 +456,76 @@ def _meta(m: Any) -> Meta:
     return Meta(int(m["size"]), int(lm.timestamp() * 1e9) if lm is not None else 0)
 
 
-def _translate(exc: BaseException) -> BaseException:
-    """An obstore error as the ``OSError`` family :mod:`.failures` reads."""
-    if isinstance(exc, OSError):
-        return exc
+# obstore's settings whose values are credentials: scrubbed from its errors
+_SECRET_SETTINGS = ("secret_access_key", "session_token", "account_key", "sas_key",
+                    "client_secret", "token", "bearer_token")  # fmt: skip
+
+
+_CERTIFICATE = re.compile(
+    r"InvalidCertificate\(\s*(?:Other\(\s*OtherError\(\s*)?([A-Za-z]+)|certificate verify failed"
+    r"|UnknownIssuer|invalid peer certificate[^\n\"]*"
+)
+_DNS = re.compile(r"dns error|failed to lookup address|Name or service not known|nodename nor "
+                  r"servname|No address associated with hostname|Temporary failure in name "
+                  r"resolution")  # fmt: skip
+_TIMED_OUT = re.compile(r"kind: Timeout|\bTimedOut\b|operation timed out")
+_HOST = re.compile(r"https?://([^/\s:,]+)")
+
+
+def _connect_cause(full: str, text: str) -> str | None:
+    """What the client's ``Debug source`` says of a request that failed on its way (obstore's
+    message says only "error sending request" or "response body error"):
+    ``certificate verify failed (<reason>)`` or ``name not resolved``, with the host, which a
+    retry cannot fix; ``timed out``, which it may; None otherwise."""
+    host = _HOST.search(text)
+    where = f"host {host.group(1)}" if host else "the store's host"
+    cert = _CERTIFICATE.search(full)
+    if cert:
+        reason = cert.group(1) if cert.lastindex else None
+        return f"{where}: certificate verify failed" + (f" ({reason})" if reason else "")
+    if _DNS.search(full):
+        return f"{where}: name not resolved"
+    if _TIMED_OUT.search(full):  # a retry may fix it: failures reads "timed out"
+        return "timed out (connect_timeout, or fs.s3.request_timeout between bytes of the answer)"
+    return None
+
+
+def _translate(exc: BaseException, secrets: list[str]) -> BaseException:
+    """An obstore error as the ``OSError`` family :mod:`.failures` reads, its message cut
+    before the client's ``Debug source`` and scrubbed of ``secrets``, of the environment's
+    credentials and of whatever a store's answer echoes of a request's credentials
+    (:func:`~kafkalog_source.redact.scrub`). A new exception: raise it ``from None``, so that
+    the client's own (unscrubbed) one is not shown with it."""
     from obstore import exceptions as ox
 
-    text = " ".join(re.split(r"\s*Debug source:", str(exc))[0].split())
-    if isinstance(exc, ox.NotFoundError):
+    full = str(exc)
+    text = " ".join(re.split(r"\s*Debug source:", full)[0].split())
+    cause = _connect_cause(full, text)
+    if cause:
+        text = f"{text}: {cause}"
+    text = scrub(text, secrets)
+    if isinstance(exc, (ox.NotFoundError, FileNotFoundError)):
         return FileNotFoundError(text)
-    if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError)):
+    if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError, PermissionError)):
         return PermissionError(text)
     if "status code: 416" in text or "Range Not Satisfiable" in text:
         return RangeNotSatisfiable(text)
-    if isinstance(exc, ox.BaseError):
-        return OSError(f"{type(exc).__name__}: {text}")
-    return exc
+    if isinstance(exc, TimeoutError):
+        return TimeoutError(text)
+    if isinstance(exc, ConnectionError):
+        return ConnectionError(text)
+    return OSError(f"{type(exc).__name__}: {text}")
 
 
 class ObjectClient:
     """One bucket (or container) of S3, GCS or Azure through obstore: keys relative to it."""
 
-    def __init__(self, store: Any, where: str) -> None:
-        """``store`` is the obstore store of the bucket; ``where`` names it in ``repr``."""
+    def __init__(self, store: Any, where: str, secrets: list[str] | None = None) -> None:
+        """``store`` is the obstore store of the bucket; ``where`` names it in ``repr``;
+        ``secrets`` are the credentials it was configured with (scrubbed from its errors)."""
         self._store = store
         self.where = where
+        self._secrets = secrets or []
 
     def __repr__(self) -> str:
         return f"ObjectClient({self.where})"
@@ -365,23 +537,19 @@ class ObjectClient:
         try:
             return _meta(obstore.head(self._store, key))
         except Exception as exc:  # noqa: BLE001 - translated, raised again
-            raise _translate(exc) from exc
+            raise _translate(exc, self._secrets) from None
 
-    def get(self, key: str, start: int, end: int | None) -> tuple[memoryview, Meta]:
-        """Bytes ``[start, end)`` (``end`` None: to the object's end; fewer where the object ends
-        first) in one ``GET``, and what the answer said of the object now."""
+    def get(self, key: str, start: int, end: int) -> tuple[memoryview, Meta]:
+        """Bytes ``[start, end)`` (fewer where the object ends first) in one ranged ``GET``, and
+        what the answer said of the object now."""
         import obstore
 
         try:
-            if start == 0 and end is None:
-                r = obstore.get(self._store, key)
-            else:
-                rng = {"offset": start} if end is None else (start, end)
-                r = obstore.get(self._store, key, options={"range": rng})
+            r = obstore.get(self._store, key, options={"range": (start, end)})
             data = memoryview(r.bytes())
             return data, _meta(r.meta)
         except Exception as exc:  # noqa: BLE001 - translated, raised again
-            raise _translate(exc) from exc
+            raise _translate(exc, self._secrets) from None
 
     def list(self, prefix: str) -> Iterator[list[tuple[str, Listed]]]:
         """The objects below ``prefix`` (a key ending with ``/``, or ``""``), page by page, as
@@ -394,10 +562,10 @@ class ObjectClient:
                 out = []
                 for m in page:
                     mm = _meta(m)
-                    out.append((m["path"], Listed(mm.size, mm.mtime_ns)))
+                    out.append((m["path"], Listed(mm.size, mm.mtime_ns, m.get("e_tag") or "")))
                 yield out
         except Exception as exc:  # noqa: BLE001 - translated, raised again
-            raise _translate(exc) from exc
+            raise _translate(exc, self._secrets) from None
 
 
 def object_client(
@@ -412,11 +580,14 @@ def object_client(
         return None
     try:
         if store == "s3":
-            return ObjectClient(_s3_store(bucket, kwargs, region), f"s3://{bucket}")
+            built, secrets = _s3_store(bucket, kwargs, region)
+            return ObjectClient(built, f"s3://{bucket}", secrets)
         if store == "gs":
-            return ObjectClient(_gcs_store(bucket, kwargs), f"gs://{bucket}")
+            built, secrets = _gcs_store(bucket, kwargs)
+            return ObjectClient(built, f"gs://{bucket}", secrets)
         if store == "abfs":
-            return ObjectClient(_azure_store(bucket, account, kwargs), f"abfs://{bucket}@{account}")
+            built, secrets = _azure_store(bucket, account, kwargs)
+            return ObjectClient(built, f"abfs://{bucket}@{account}", secrets)
     except Exception as exc:  # noqa: BLE001 - Unsupported, or settings obstore refuses
         log.debug("%s://%s: read through pyarrow (obstore: %s)", store, bucket, type(exc).__name__)
         return None

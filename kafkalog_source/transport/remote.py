@@ -15,7 +15,7 @@ from ..errors import AccessDeniedError, StorageError
 from ..options import STORE_OF_SCHEME, StoreOptions
 from ..redact import redact_uri, scrub
 from .base import ByteSource
-from .failures import access_denied, describe, not_found, store_errors, transient
+from .failures import access_denied, describe, not_found, scrubbed, store_errors, transient
 from .fanout import current_limiter
 from .filesystems import Location
 from .objects import RangeNotSatisfiable
@@ -122,11 +122,15 @@ class RemoteFileSource(ByteSource):
                 what = (
                     "no such object" if opening else "object deleted since it was listed or opened"
                 )
-                raise FileNotFoundError(errno.ENOENT, f"{what} ({said})", self._shown) from exc
+                raise FileNotFoundError(
+                    errno.ENOENT, f"{what} ({said})", self._shown
+                ) from scrubbed(exc, self.store.secrets())
             except store_errors() as exc:
                 said = scrub(describe(exc), self.store.secrets())
                 if access_denied(exc):
-                    raise remote_access_denied(self.location.uri, said, start, end) from exc
+                    raise remote_access_denied(self.location.uri, said, start, end) from scrubbed(
+                        exc, self.store.secrets()
+                    )
                 # a read of an object deleted since it was opened: the store answers its GET
                 # with not found, or with an error its client cannot read (pyarrow's S3 client:
                 # INTERNAL_FAILURE, "Failed to flush response stream", retried as a server
@@ -136,7 +140,7 @@ class RemoteFileSource(ByteSource):
                 if not opening and (not_found(exc) or (final and self._gone())):
                     raise FileNotFoundError(
                         errno.ENOENT, f"object deleted after it was opened ({said})", self._shown
-                    ) from exc
+                    ) from scrubbed(exc, self.store.secrets())
                 if kind is None:
                     raise StorageError(
                         f"read failed ({said}); not retried: not a timeout, a dropped "
@@ -144,7 +148,7 @@ class RemoteFileSource(ByteSource):
                         self._shown,
                         start,
                         end,
-                    ) from exc
+                    ) from scrubbed(exc, self.store.secrets())
                 if attempt >= self.store.retries:
                     raise StorageError(
                         f"read failed after {attempt + 1} attempts; the last error ({kind}): "
@@ -152,7 +156,7 @@ class RemoteFileSource(ByteSource):
                         self._shown,
                         start,
                         end,
-                    ) from exc
+                    ) from scrubbed(exc, self.store.secrets())
                 delay = min(0.1 * (2**attempt), 5.0)
                 log.info(
                     "%s: bytes [%d, %d): %s (%s); retrying in %.1fs",

@@ -306,7 +306,7 @@ def read_message(
         lo, hi = message.valid
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
         raise MessageError(
-            f"{message.name} version {version} is not defined (the pinned Kafka release defines "
+            f"{message.name} version {version} is not defined (the pinned Kafka specs define "
             f"{span})",
             pos,
         )

@@ -88,7 +88,7 @@ class Message:
     src: str = ""
 
     def valid_in(self, version: int) -> bool:
-        """Whether ``version`` is one the pinned release defines."""
+        """Whether ``version`` is one the pinned specs define."""
         return _in(self.valid, version)
 
     def flexible(self, version: int) -> bool:
@@ -112,7 +112,7 @@ def _field(raw: list) -> Field:
 
 @lru_cache(maxsize=1)
 def all_messages() -> tuple[Message, ...]:
-    """Every message spec of the pinned release, parsed once."""
+    """Every message spec pinned (:func:`release` says which Kafka tree), parsed once."""
     out = []
     for m in json.loads(specs.SPECS_JSON):
         out.append(
@@ -138,7 +138,7 @@ def family(name: str) -> tuple[Message, ...]:
 
 @cache
 def by_name(name: str) -> Message:
-    """The message called ``name``; KeyError when the pinned release has none."""
+    """The message called ``name``; KeyError when the pinned specs have none."""
     for m in all_messages():
         if m.name == name:
             return m
