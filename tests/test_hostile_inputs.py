@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 from conftest import kp_v2_batch
 from internal_encoder import encode, uvarint
-from test_internal_topics import kraft_snapshot
+from test_internal_dump import kraft_snapshot
 from test_registry import schema_key, schema_value, subject_key
 
 import kafkalog_source as kl

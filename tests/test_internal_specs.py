@@ -281,7 +281,7 @@ def test_unknown_metadata_and_control_records_are_kept(tmp_path: Path) -> None:
     d.mkdir()
     unknown_api = uvarint(1) + uvarint(200) + uvarint(0) + b"\x00"
     unknown_version = uvarint(1) + uvarint(3) + uvarint(99) + b"\x00"
-    from test_internal_topics import _control_batch
+    from test_internal_dump import _control_batch
 
     data = kp_v2_batch([(1, None, unknown_api, []), (2, None, unknown_version, [])])
     data += _control_batch([(3, struct.pack(">hh", 0, 17), b"\x00\x00")], 2, 1)

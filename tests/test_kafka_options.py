@@ -23,7 +23,7 @@ from stream_archive import T0, Archive
 import kafkalog_source as kl
 from kafkalog_source.arrow.schema import output_projection
 from kafkalog_source.errors import OptionError
-from kafkalog_source.layout import discovery
+from kafkalog_source.layout import listing
 from kafkalog_source.options import SPARK_KAFKA_OPTIONS, SPARK_KAFKA_REFUSED, parse_options
 from kafkalog_source.planning.planner import plan
 from kafkalog_source.planning.request import batch_request
@@ -83,13 +83,13 @@ def test_the_selection_reads_those_partitions_and_never_opens_the_others(
 ) -> None:
     archives = _archive(tmp_path / "logs")
     listed: list[str] = []
-    original = discovery._LocalLister.list_dir
+    original = listing.LocalLister.list_dir
 
     def list_dir(self: Any, directory: str) -> Any:
         listed.append(Path(directory).name)
         return original(self, directory)
 
-    monkeypatch.setattr(discovery._LocalLister, "list_dir", list_dir)
+    monkeypatch.setattr(listing.LocalLister, "list_dir", list_dir)
     got = _rows(kl.read_table(str(tmp_path / "logs"), **options))
     assert got == _expected(archives, keep)
     chosen = {f"{t}-{p}" for t, p, _ in got}

@@ -124,3 +124,35 @@ def test_a_latest_start_is_for_streams_only(value: str, message: str) -> None:
     opts = parse_options({"startingOffsets": value})  # a stream may start at the latest offset
     with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_batch(opts)
+
+
+def test_the_option_table_is_what_readoptions_is_made_of() -> None:
+    """Every row sets one field of ReadOptions (or StoreOptions) with the row's default, typed
+    by the row's parser, and the default is a value the parser itself returns."""
+    import dataclasses
+
+    from kafkalog_source.options import OPTION_SPECS, ReadOptions, StoreOptions
+
+    fields = {f.name: f for f in dataclasses.fields(ReadOptions)}
+    fields |= {f"store.{f.name}": f for f in dataclasses.fields(StoreOptions)}
+    for spec in OPTION_SPECS:
+        f = fields[spec.field]
+        assert f.default == spec.default and f.type == spec.annotation, spec.name
+        if spec.default is not None:
+            assert spec.parser(spec.name, spec.default) == spec.default, spec.name
+            assert spec.parser(spec.name, str(spec.default).lower()) == spec.default, spec.name
+
+
+def test_the_cli_subcommands_take_the_options_whose_rows_name_them() -> None:
+    from kafkalog_source.cli.dump import DUMP_OPTIONS
+    from kafkalog_source.cli.verify import VERIFY_OPTIONS
+    from kafkalog_source.cli.warmup import WARMUP_OPTIONS
+    from kafkalog_source.options import OPTION_SPECS, cli_options
+
+    for command, taken in (("dump", DUMP_OPTIONS), ("verify", VERIFY_OPTIONS)):
+        assert (
+            taken == tuple(s.name for s in OPTION_SPECS if command in s.cli) == cli_options(command)
+        )
+    assert WARMUP_OPTIONS == ("compiledCodecs",)
+    with pytest.raises(ValueError):
+        cli_options("query")  # query and convert take every option

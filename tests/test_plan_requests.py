@@ -11,6 +11,7 @@ from conftest import SAMPLES
 
 import kafkalog_source as kl
 from kafkalog_source.errors import OptionError
+from kafkalog_source.layout.discovery import Listing, discover
 from kafkalog_source.options import parse_options
 from kafkalog_source.planning.planner import plan
 from kafkalog_source.planning.request import (
@@ -69,7 +70,7 @@ def test_requests_leave_the_options_as_the_user_said() -> None:
     before = repr(opts)
     req = micro_batch_request(opts, {("orders", 0): 5}, {("orders", 0): 9}, True, 2)
     assert (req.starting_offsets, req.ending_offsets) == ({("orders", 0): 5}, {("orders", 0): 9})
-    assert req.fail_on_data_loss and req.min_partitions == 2 and req.options is opts
+    assert req.fail_on_data_loss and req.min_partitions == 2 and req.files == Listing.of(opts)
     from kafkalog_source.reader import output_projection, read_range
 
     rows = [
@@ -175,3 +176,73 @@ def test_default_threads_cut_only_indexed_segments(
     seen = _spy_ranges(monkeypatch)
     kl.read_table(str(ORDERS))
     assert seen == [(0, size)]
+
+
+def test_a_request_holds_what_the_planner_reads_and_not_the_options() -> None:
+    """The request carries the files (a Listing: what discovery takes) and the planner's rules,
+    copied from the options once; it holds no ReadOptions, and its repr masks the paths'
+    secrets as the options' does."""
+    import dataclasses
+
+    from kafkalog_source.options import ReadOptions
+
+    opts = parse_options(
+        {
+            "isolationLevel": "read_committed",
+            "offsetGaps": "compacted",
+            "replicas": "merge",
+            "openCostInBytes": "1m",
+            "subscribe": "orders",
+            "pathGlobFilter": "*.log",
+            "fs.s3.secret_key": "hunter2",
+        },
+        paths=str(ORDERS),
+    )
+    req = batch_request(opts)
+    values = [getattr(req, f.name) for f in dataclasses.fields(req)]
+    assert not any(isinstance(v, ReadOptions) for v in values)
+    assert (req.isolation_level, req.offset_gaps, req.replicas) == (
+        "read_committed",
+        "compacted",
+        "merge",
+    )
+    assert req.open_cost_in_bytes == 1 << 20 and req.store is opts.store
+    files = req.files
+    assert isinstance(files, Listing) and files.paths == opts.paths
+    assert (files.subscribe, files.path_glob_filter) == (("orders",), "*.log")
+    assert "hunter2" not in repr(req)
+    # discovery takes the listing and finds what it found from the options
+    assert [s.path for s in discover(files)] == [s.path for s in discover(opts)]
+
+
+def test_no_planning_or_layout_module_imports_readoptions_but_the_request() -> None:
+    import ast
+    from pathlib import Path
+
+    package = Path(kl.__file__).parent
+    found = []
+    for folder in ("planning", "layout"):
+        for path in sorted((package / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and any(
+                    a.name == "ReadOptions" for a in node.names
+                ):
+                    found.append(path.relative_to(package).as_posix())
+    assert found == ["planning/request.py"]
+
+
+def test_a_request_field_that_an_option_sets_has_the_option_table_default() -> None:
+    import dataclasses
+
+    from kafkalog_source.options import OPTION_SPECS
+    from kafkalog_source.planning.request import PlanRequest
+
+    rows = {s.field: s for s in OPTION_SPECS}
+    shared = [f for f in dataclasses.fields(PlanRequest) if f.name in rows]
+    assert len(shared) >= 15
+    assert all(f.default == rows[f.name].default for f in shared)
+    # a batch read of no option asks what a request of its defaults asks, but for the
+    # startingOffsetsByTimestampStrategy a batch read takes (a stream resolves its own start)
+    assert batch_request(parse_options(paths=str(ORDERS))) == PlanRequest(
+        Listing(paths=(str(ORDERS),)), no_time_match="error"
+    )

@@ -1,8 +1,8 @@
 """The generated reference: ``docs/reference/*.md`` written from the code, so it cannot drift.
 
 * ``options.md`` from :data:`kafkalog_source.options.OPTION_SPECS`, the table the option parser
-  parses with (name, type, default from :class:`~kafkalog_source.options.ReadOptions`, where it
-  applies, meaning), with the CLI subcommands that take each option from their own lists;
+  parses with and :class:`~kafkalog_source.options.ReadOptions` is made from (name, type,
+  default, where it applies, the CLI subcommands that take it, meaning);
 * ``schema.md`` from :mod:`kafkalog_source.arrow.schema` and :mod:`kafkalog_source.arrow.internal`
   (the columns, their Spark and Arrow types, and what they mean);
 * ``cli.md`` from the ``argparse`` parsers of :mod:`kafkalog_source.cli.main`.
@@ -18,7 +18,6 @@ Regenerate after changing any of them::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 from ..options import (
     ARROW,
     BATCH,
+    CLI_COMMANDS,
     FS_OPTION,
     OPTION_SPECS,
     SPARK_KAFKA_OPTIONS,
@@ -34,8 +34,6 @@ from ..options import (
     STREAM,
     MiB,
     OptionSpec,
-    ReadOptions,
-    StoreOptions,
 )
 
 REFERENCE_DIR = Path("docs") / "reference"
@@ -55,20 +53,9 @@ def _banner(source: str) -> str:
 
 
 def _cli_commands(spec: OptionSpec) -> list[str]:
-    """The subcommands whose ``-o`` takes the option (query and convert take every option)."""
-    from .dump import DUMP_OPTIONS
-    from .verify import VERIFY_OPTIONS
-    from .warmup import WARMUP_OPTIONS
-
-    out = ["query", "convert"]
-    for command, accepted in (
-        ("verify", VERIFY_OPTIONS),
-        ("dump", DUMP_OPTIONS),
-        ("warmup", WARMUP_OPTIONS),
-    ):
-        if spec.name in accepted or spec is FS_OPTION and command in ("verify", "dump"):
-            out.append(command)
-    return out
+    """The subcommands whose ``-o`` takes the option (query and convert take every option; the
+    others those whose rows name them)."""
+    return ["query", "convert", *(c for c in CLI_COMMANDS if c in spec.cli)]
 
 
 def _size_text(n: int) -> str:
@@ -79,13 +66,8 @@ def _size_text(n: int) -> str:
 
 
 def default_text(spec: OptionSpec) -> str:
-    """The option's default as the reference shows it, read from the dataclasses' defaults."""
-    if spec is FS_OPTION:
-        return "none"
-    if spec.field.startswith("store."):
-        value = getattr(StoreOptions(), spec.field.removeprefix("store."))
-    else:
-        value = {f.name: f.default for f in dataclasses.fields(ReadOptions)}[spec.field]
+    """The option's default as the reference shows it (the row's)."""
+    value = spec.default
     if value is None:
         text = "none"
     elif isinstance(value, bool):
@@ -113,7 +95,7 @@ def options_reference() -> str:
     lines = [
         "# Options reference",
         "",
-        _banner("the option table in `kafkalog_source/options.py`"),
+        _banner("the option table in `kafkalog_source/options/`"),
         "",
         'The same options serve every entry point: `spark.read.format("kafkalog")'
         '.option("name", "value")` (and `readStream`), the Arrow API as keyword arguments '

@@ -74,6 +74,7 @@ import sys
 from typing import Any, TextIO
 
 from ..errors import StorageError
+from ..options import cli_options
 from ..transport.source import file_stat
 from .common import CommandError, add_common_arguments, command_options, non_negative
 from .decoders import add_flags as add_decoder_flags
@@ -89,14 +90,8 @@ PROGRESS_MIN_BYTES = 64 << 20
 EXIT_IO = 1  # a file that cannot be opened is bad input too (the CLI's one exit code convention)
 # the reader options dump uses (its reader, for records; the store options, for remote files;
 # how a directory named is searched for segment files)
-DUMP_OPTIONS = (
-    "maxBatchBytes",
-    "readAheadBytes",
-    "readAheadRequests",
-    "remoteRetries",
-    "recursiveFileLookup",
-    "allowEmpty",
-)
+DUMP_OPTIONS = cli_options("dump")  # the rows of the option table that name dump
+_EXAMPLE = "maxBatchBytes"  # the option -o's help shows as its example
 
 
 def register(subparsers: Any) -> None:
@@ -168,7 +163,7 @@ def register(subparsers: Any) -> None:
     add_common_arguments(
         p,
         "no progress display",
-        f"maxBatchBytes=256m (dump uses {', '.join(DUMP_OPTIONS[1:])} too)",
+        f"maxBatchBytes=256m (dump uses {', '.join(o for o in DUMP_OPTIONS if o != _EXAMPLE)} too)",
     )
     p.set_defaults(run=run, reader_warnings=False)
 

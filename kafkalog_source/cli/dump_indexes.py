@@ -14,7 +14,7 @@ from bisect import bisect_left
 from itertools import pairwise
 
 from ..errors import CorruptDataError, StorageError
-from ..format.batch import BatchHeader
+from ..format.batch import V2_HEADER_SIZE, BatchHeader
 from ..format.indexes import (
     OFFSET_INDEX_DTYPE,
     TIME_INDEX_DTYPE,
@@ -109,7 +109,9 @@ class IndexDump:
                     end = min(position + self.max_message_size, log_src.size)
                     first = -1
                     try:
-                        walk = walk_classified(log_src, log_path, position, end, block=61)
+                        walk = walk_classified(
+                            log_src, log_path, position, end, block=V2_HEADER_SIZE
+                        )
                         for item in walk:
                             if isinstance(item, BatchHeader):
                                 first = item.last_offset

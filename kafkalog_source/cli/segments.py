@@ -29,12 +29,13 @@ import crc32c
 from ..format.batch import (
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
+    V2_CRC_FROM,
     V2_HEADER_SIZE,
     BatchHeader,
     parse_header,
     read_varint,
 )
-from ..format.legacy import key_and_value
+from ..format.legacy import LEGACY_CRC_FROM, LEGACY_HEADER, LEGACY_MAGIC_AT, key_and_value
 from ..format.names import (
     increment_sequence,
 )
@@ -83,10 +84,10 @@ def batch_is_valid(data: bytes | memoryview, h: BatchHeader) -> bool:
     and CRC-32 over the message from its magic byte (entry bytes 16..end).
     """
     if h.magic >= 2:
-        return h.size >= V2_HEADER_SIZE and crc32c.crc32c(data[21 : h.size]) == h.crc
+        return h.size >= V2_HEADER_SIZE and crc32c.crc32c(data[V2_CRC_FROM : h.size]) == h.crc
     if h.size - LOG_OVERHEAD < LEGACY_MIN_SIZE:
         return False
-    return zlib.crc32(data[16 : h.size]) == h.crc
+    return zlib.crc32(data[LEGACY_CRC_FROM : h.size]) == h.crc
 
 
 def read_batch(src: ByteSource, h: BatchHeader) -> bytes:
@@ -114,13 +115,13 @@ def legacy_inner_checksums(
     out: list[tuple[int, bool]] = []
     at = 0
     n = len(inner)
-    while n - at >= 18:
-        if inner[at + 16] not in (0, 1):
+    while n - at >= LEGACY_HEADER.size:
+        if inner[at + LEGACY_MAGIC_AT] not in (0, 1):
             break
         ih = parse_header(inner, at, at)
         if ih.size < LOG_OVERHEAD + LEGACY_MIN_SIZE or at + ih.size > n:
             break
-        valid = zlib.crc32(memoryview(inner)[at + 16 : at + ih.size]) == ih.crc
+        valid = zlib.crc32(memoryview(inner)[at + LEGACY_CRC_FROM : at + ih.size]) == ih.crc
         out.append((ih.crc, valid))
         at += ih.size
     return out

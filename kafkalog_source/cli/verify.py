@@ -70,6 +70,7 @@ from ..errors import KafkaLogError, StorageError
 from ..format.batch import BatchHeader
 from ..layout.discovery import parent_directory
 from ..layout.files import open_source
+from ..options import cli_options
 from ..stats import ReadEvent, ReadStats
 from .common import CommandError, add_common_arguments, command_options
 from .progress import Progress, wanted
@@ -90,24 +91,7 @@ from .verify_log import (
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
-VERIFY_OPTIONS = (
-    "maxBatchBytes",
-    "readAheadBytes",
-    "readAheadRequests",
-    "remoteRetries",
-    "failOnDataLoss",
-    "offsetGaps",
-    "replicas",
-    "recursiveFileLookup",
-    "pathGlobFilter",
-    "modifiedBefore",
-    "modifiedAfter",
-    "subscribe",
-    "subscribePattern",
-    "assign",
-    "ignoreMissingFiles",
-    "allowEmpty",
-)
+VERIFY_OPTIONS = cli_options("verify")  # the rows of the option table that name verify
 # How verify's read is made, whatever the options: every batch decoded with its checksum, a
 # bad one skipped and reported, control records and metadata for the checks, and every missing
 # offset reported rather than raised (failOnDataLoss only adds verify's own gap checks).

@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..options import cli_options
 from .common import add_common_arguments, command_options
 
 # the reader options warmup takes (which kernels to compile)
-WARMUP_OPTIONS = ("compiledCodecs",)
+WARMUP_OPTIONS = cli_options("warmup")  # the rows of the option table that name warmup
 
 
 def register(subparsers: Any) -> None:

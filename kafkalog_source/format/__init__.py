@@ -12,6 +12,9 @@ over bytes already in memory (no I/O, no other layer imported).
   names;
 * :mod:`.tiered`: the tiered-storage plugin's encoded chunk index.
 
-The compiled kernels (:mod:`..kernel`) hold their own copy of the record layout, as code that
+Every header offset, size and attribute bit is named once here (:mod:`.batch`, :mod:`.legacy`,
+:mod:`.names`) and used by name everywhere else, the compiled kernels included: numba takes a
+module's integer constants as compile-time constants, so a named offset costs nothing. The
+kernels (:mod:`..kernel`, :func:`~..framing.scan.scan_window`) walk the records' varints as code
 numba compiles; everything else reads a Kafka structure through these modules.
 """

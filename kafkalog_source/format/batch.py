@@ -11,29 +11,73 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .legacy import LEGACY_CRC_AT, LEGACY_CRC_FROM, LEGACY_HEADER, V1_TIMESTAMP_AT
+from .legacy import (
+    LEGACY_CRC_AT,
+    LEGACY_CRC_FROM,
+    LEGACY_HEADER,
+    LEGACY_MIN_SIZE,
+    V1_MIN_SIZE,
+    V1_TIMESTAMP_AT,
+)
 from .names import CODEC_NAMES
 
 LOG_OVERHEAD = 12  # offset and size fields: a batch takes 12 + size bytes
 PREFIX_SIZE = 17  # offset, size, 4 format bytes, magic
 V2_HEADER_SIZE = 61
-LEGACY_MIN_SIZE = 14  # RECORD_OVERHEAD_V0: the smallest legal size field
-V1_HEADER_SIZE = 34  # 12 + crc 4 + magic 1 + attrs 1 + ts 8 + key len 4 + value len 4
+V1_HEADER_SIZE = LOG_OVERHEAD + V1_MIN_SIZE  # 12 + crc 4, magic, attrs, ts 8, 2 lengths 4
 PREFIX = struct.Struct(">qiiB")  # offset, size, 4 bytes (v2: leader epoch; legacy: crc), magic
+OFFSET_AT = 0  # the offset field (v2: baseOffset; legacy: the message's offset)
 SIZE_AT = 8  # the size field
 MAGIC_AT = 16
 
 # the v2 header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
 # lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence,
-# recordsCount
+# recordsCount; each field's first byte, from the batch's first byte
 V2_HEADER = struct.Struct(">qiiBIhiqqqhii")
 assert V2_HEADER.size == V2_HEADER_SIZE
+V2_LEADER_EPOCH_AT = 12
 V2_CRC_AT = 17  # the CRC-32C, which covers the batch from the attributes on
 V2_CRC_FROM = 21
-V2_ATTRIBUTES_AT = 21
+V2_ATTRIBUTES_AT = 21  # an int16; every bit Kafka defines is in its low byte
 V2_LAST_OFFSET_DELTA_AT = 23
+V2_BASE_TIMESTAMP_AT = 27
+V2_MAX_TIMESTAMP_AT = 35
 V2_PRODUCER_ID_AT = 43
+V2_PRODUCER_EPOCH_AT = 51
+V2_BASE_SEQUENCE_AT = 53
 V2_RECORDS_COUNT_AT = 57
+# the CRC-32C's span starts this many bytes before the records (the end of the header)
+V2_CRC_BEFORE_RECORDS = V2_HEADER_SIZE - V2_CRC_FROM
+# the fewest bytes a v2 record takes: length, attributes, timestampDelta, offsetDelta,
+# keyLength, valueLength and headerCount, one byte each (Kafka's DefaultRecord)
+V2_MIN_RECORD_SIZE = 7
+
+
+def field_starts(layout: struct.Struct) -> tuple[int, ...]:
+    """Where each field of a packed big-endian ``struct`` layout starts."""
+    starts, at = [], 0
+    for code in layout.format.lstrip("<>!="):
+        starts.append(at)
+        at += struct.calcsize(">" + code)
+    return tuple(starts)
+
+
+# the named offsets are the struct's, field by field
+assert field_starts(V2_HEADER) == (
+    OFFSET_AT,
+    SIZE_AT,
+    V2_LEADER_EPOCH_AT,
+    MAGIC_AT,
+    V2_CRC_AT,
+    V2_ATTRIBUTES_AT,
+    V2_LAST_OFFSET_DELTA_AT,
+    V2_BASE_TIMESTAMP_AT,
+    V2_MAX_TIMESTAMP_AT,
+    V2_PRODUCER_ID_AT,
+    V2_PRODUCER_EPOCH_AT,
+    V2_BASE_SEQUENCE_AT,
+    V2_RECORDS_COUNT_AT,
+)
 # from the CRC through recordsCount (the fields a resync checks)
 V2_FROM_CRC = struct.Struct(">IhiqqqhiI")
 
@@ -43,6 +87,7 @@ TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 DELETE_HORIZON_BIT = 0x40
+ATTRIBUTE_BITS = 0xFF  # the attributes' low byte, where the bits above are
 
 
 def prefix(buf: bytes | memoryview, at: int = 0) -> tuple[int, int, int]:
@@ -58,7 +103,7 @@ def size_field(buf: bytes | memoryview, at: int = 0) -> int:
 
 def offset_field(buf: bytes | memoryview, at: int = 0) -> int:
     """The offset field of the batch at ``buf[at]`` (v2: its base offset)."""
-    return int.from_bytes(buf[at : at + 8], "big", signed=True)
+    return int.from_bytes(buf[at + OFFSET_AT : at + OFFSET_AT + 8], "big", signed=True)
 
 
 def header_offsets(head: bytes | memoryview) -> tuple[int | None, int | None] | None:
@@ -136,22 +181,22 @@ class BatchHeader:
     @property
     def log_append_time(self) -> bool:
         """True when the timestamp type bit says LogAppendTime (v1 and v2)."""
-        return self.magic > 0 and bool(self.attributes & 0x08)
+        return self.magic > 0 and bool(self.attributes & TIMESTAMP_TYPE_BIT)
 
     @property
     def is_transactional(self) -> bool:
         """v2 transactional bit."""
-        return self.magic >= 2 and bool(self.attributes & 0x10)
+        return self.magic >= 2 and bool(self.attributes & TRANSACTIONAL_BIT)
 
     @property
     def is_control(self) -> bool:
         """v2 control bit (transaction markers, KRaft control records)."""
-        return self.magic >= 2 and bool(self.attributes & 0x20)
+        return self.magic >= 2 and bool(self.attributes & CONTROL_BIT)
 
     @property
     def has_delete_horizon(self) -> bool:
         """v2 bit 6: baseTimestamp holds the delete horizon (KIP-534)."""
-        return self.magic >= 2 and bool(self.attributes & 0x40)
+        return self.magic >= 2 and bool(self.attributes & DELETE_HORIZON_BIT)
 
     @property
     def last_offset(self) -> int:
@@ -262,11 +307,11 @@ def locate_record(batch: bytes | memoryview, offset_delta: int) -> RecordBytes |
     from its first byte), walking the records' length fields; None for a compressed or legacy
     batch (whose records have no byte of their own in the file), or when the walk meets
     malformed lengths before the record."""
-    if len(batch) < V2_HEADER_SIZE or batch[16] != 2:
+    if len(batch) < V2_HEADER_SIZE or batch[MAGIC_AT] != 2:
         return None
-    if int.from_bytes(batch[21:23], "big") & 0x07:
+    if batch[V2_ATTRIBUTES_AT + 1] & CODEC_MASK:
         return None  # compressed
-    end = min(len(batch), 12 + int.from_bytes(batch[8:12], "big", signed=True))
+    end = min(len(batch), LOG_OVERHEAD + size_field(batch))
     p = V2_HEADER_SIZE
     while p < end:
         length, q = read_varint(batch, p, end)

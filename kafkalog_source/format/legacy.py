@@ -7,15 +7,21 @@ from __future__ import annotations
 import struct
 
 LEGACY_HEADER = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+LEGACY_MIN_SIZE = 14  # RECORD_OVERHEAD_V0: the smallest legal size field
+V1_MIN_SIZE = LEGACY_MIN_SIZE + 8  # and with a v1 message's timestamp
+LEGACY_MESSAGE_AT = 12  # the message after the entry's offset and size fields
 LEGACY_CRC_AT = 12
 LEGACY_CRC_FROM = 16  # the CRC-32 covers the message from its magic byte on
+LEGACY_MAGIC_AT = 16
+LEGACY_ATTRIBUTES_AT = 17
 V1_TIMESTAMP_AT = 18
+V1_TIMESTAMP_END = V1_TIMESTAMP_AT + 8  # a v1 entry holds its timestamp from this many bytes
 _INT32 = struct.Struct(">i")
 
 
 def key_length_at(magic: int) -> int:
     """Where a message's key length field starts, from the message's first byte."""
-    return V1_TIMESTAMP_AT + 8 if magic == 1 else V1_TIMESTAMP_AT
+    return V1_TIMESTAMP_END if magic == 1 else V1_TIMESTAMP_AT
 
 
 def message_header(buf: bytes | memoryview, at: int) -> tuple[int, int, int, int, int, int]:
@@ -23,7 +29,7 @@ def message_header(buf: bytes | memoryview, at: int) -> tuple[int, int, int, int
     (timestamp -1 for v0, and for a v1 message cut before it); 18 bytes needed."""
     offset, size, crc, magic, attrs = LEGACY_HEADER.unpack_from(buf, at)
     ts = -1
-    if magic == 1 and len(buf) - at >= V1_TIMESTAMP_AT + 8:
+    if magic == 1 and len(buf) - at >= V1_TIMESTAMP_END:
         ts = int.from_bytes(
             buf[at + V1_TIMESTAMP_AT : at + V1_TIMESTAMP_AT + 8], "big", signed=True
         )

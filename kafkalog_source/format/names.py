@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")  # attributes & 7
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")  # attributes & CODEC_MASK
+LAST_CODEC = 4  # zstd, the highest codec id a v2 batch may name
+LAST_LEGACY_CODEC = 3  # lz4: a v0/v1 message may not name zstd
 
 # ControlRecordType ids (the key's int16 type) and their names
 CONTROL_TYPES = {

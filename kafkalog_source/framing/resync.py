@@ -27,11 +27,13 @@ import crc32c
 import numpy as np
 
 from ..format.batch import (
+    CODEC_MASK,
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
     MAGIC_AT,
     PREFIX,
     PREFIX_SIZE,
+    SIZE_AT,
     V2_CRC_AT,
     V2_CRC_FROM,
     V2_FROM_CRC,
@@ -40,7 +42,8 @@ from ..format.batch import (
     smallest_batch,
     stored_crc,
 )
-from ..format.legacy import LEGACY_CRC_FROM
+from ..format.legacy import LEGACY_ATTRIBUTES_AT, LEGACY_CRC_FROM
+from ..format.names import INT32_MAX, LAST_CODEC, LAST_LEGACY_CODEC
 from ..transport.source import ByteSource
 
 EVIDENCE_BYTES = 8 << 20  # how far past a damaged batch its true end is searched
@@ -59,17 +62,17 @@ def _prefix_candidates(a: np.ndarray, lo: int, upto: int, first: int, end: int) 
     ``lo``) holds a plausible batch prefix: magic 0..2 and a size field >= 14 whose batch ends
     by ``end``."""
     n = a.shape[0]
-    if n < 17:
+    if n < PREFIX_SIZE:
         return np.empty(0, np.int64)
-    q = np.flatnonzero(a[16:] <= 2).astype(np.int64)  # the magic byte at q + 16
+    q = np.flatnonzero(a[MAGIC_AT:] <= 2).astype(np.int64)  # the magic byte at q + MAGIC_AT
     q = q[(q + lo >= first) & (q + lo < upto)]
     if not q.size:
         return q
     size = (
-        (a[q + 8].astype(np.int64) << 24)
-        | (a[q + 9].astype(np.int64) << 16)
-        | (a[q + 10].astype(np.int64) << 8)
-        | a[q + 11].astype(np.int64)
+        (a[q + SIZE_AT].astype(np.int64) << 24)
+        | (a[q + SIZE_AT + 1].astype(np.int64) << 16)
+        | (a[q + SIZE_AT + 2].astype(np.int64) << 8)
+        | a[q + SIZE_AT + 3].astype(np.int64)
     )
     return q[(size >= LEGACY_MIN_SIZE) & (q + lo + LOG_OVERHEAD + size <= end)] + lo
 
@@ -96,7 +99,9 @@ def crc_true_end(
     lo, chunk, seen, examined = pos, FIRST_CHUNK, 0, len(head)
     while lo < stop:
         hi = min(stop, lo + chunk)
-        data = src.read(lo, min(hi + 16, end) - lo)  # 16 more: the prefixes of the last ones
+        data = src.read(
+            lo, min(hi + MAGIC_AT, end) - lo
+        )  # MAGIC_AT more: the prefixes of the last ones
         examined += len(data)
         if len(data) < hi - lo:  # the source is shorter than it was
             return None, examined
@@ -127,7 +132,7 @@ def verify_batch(src: ByteSource, q: int, end: int, limit: int) -> tuple[bool, i
     header sane for its magic); one no larger than ``limit`` bytes is checked, a larger one is
     not believed. Returns (verdict, bytes examined)."""
     head = src.read(q, max(0, min(V2_HEADER_SIZE, end - q)))
-    if len(head) < 17:
+    if len(head) < PREFIX_SIZE:
         return False, len(head)
     _, size, _, magic = PREFIX.unpack_from(head, 0)
     total = LOG_OVERHEAD + size
@@ -137,11 +142,14 @@ def verify_batch(src: ByteSource, q: int, end: int, limit: int) -> tuple[bool, i
         if total < V2_HEADER_SIZE or len(head) < V2_HEADER_SIZE:
             return False, len(head)
         crc, attrs, lod, _, _, _, _, _, count = V2_FROM_CRC.unpack_from(head, V2_CRC_AT)
-        if attrs & 7 > 4 or lod < 0 or count > lod + 1 or count > 0x7FFFFFFF:
+        if attrs & CODEC_MASK > LAST_CODEC or lod < 0 or count > lod + 1 or count > INT32_MAX:
             return False, len(head)
         skip = V2_CRC_FROM
     else:
-        if total < smallest_batch(magic) or head[17] & 7 > 3:
+        if (
+            total < smallest_batch(magic)
+            or head[LEGACY_ATTRIBUTES_AT] & CODEC_MASK > LAST_LEGACY_CODEC
+        ):
             return False, len(head)
         crc = stored_crc(head, magic)
         skip = LEGACY_CRC_FROM
@@ -168,7 +176,7 @@ def next_verified_batch(
     if pos >= end:
         return None, "", 0
     stop = min(end, pos + limit)
-    data = src.read(pos, min(stop + 16, end) - pos)
+    data = src.read(pos, min(stop + MAGIC_AT, end) - pos)
     examined = len(data)
     scanned = _prefix_candidates(np.frombuffer(data, np.uint8), pos, stop, pos + 1, end)
     idx = np.asarray(index_positions, np.int64)

@@ -29,6 +29,7 @@ from ..errors import CorruptDataError, RecordStructureError, UnsupportedFormatEr
 from ..format.batch import (
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
+    MAGIC_AT,
     PREFIX,
     PREFIX_SIZE,
     V2_HEADER_SIZE,
@@ -84,7 +85,7 @@ class Stop:
     @property
     def magic(self) -> int:
         """The magic byte at the stop, unsigned (needs a prefix)."""
-        return (self.prefix or b"")[16]
+        return (self.prefix or b"")[MAGIC_AT]
 
 
 class HeaderWalk(Generic[H]):

@@ -17,6 +17,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..format.batch import CODEC_MASK, LOG_OVERHEAD, SIZE_AT, TIMESTAMP_TYPE_BIT
+from ..format.legacy import (
+    LEGACY_ATTRIBUTES_AT,
+    LEGACY_CRC_AT,
+    LEGACY_CRC_FROM,
+    LEGACY_MAGIC_AT,
+    LEGACY_MESSAGE_AT,
+    LEGACY_MIN_SIZE,
+    V1_MIN_SIZE,
+    V1_TIMESTAMP_AT,
+)
 from .bytes import be32, be32u, be64, copy_bytes
 from .crc32 import crc32_ieee
 from .jit import kernel
@@ -90,31 +101,30 @@ def decode_legacy(
     p = start
     k = 0
     while p < end:
-        if end - p < 12:
+        if end - p < LOG_OVERHEAD:
             return fail(state, E_LEGACY_TRUNCATED, p, k, 0, end - p)
         offset = be64(src, p)
-        size = be32(src, p + 8)
-        if size < 14 or size > end - p - 12:
-            return fail(state, E_LEGACY_SIZE, p, k, size, end - p - 12)
-        msg = p + 12
-        msg_end = msg + size
-        stored = be32u(src, msg)
-        magic = src[msg + 4]
-        attrs = src[msg + 5]
+        size = be32(src, p + SIZE_AT)
+        if size < LEGACY_MIN_SIZE or size > end - p - LOG_OVERHEAD:
+            return fail(state, E_LEGACY_SIZE, p, k, size, end - p - LOG_OVERHEAD)
+        msg_end = p + LEGACY_MESSAGE_AT + size
+        stored = be32u(src, p + LEGACY_CRC_AT)
+        magic = src[p + LEGACY_MAGIC_AT]
+        attrs = src[p + LEGACY_ATTRIBUTES_AT]
         if magic > 1:
             return fail(state, E_LEGACY_MAGIC, p, k, magic, 0)
         if verify:
-            computed = crc32_ieee(crc_tables, src, msg + 4, msg_end)
+            computed = crc32_ieee(crc_tables, src, p + LEGACY_CRC_FROM, msg_end)
             if computed != stored:
                 return fail(state, E_LEGACY_CRC, p, k, stored, computed)
-        q = msg + 6
+        q = p + V1_TIMESTAMP_AT  # v1: the timestamp; v0: the key length
         ts = -1
         tstype = -1
         if magic == 1:
-            if size < 22:
-                return fail(state, E_LEGACY_SIZE, p, k, size, end - p - 12)
+            if size < V1_MIN_SIZE:
+                return fail(state, E_LEGACY_SIZE, p, k, size, end - p - LOG_OVERHEAD)
             ts = be64(src, q)
-            tstype = 1 if (attrs & 0x08) != 0 else 0
+            tstype = 1 if (attrs & TIMESTAMP_TYPE_BIT) != 0 else 0
             q += 8
         klen = be32(src, q)
         q += 4
@@ -127,7 +137,7 @@ def decode_legacy(
         q += 4
         if vlen > msg_end - q:
             return fail(state, E_VALUE_LENGTH, p, k, vlen, msg_end - q)
-        if (attrs & 0x07) != 0:
+        if (attrs & CODEC_MASK) != 0:
             state[WRAP_POS] = p
             state[ERR_ITEM] = k
             state[N_REC] = n
@@ -194,20 +204,21 @@ def check_wrappers(src, wpos, sizes, verify, crc_tables, value_start, value_len)
     for i in range(wpos.shape[0]):
         value_len[i] = -1
         p = wpos[i]
-        size = sizes[i] - 12
-        if size < 14:
+        size = sizes[i] - LOG_OVERHEAD
+        if size < LEGACY_MIN_SIZE:
             continue
-        msg = p + 12
-        msg_end = msg + size
-        magic = src[msg + 4]
-        attrs = src[msg + 5]
-        if magic > 1 or (attrs & 0x07) == 0:
+        msg_end = p + LEGACY_MESSAGE_AT + size
+        magic = src[p + LEGACY_MAGIC_AT]
+        attrs = src[p + LEGACY_ATTRIBUTES_AT]
+        if magic > 1 or (attrs & CODEC_MASK) == 0:
             continue
-        if verify and crc32_ieee(crc_tables, src, msg + 4, msg_end) != be32u(src, msg):
+        if verify and crc32_ieee(crc_tables, src, p + LEGACY_CRC_FROM, msg_end) != be32u(
+            src, p + LEGACY_CRC_AT
+        ):
             continue
-        q = msg + 6
+        q = p + V1_TIMESTAMP_AT  # v1: the timestamp; v0: the key length
         if magic == 1:
-            if size < 22:
+            if size < V1_MIN_SIZE:
                 continue
             q += 8
         klen = be32(src, q)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..format.batch import V2_CRC_BEFORE_RECORDS, V2_HEADER_SIZE
 from .bytes import copy_bytes, is_ascii, read_only, utf8_error, varint, varlong
 from .crc32c import crc32c_span
 from .jit import kernel
@@ -58,7 +59,8 @@ from .status import (
 )
 
 # Columns of the batch-parameter matrix passed to decode_v2. BP_CRC is the stored CRC-32C, checked
-# over bytes 21.. of the batch (BP_START - 40 ..) when ``verify`` is set: uncompressed batches only.
+# over bytes V2_CRC_FROM.. of the batch (BP_START - V2_CRC_BEFORE_RECORDS ..) when ``verify`` is
+# set: uncompressed batches only.
 BP_START, BP_END, BP_COUNT, BP_BASE_OFFSET, BP_BASE_TS, BP_MAX_TS, BP_LOG_APPEND, BP_META = range(8)
 BP_CRC = 8
 BP_WIDTH = 9
@@ -116,9 +118,9 @@ def decode_v2(
     nhk = state[N_HKEY]
     nhv = state[N_HVAL]
     null_ts = state[N_NULL_TS]
-    want_key = (want & 1) != 0
-    want_val = (want & 2) != 0
-    want_hdr = (want & 4) != 0
+    want_key = (want & WANT_KEY) != 0
+    want_val = (want & WANT_VALUE) != 0
+    want_hdr = (want & WANT_HEADERS) != 0
     # A failure sets err (and its details) and breaks out of the loops to the one fail() below:
     # numba lowers every return with a release of each array still alive (two dozen), so one
     # exit instead of one per status halves the code LLVM optimizes (the cold compile).
@@ -136,10 +138,10 @@ def decode_v2(
         meta = bp[b, BP_META]
         tstype = 1 if log_append else 0
         if verify:
-            crc = crc32c_span(crc_tables, src, p - 40, end)
+            crc = crc32c_span(crc_tables, src, p - V2_CRC_BEFORE_RECORDS, end)
             if crc != bp[b, BP_CRC]:
                 err = E_CRC
-                epos = p - 61
+                epos = p - V2_HEADER_SIZE
                 ea = crc
                 eb = bp[b, BP_CRC]
                 break

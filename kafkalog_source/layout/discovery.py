@@ -38,18 +38,19 @@ directories are listed with ``scandir``; a remote root is listed with one recurs
 and its tree rebuilt in memory, so a log directory of thousands of partitions costs one paged
 listing, not one call per directory. Object stores have no real directories: a prefix with objects
 below it is a directory.
+
+Here: :func:`discover` and the collector that applies the filters. The names of segment files
+and partition directories, and the listers, are in :mod:`.listing`; what a read that found
+nothing says, in :mod:`.empty`.
 """
 
 from __future__ import annotations
 
 import contextvars
 import fnmatch
-import glob
 import logging
 import os
-import re
-import stat as stat_module
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
@@ -59,334 +60,91 @@ from ..format.names import (
     kraft_snapshot_id,
     segment_base_offset,
 )
-from ..options import ReadOptions, StoreOptions
-from ..redact import redact_uri, scrub
+from ..options import StoreOptions
+from ..redact import redact_uri
 from ..selection import topic_selection
 from ..stats import ReadEvent, ReadStats
-from ..transport.failures import access_denied, describe, scrubbed, store_errors
-from ..transport.filesystems import Location, is_remote, local_path, resolve
-from ..transport.known import KnownObjects, current_known, known_objects, note_listing
-from ..transport.source import local_access_denied, open_stored, remote_access_denied
+from ..transport.filesystems import is_remote, local_path
+from ..transport.known import KnownObjects, known_objects
+from ..transport.source import open_stored
+from .empty import note_unassigned, nothing_to_read
+from .listing import (
+    EXPLICIT_NAME,
+    GLOB_CHARS,
+    NOT_LOG_SUFFIXES,
+    REDPANDA_SEGMENT_NAME,
+    SEGMENT_NAME,
+    SKIPPED_DIR_SUFFIXES,
+    TRANSIENT_SUFFIXES,
+    Entry,
+    LocalLister,
+    RemoteLister,
+    SegmentFile,
+    base_name,
+    parent_of,
+    parse_partition_dir,
+)
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
+
+__all__ = [
+    "SEGMENT_NAME",
+    "Discovered",
+    "Listing",
+    "SegmentFile",
+    "discover",
+    "parent_directory",
+    "parse_partition_dir",
+    "segment_bases",
+]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What discovery is asked: the paths of one read, and which files under them it takes
+    (the file filters, the partition selection, KRaft snapshots or not), with the store that
+    holds them. The front end builds it once per read from the user's options, with the read's
+    plan request (:func:`~..planning.request.listing_of`); :meth:`of` reads the same fields from
+    any object that has them. Its ``repr`` masks what may be secret (the paths' credentials, the
+    store's arguments)."""
+
+    paths: tuple[str, ...] = ()
+    recursive_file_lookup: bool = False
+    path_glob_filter: str | None = None
+    modified_before: float | None = None
+    modified_after: float | None = None
+    ignore_missing_files: bool = False
+    ignore_corrupt_files: bool = False
+    include_snapshots: bool = False
+    allow_empty: bool = False
+    subscribe: tuple[str, ...] | None = None
+    subscribe_pattern: str | None = None
+    assign: tuple[tuple[str, int], ...] | None = None
+    store: StoreOptions | None = None
+
+    @classmethod
+    def of(cls, options: Any) -> Listing:
+        """The listing ``options`` (a Listing, or an object with the same fields) asks for."""
+        if isinstance(options, Listing):
+            return options
+        return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "paths":
+                value = tuple(redact_uri(p) for p in value)
+            shown.append(f"{f.name}={value!r}")
+        return f"Listing({', '.join(shown)})"
+
 
 log = logging.getLogger("kafkalog")
 
-SEGMENT_NAME = re.compile(r"^([0-9]{20})\.log$")
-_EXPLICIT_NAME = re.compile(r"^([0-9]{20})\.log(?:\.(?:deleted|cleaned|swap))?$")
-TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
-SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
-NOT_LOG_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
-_GLOB_CHARS = re.compile(r"[*?\[]")
-# Redpanda's own segment files, {base offset}-{term}-v{version}.log: another format
-REDPANDA_SEGMENT_NAME = re.compile(r"^[0-9]+-[0-9]+-v[0-9]+\.log$")
-# When a directory holds no segment file, how far below it the error message looks for some
-# (directories below it; a log directory one or two levels down puts them at depth 2 or 3),
-# and how many directories it may list to find them.
-DEEPER_LEVELS = 3
-DEEPER_LISTINGS = 200
 
-
-@dataclass(frozen=True)
-class SegmentFile:
-    """One ``.log`` file to read. ``mtime`` is epoch milliseconds, as Spark's options use."""
-
-    path: str
-    topic: str | None
-    partition: int | None
-    base_offset: int | None
-    size: int
-    mtime: float
-    # a KRaft snapshot: its id (end offset, epoch) from the file name; None for a segment
-    snapshot: tuple[int, int] | None = None
-
-    @property
-    def partition_key(self) -> tuple[str, int] | None:
-        """``(topic, partition)`` when both are known from the directory name, else None."""
-        if self.topic is None or self.partition is None:
-            return None
-        return (self.topic, self.partition)
-
-
-def parse_partition_dir(name: str, allow_suffixed: bool = False) -> tuple[str, int] | None:
-    """``"orders-3"`` → ``("orders", 3)``; None when the name is not a partition directory.
-
-    The topic may contain ``-``: the name splits at the last one. With ``allow_suffixed``, the
-    ``<topic>-<partition>.<uuid>-delete|-future|-stray`` forms parse too (§5.2).
-    """
-    if allow_suffixed and name.endswith(SKIPPED_DIR_SUFFIXES) and "." in name:
-        name = name[: name.rindex(".")]
-    topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isascii() or not part.isdigit():
-        return None
-    return topic, int(part)
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """One directory entry or stat result, the same for every store."""
-
-    path: str  # as shown: a local path, or a URI of the form the user typed
-    is_dir: bool
-    size: int
-    mtime: float  # epoch milliseconds
-    key: str  # identity for deduplication: the real path, or the URI
-    etag: str = ""  # a listed object's entity tag, where the store gives one
-
-    @property
-    def name(self) -> str:
-        return _basename(self.path)
-
-
-def _basename(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1] if "://" in path else os.path.basename(path)
-
-
-def _parent(path: str) -> str:
-    """The directory holding ``path`` (a local path or a URI)."""
-    if "://" in path:
-        head, _, _ = path.rstrip("/").rpartition("/")
-        return head
-    return os.path.dirname(os.path.abspath(path))
-
-
-class _LocalLister:
-    """Local directories: ``os.scandir`` and ``stat`` (symbolic links followed)."""
-
-    def stat(self, path: str) -> _Entry | None:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return None
-        return self._entry(path, st)
-
-    @staticmethod
-    def _entry(path: str, st: os.stat_result) -> _Entry:
-        is_dir = stat_module.S_ISDIR(st.st_mode)
-        if not is_dir and not stat_module.S_ISREG(st.st_mode):
-            return _Entry(path, False, -1, 0.0, path)  # a fifo, socket or device: not read
-        return _Entry(path, is_dir, st.st_size, st.st_mtime_ns / 1e6, os.path.realpath(path))
-
-    def list_dir(self, directory: str) -> list[_Entry] | None:
-        """The entries of ``directory``; None when it does not exist, [] when it is a file."""
-        try:
-            entries = list(os.scandir(directory))
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
-            return []
-        except PermissionError as e:
-            raise local_access_denied(directory, e) from e
-        except OSError as e:
-            raise PathError(f"cannot list directory {directory}: {e}") from e
-        out = []
-        for entry in entries:
-            try:
-                if entry.is_dir():
-                    out.append(_Entry(entry.path, True, 0, 0.0, entry.path))
-                    continue
-                if (
-                    segment_base_offset(entry.name) is None
-                    and not is_tiered_log(entry.path)
-                    and kraft_snapshot_id(entry.name) is None
-                ):
-                    # not stat-ed: only its name matters
-                    out.append(_Entry(entry.path, False, 0, 0.0, entry.path))
-                    continue
-                out.append(self._entry(entry.path, entry.stat()))
-            except OSError:  # deleted since the listing, or unreadable: not a segment to read
-                continue
-        return out
-
-    def glob(self, pattern: str) -> list[str]:
-        return sorted(glob.glob(pattern))
-
-    def lexists(self, path: str) -> bool:
-        return os.path.lexists(path)
-
-    def real(self, path: str) -> str:
-        return os.path.realpath(path)
-
-
-class _RemoteLister:
-    """Objects in a store: one recursive listing per root (a store with no directories lists a
-    prefix in one paged call), the directory tree rebuilt from it in memory."""
-
-    def __init__(self, store: StoreOptions | None) -> None:
-        self.store = store
-        self.requests = 0  # listing and metadata calls made
-        self._dirs: dict[str, list[_Entry]] = {}  # directory URI -> entries
-        self._listed: list[str] = []  # roots listed recursively
-
-    def _location(self, uri: str) -> Location:
-        return resolve(uri, self.store)
-
-    def _secrets(self) -> list[str]:
-        return (self.store or StoreOptions()).secrets()
-
-    def _failed(self, what: str, uri: str, exc: BaseException) -> Exception:
-        """The error for a listing or look-up the store failed (its message scrubbed)."""
-        said = scrub(describe(exc), self._secrets())
-        if access_denied(exc):
-            return remote_access_denied(uri, said)
-        return PathError(f"cannot {what} {redact_uri(uri)}: {said}")
-
-    def _info_entry(self, loc: Location, info: Any) -> _Entry | None:
-        from pyarrow.fs import FileType
-
-        uri = loc.to_uri(info.path)
-        if info.type == FileType.Directory:
-            return _Entry(uri, True, 0, 0.0, uri)
-        if info.type == FileType.File:
-            mtime = info.mtime_ns / 1e6 if info.mtime_ns is not None else 0.0
-            return _Entry(uri, False, int(info.size or 0), mtime, uri)
-        return None
-
-    def stat(self, path: str) -> _Entry | None:
-        for e in self._dirs.get(_parent(path), ()):  # already listed: no request
-            if e.path == path:
-                return e
-        loc = self._location(path)
-        self.requests += 1
-        if loc.objects is not None:
-            return self._stat_object(loc, path)
-        try:
-            info = loc.fs.get_file_info(loc.path)
-        except store_errors() as e:
-            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
-        return self._info_entry(loc, info)
-
-    def _stat_object(self, loc: Location, path: str) -> _Entry | None:
-        """An object (one ``HEAD``), or a prefix with objects below it (a directory: one
-        listing page), or None."""
-        try:
-            meta = loc.objects.head(loc.key) if loc.key else None
-        except FileNotFoundError:
-            meta = None
-        except store_errors() as e:
-            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
-        if meta is not None:
-            return _Entry(path, False, meta.size, meta.mtime_ns / 1e6, path)
-        prefix = loc.key.rstrip("/") + "/" if loc.key else ""
-        self.requests += 1
-        try:
-            page = next(iter(loc.objects.list(prefix)), [])
-        except store_errors() as e:
-            raise self._failed("look up", path, e) from scrubbed(e, self._secrets())
-        return _Entry(path, True, 0, 0.0, path) if page else None
-
-    def _list_objects(self, loc: Location, directory: str) -> list[_Entry]:
-        """Every object below ``directory`` (obstore's paged listing: sizes and modification
-        times included), as entries, with one directory entry per prefix between."""
-        prefix = loc.key.rstrip("/") + "/" if loc.key else ""
-        lead = loc.path[: len(loc.path) - len(loc.key)] if loc.key else loc.path.rstrip("/") + "/"
-        objects = [
-            (loc.to_uri(lead + key), listed.size, listed.mtime_ns, listed.etag)
-            for page in loc.objects.list(prefix)
-            for key, listed in page
-            if not key.endswith("/")  # a "directory marker" object
-        ]
-        return _with_dirs(directory, objects)
-
-    def list_dir(self, directory: str) -> list[_Entry] | None:
-        directory = directory.rstrip("/")
-        if directory in self._dirs:
-            return self._dirs[directory]
-        if any(directory.startswith(root + "/") for root in self._listed):
-            return []  # below a listed root and not seen: empty (or a file)
-        loc = self._location(directory)
-        known = current_known()
-        covered = known.under(directory) if known is not None else None
-        if covered:  # listed whole already (earlier in this plan or command): no request
-            self._listed.append(directory)
-            tree = _tree(directory, _with_dirs(directory, [(u, m.size, m.mtime_ns, m.etag)
-                                                           for u, m in covered]))  # fmt: skip
-            self._dirs.update(tree)
-            return tree[directory]
-        self.requests += 1
-        try:
-            if loc.objects is not None:
-                entries = self._list_objects(loc, directory)
-            else:
-                from pyarrow.fs import FileSelector
-
-                infos = loc.fs.get_file_info(
-                    FileSelector(loc.path.rstrip("/"), recursive=True, allow_not_found=True)
-                )
-                entries = [e for e in (self._info_entry(loc, i) for i in infos) if e is not None]
-        except FileNotFoundError:
-            return None
-        except store_errors() as e:
-            raise self._failed("list", directory, e) from scrubbed(e, self._secrets())
-        self._listed.append(directory)
-        # the listing is the truth about what exists below it, for the rest of the plan
-        files = [(e.path, e.size, int(e.mtime * 1e6), e.etag) for e in entries if not e.is_dir]
-        note_listing(directory, files)
-        tree = _tree(directory, entries)
-        self._dirs.update(tree)
-        if not entries:
-            st = self.stat(directory)
-            if st is None:
-                return None
-            if not st.is_dir:
-                return []
-        return tree[directory]
-
-    def glob(self, pattern: str) -> list[str]:
-        """The URIs matching ``pattern``, component by component (``*`` stays in one level)."""
-        m = _GLOB_CHARS.search(pattern)
-        assert m is not None
-        base = pattern[: m.start()].rpartition("/")[0]
-        want = pattern.rstrip("/").split("/")
-        self.list_dir(base)
-        out = []
-        for d, entries in list(self._dirs.items()):
-            if not d.startswith(base):
-                continue
-            for e in entries:
-                have = e.path.rstrip("/").split("/")
-                if len(have) == len(want) and all(
-                    fnmatch.fnmatchcase(h, w) for h, w in zip(have, want, strict=True)
-                ):
-                    out.append(e.path)
-        return sorted(set(out))
-
-    def lexists(self, path: str) -> bool:
-        return self.stat(path) is not None
-
-    def real(self, path: str) -> str:
-        return path
-
-
-def _with_dirs(directory: str, objects: list[tuple]) -> list[_Entry]:
-    """Entries of the ``(uri, size, mtime_ns[, etag])`` objects below ``directory``, with one
-    directory entry per prefix between (object stores have no directories)."""
-    out: list[_Entry] = []
-    dirs: set[str] = set()
-    top = directory.rstrip("/")
-    for uri, size, mtime_ns, *etag in objects:
-        out.append(_Entry(uri, False, size, mtime_ns / 1e6, uri, etag[0] if etag else ""))
-        d = _parent(uri)
-        while d != top and d.startswith(top + "/") and d not in dirs:
-            dirs.add(d)
-            out.append(_Entry(d, True, 0, 0.0, d))
-            d = _parent(d)
-    return out
-
-
-def _tree(directory: str, entries: list[_Entry]) -> dict[str, list[_Entry]]:
-    """Directory URI → its entries, for the entries of a listing below ``directory``."""
-    tree: dict[str, list[_Entry]] = {directory: []}
-    for entry in entries:
-        tree.setdefault(_parent(entry.path), []).append(entry)
-        if entry.is_dir:
-            tree.setdefault(entry.path, [])
-    return tree
-
-
-class _Collector:
+class Collector:
     """Accumulates segment files for one :func:`discover` call, applying the file filters."""
 
-    def __init__(self, options: ReadOptions, stats: ReadStats | None) -> None:
+    def __init__(self, options: Listing, stats: ReadStats | None) -> None:
         self.options = options
         self.stats = stats
         self.found: dict[str, SegmentFile] = {}
@@ -396,20 +154,20 @@ class _Collector:
         self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
         self.directories: list[str] = []  # directories named (or matched) that were scanned
         self.redpanda: str | None = None  # a Redpanda segment file seen, for the error message
-        self.tiered: list[_Entry] = []  # tiered-storage .log objects whose manifests are unread
+        self.tiered: list[Entry] = []  # tiered-storage .log objects whose manifests are unread
         # subscribe / subscribePattern / assign: partitions of other topics are never listed or
         # opened (their directories are skipped by name); those left out, for messages
         self.selection = topic_selection(options)
         self.unselected: set[tuple[str, int]] = set()
-        self.local = _LocalLister()
-        self._remote: _RemoteLister | None = None
+        self.local = LocalLister()
+        self._remote: RemoteLister | None = None
 
-    def lister(self, path: str) -> _LocalLister | _RemoteLister:
+    def lister(self, path: str) -> LocalLister | RemoteLister:
         """The lister for ``path``'s store."""
         if not is_remote(path):
             return self.local
         if self._remote is None:
-            self._remote = _RemoteLister(self.options.store)
+            self._remote = RemoteLister(self.options.store)
         return self._remote
 
     @property
@@ -432,7 +190,7 @@ class _Collector:
 
     def add(
         self,
-        entry: _Entry,
+        entry: Entry,
         topic: str | None,
         partition: int | None,
         base_offset: int | None,
@@ -527,7 +285,7 @@ class _Collector:
 
     def scan_directory(self, directory: str) -> None:
         """A partition directory, or a log directory holding partition directories."""
-        name = _basename(os.path.normpath(directory) if "://" not in directory else directory)
+        name = base_name(os.path.normpath(directory) if "://" not in directory else directory)
         own = parse_partition_dir(name, allow_suffixed=True)
         if name.endswith(SKIPPED_DIR_SUFFIXES):
             log.warning("reading %s although its name marks it as not live (§5.2)", directory)
@@ -535,7 +293,7 @@ class _Collector:
             self.scan_tiered_topic(directory)
             return
         for sub in self.scan_files(directory, own):
-            sub_name = _basename(sub)
+            sub_name = base_name(sub)
             if sub_name.endswith(SKIPPED_DIR_SUFFIXES):
                 log.info("skipping %s: a replica being deleted, moved or left stray", sub)
                 continue
@@ -557,7 +315,7 @@ class _Collector:
             else:
                 self.others += 1
 
-    def add_tiered(self, entry: _Entry) -> None:
+    def add_tiered(self, entry: Entry) -> None:
         """A tiered-storage ``.log`` object: kept for :meth:`resolve_tiered` when the file
         filters and the partition selection let it through (its manifest is not read else)."""
         o = self.options
@@ -594,7 +352,7 @@ class _Collector:
             return
         store = self.options.store
 
-        def load(entry: _Entry) -> Any:
+        def load(entry: Entry) -> Any:
             try:
                 return load_manifest(entry.path, lambda p: open_stored(p, store))
             except (FileNotFoundError, CorruptDataError) as exc:
@@ -603,7 +361,7 @@ class _Collector:
         workers = min(16, len(pending)) if any(is_remote(e.path) for e in pending) else 1
         ctx = contextvars.copy_context()  # the listing's objects: manifests opened by size
 
-        def load_in(entry: _Entry) -> Any:
+        def load_in(entry: Entry) -> Any:
             return ctx.copy().run(load, entry)
 
         with ThreadPoolExecutor(workers, thread_name_prefix="kafkalog-manifests") as pool:
@@ -657,29 +415,29 @@ class _Collector:
             if real in seen:
                 continue
             seen.add(real)
-            name = _basename(os.path.normpath(d) if "://" not in d else d)
+            name = base_name(os.path.normpath(d) if "://" not in d else d)
             tp = parse_partition_dir(name)
             for sub in reversed(self.scan_files(d, tp)):
-                if _basename(sub).endswith(SKIPPED_DIR_SUFFIXES):
+                if base_name(sub).endswith(SKIPPED_DIR_SUFFIXES):
                     log.info("skipping %s: a replica being deleted, moved or left stray", sub)
                     continue
                 stack.append(sub)
 
-    def add_explicit_file(self, entry: _Entry) -> None:
+    def add_explicit_file(self, entry: Entry) -> None:
         path = entry.path
         name = entry.name
         sid = kraft_snapshot_id(name, deleted=True)
         if sid is not None:  # a KRaft snapshot named: read it (its rows tell it apart)
             if name.endswith(".deleted"):
                 log.warning("reading %s although its suffix marks it as being deleted", path)
-            tp = parse_partition_dir(_basename(_parent(path)), allow_suffixed=True)
+            tp = parse_partition_dir(base_name(parent_of(path)), allow_suffixed=True)
             topic, part = tp if tp is not None else (None, None)
             self.add(entry, topic, part, None, sid)
             return
         if name == KRAFT_BOOTSTRAP:  # KRaft's bootstrap snapshot: a record file, as a snapshot's
+            tp = parse_partition_dir(base_name(parent_of(path)), allow_suffixed=True)
             # read as a snapshot of its own, of Kafka's bootstrap snapshot id (0, 0): its rows
             # carry it, and are no copy of the metadata log's first offsets
-            tp = parse_partition_dir(_basename(_parent(path)), allow_suffixed=True)
             topic, part = tp if tp is not None else ("__cluster_metadata", 0)
             self.add(entry, topic, part, None, BOOTSTRAP_SNAPSHOT_ID)
             return
@@ -695,11 +453,11 @@ class _Collector:
         if is_tiered_log(path):
             self.add_tiered(entry)
             return
-        m = _EXPLICIT_NAME.match(name)
+        m = EXPLICIT_NAME.match(name)
         base = int(m.group(1)) if m else None
         if name.endswith(TRANSIENT_SUFFIXES):
             log.warning("reading %s although its suffix marks it as not live (§5.3)", path)
-        parent = _basename(_parent(path))
+        parent = base_name(parent_of(path))
         tp = parse_partition_dir(parent, allow_suffixed=True)
         topic, part = tp if tp is not None else (None, None)
         self.add(entry, topic, part, base)
@@ -707,14 +465,14 @@ class _Collector:
 
 def parent_directory(path: str) -> str:
     """The directory holding ``path``: an absolute local path, or the URI of the prefix."""
-    return _parent(path)
+    return parent_of(path)
 
 
 def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int]:
     """Base offsets of the ``<20 digits>.log`` files (or tiered-storage ``.log`` objects) in a
     directory (local or remote); [] when it cannot be listed."""
-    lister: _LocalLister | _RemoteLister = (
-        _RemoteLister(store) if is_remote(directory) else _LocalLister()
+    lister: LocalLister | RemoteLister = (
+        RemoteLister(store) if is_remote(directory) else LocalLister()
     )
     try:
         entries = lister.list_dir(directory) or []
@@ -728,11 +486,11 @@ def segment_bases(directory: str, store: StoreOptions | None = None) -> list[int
     return sorted(b for b in bases if b is not None)
 
 
-def _expand(raw: str, collector: _Collector) -> list[str]:
+def _expand(raw: str, collector: Collector) -> list[str]:
     """One user path → existing paths (glob-expanded when needed): local paths, or URIs."""
     path = raw if is_remote(raw) else local_path(raw)
     lister = collector.lister(path)
-    if not _GLOB_CHARS.search(path) or lister.lexists(path):
+    if not GLOB_CHARS.search(path) or lister.lexists(path):
         return [path]
     matches = lister.glob(path)
     if not matches:
@@ -752,139 +510,6 @@ def _sort_key(s: SegmentFile) -> tuple:
     )
 
 
-def _nothing_to_read(options: ReadOptions, collector: _Collector) -> str:
-    """The message for a read that found no segment file (see :func:`discover`)."""
-    shown = ", ".join(options.paths)
-    why = []
-    if collector.filtered:
-        n = collector.filtered
-        why.append(
-            f"{n} segment file{'' if n == 1 else 's'} left out by pathGlobFilter, modifiedBefore "
-            "or modifiedAfter"
-        )
-    if collector.ignored:
-        why.append(f"{', '.join(collector.ignored)} does not exist (skipped: ignoreMissingFiles)")
-    if collector.others and not collector.filtered:
-        n = collector.others
-        why.append(
-            f"it holds {n} other entr{'y' if n == 1 else 'ies'}, none a <20-digit offset>.log file"
-        )
-    if collector.unselected and collector.selection is not None:
-        n = len(collector.unselected)
-        topics = ", ".join(sorted({t for t, _ in collector.unselected})[:10])
-        why.append(
-            f"{collector.selection.describe()} chose none of its {n} partition"
-            f"{'' if n == 1 else 's'} (topics {topics})"
-        )
-    if not why:
-        why.append("it is empty")
-    head = f"no segment files (.log) found under {shown}: {'; '.join(why)}"
-    deeper = None
-    if not collector.filtered and not collector.unselected and not options.recursive_file_lookup:
-        deeper = _look_deeper(collector)
-    if deeper is not None:
-        return f"{head}. {deeper}"
-    if collector.redpanda is not None:
-        head += (
-            f". Files named like {_basename(collector.redpanda)} are Redpanda segments, a format "
-            "of its own that kafkalog does not read"
-        )
-    return f"{head}. Check the path, or set the option allowEmpty=true to read it as empty"
-
-
-def _note_unassigned(
-    options: ReadOptions, found: list[SegmentFile], allow_empty: bool | None
-) -> None:
-    """Warn about partitions ``assign`` names that the paths do not hold (a stream, which
-    lists with ``allow_empty``, waits for them: only logged at debug level)."""
-    if options.assign is None:
-        return
-    absent = sorted(set(options.assign) - {s.partition_key for s in found})
-    if absent:
-        shown = ", ".join(f"{t}-{p}" for t, p in absent[:10])
-        more = f" and {len(absent) - 10} more" if len(absent) > 10 else ""
-        log.log(
-            logging.DEBUG if allow_empty else logging.WARNING,
-            "option 'assign' names partitions with no segment under %s: %s%s",
-            ", ".join(options.paths),
-            shown,
-            more,
-        )
-
-
-def _join_path(directory: str, *parts: str) -> str:
-    if "://" in directory:
-        return "/".join([directory.rstrip("/"), *parts])
-    return os.path.join(directory, *parts)
-
-
-def _shown(paths: list[str], most: int = 3) -> str:
-    shown = ", ".join(paths[:most])
-    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
-
-
-def _look_deeper(collector: _Collector) -> str | None:
-    """Where segment files are, below the directories that held none (a folder of several
-    brokers' log directories, say): at most :data:`DEEPER_LEVELS` levels down and
-    :data:`DEEPER_LISTINGS` directory listings (a remote store's tree is listed already). The
-    sentence suggesting the paths (or the glob) and ``recursiveFileLookup`` that read them, or
-    None when none is found."""
-    holders: list[tuple[str, str, int]] = []  # (directory named, directory holding, depth)
-    listings = 0
-    for top in collector.directories:
-        lister = collector.lister(top)
-        queue = [(top, 0)]  # breadth first: the shallowest holders first
-        while queue and listings < DEEPER_LISTINGS:
-            directory, depth = queue.pop(0)
-            listings += 1
-            try:
-                entries = lister.list_dir(directory) or []
-            except (PathError, OSError):
-                continue
-            if depth > 0 and any(segment_base_offset(e.name) is not None for e in entries):
-                holders.append((top, directory, depth))
-                continue
-            for e in entries:
-                if collector.redpanda is None and REDPANDA_SEGMENT_NAME.match(e.name):
-                    collector.redpanda = e.path
-            if depth < DEEPER_LEVELS:
-                queue.extend(
-                    (e.path, depth + 1)
-                    for e in sorted(entries, key=lambda e: e.path)
-                    if e.is_dir and not e.name.endswith(SKIPPED_DIR_SUFFIXES)
-                )
-    if not holders:
-        return None
-    # the directories a read takes: a partition directory's log directory (discovery reads the
-    # partition directories inside a directory it is given), else the directory itself
-    roots: list[str] = []
-    globs: list[str] = []
-    for top, holder, depth in holders:
-        partition = parse_partition_dir(_basename(holder)) is not None and depth > 1
-        if (root := _parent(holder) if partition else holder) not in roots:
-            roots.append(root)
-        pattern = _join_path(top, *["*"] * (depth - 1 if partition else depth))
-        if pattern not in globs:
-            globs.append(pattern)
-    # a glob is suggested only when it matches directories alone (a file it matched would be
-    # read as a segment)
-    for pattern in globs:
-        lister = collector.lister(pattern)
-        try:
-            matched = [lister.stat(m) for m in lister.glob(pattern)]
-        except (PathError, OSError):
-            matched = [None]
-        if not all(m is not None and m.is_dir for m in matched):
-            globs = []
-            break
-    alternative = f", or the glob {' '.join(globs)}" if globs else ""
-    return (
-        f"Segment files lie deeper, in {_shown([h[1] for h in holders])}: name the "
-        f"director{'y' if len(roots) == 1 else 'ies'} holding them as paths "
-        f"({_shown(roots)}{alternative}), or set the option recursiveFileLookup=true"
-    )
-
-
 class Discovered(list):
     """The segment files :func:`discover` found, and what its listings said of the objects below
     the paths (``known``: sizes, and which files do not exist), for the plan that reads them."""
@@ -896,9 +521,10 @@ class Discovered(list):
 
 
 def discover(
-    options: ReadOptions, stats: ReadStats | None = None, allow_empty: bool | None = None
+    files: Listing | Any, stats: ReadStats | None = None, allow_empty: bool | None = None
 ) -> list[SegmentFile]:
-    """List the segment files the options name, sorted by (topic, partition, base offset, path).
+    """List the segment files ``files`` names (a :class:`Listing`; any object with its fields,
+    a ``ReadOptions`` say, is read as one), sorted by (topic, partition, base offset, path).
 
     Raises :class:`PathError` for a path that does not exist (unless ``ignoreMissingFiles``, which
     skips it and counts it in ``stats.missing_files``), and :class:`OptionError` for an unsupported
@@ -912,21 +538,22 @@ def discover(
     every object below the paths (:mod:`~..transport.known`), which a plan of these segments
     uses instead of asking the store again.
     """
-    if not options.paths:
+    listing = Listing.of(files)
+    if not listing.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
     with known_objects() as known:
-        return Discovered(_discover(options, stats, allow_empty), known)
+        return Discovered(_discover(listing, stats, allow_empty), known)
 
 
 def _discover(
-    options: ReadOptions, stats: ReadStats | None, allow_empty: bool | None
+    options: Listing, stats: ReadStats | None, allow_empty: bool | None
 ) -> list[SegmentFile]:
-    collector = _Collector(options, stats)
+    collector = Collector(options, stats)
     for raw in options.paths:
         for path in _expand(raw, collector):
             lister = collector.lister(path)
             if is_remote(path) and lister.list_dir(path):  # one listing: a prefix with objects
-                entry: _Entry | None = _Entry(path, True, 0, 0.0, path)
+                entry: Entry | None = Entry(path, True, 0, 0.0, path)
             else:
                 entry = lister.stat(path)
             if entry is None:
@@ -942,11 +569,11 @@ def _discover(
                 collector.add_explicit_file(entry)
     collector.resolve_tiered()
     out = sorted(collector.found.values(), key=_sort_key)
-    _note_unassigned(options, out, allow_empty)
+    note_unassigned(options, out, allow_empty)
     if allow_empty is None:
         allow_empty = options.allow_empty
     if not out and not allow_empty:
-        raise PathError(_nothing_to_read(options, collector))
+        raise PathError(nothing_to_read(options, collector))
     if stats is not None:
         stats.listing_requests += collector.listing_requests
     log.debug(

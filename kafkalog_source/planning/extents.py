@@ -54,20 +54,20 @@ class PartitionBounds:
     ts_end: int | None = None
 
 
-def bounds_for(key: tuple[str, int] | None, options: PlanRequest) -> PartitionBounds:
+def bounds_for(key: tuple[str, int] | None, request: PlanRequest) -> PartitionBounds:
     b = PartitionBounds()
-    if isinstance(options.starting_offsets, dict) and key is not None:
-        v = options.starting_offsets.get(key, EARLIEST)  # never LATEST: rejected when parsed
+    if isinstance(request.starting_offsets, dict) and key is not None:
+        v = request.starting_offsets.get(key, EARLIEST)  # never LATEST: rejected when parsed
         b.lo = NO_LOWER if v == EARLIEST else v
-    if isinstance(options.ending_offsets, dict) and key is not None:
-        v = options.ending_offsets.get(key, LATEST)  # never EARLIEST: rejected when parsed
+    if isinstance(request.ending_offsets, dict) and key is not None:
+        v = request.ending_offsets.get(key, LATEST)  # never EARLIEST: rejected when parsed
         b.hi = NO_LIMIT if v == LATEST else v
-    b.ts_start = options.starting_timestamp
-    if options.starting_offsets_by_timestamp is not None and key is not None:
-        b.ts_start = options.starting_offsets_by_timestamp.get(key)
-    b.ts_end = options.ending_timestamp
-    if options.ending_offsets_by_timestamp is not None and key is not None:
-        b.ts_end = options.ending_offsets_by_timestamp.get(key)
+    b.ts_start = request.starting_timestamp
+    if request.starting_offsets_by_timestamp is not None and key is not None:
+        b.ts_start = request.starting_offsets_by_timestamp.get(key)
+    b.ts_end = request.ending_timestamp
+    if request.ending_offsets_by_timestamp is not None and key is not None:
+        b.ts_end = request.ending_offsets_by_timestamp.get(key)
     return b
 
 
@@ -98,18 +98,18 @@ def _find_time(probes: list[SegmentProbe], t: int) -> tuple[int, BatchHeader] | 
 def partition_extents(
     key: tuple[str, int] | None,
     probes: list[SegmentProbe],
-    options: PlanRequest,
+    request: PlanRequest,
     pruning: Pruning,
 ) -> list[Extent]:
     """The extents one partition (its segments in offset order) contributes to the plan."""
-    b = bounds_for(key, options)
+    b = bounds_for(key, request)
     name = f"{key[0]}-{key[1]}" if key else os.path.dirname(probes[0].path)
     if b.lo >= b.hi:
         return []
     ts_start = ts_end = None
     if b.ts_start is not None:
         ts_start = _find_time(probes, b.ts_start)
-        if ts_start is None and options.no_time_match == "error" and key is not None:
+        if ts_start is None and request.no_time_match == "error" and key is not None:
             raise no_time_match(key, b.ts_start)  # Spark's Kafka source's default
         if ts_start is None:
             log.info("%s: no record with timestamp >= %d; nothing to read", name, b.ts_start)

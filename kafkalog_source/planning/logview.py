@@ -140,10 +140,10 @@ def transaction_event(
     record bytes of a control batch."""
     if h.magic < 2 or h.producer_id < 0:
         return None
-    if h.attributes & 0x20:
+    if h.is_control:
         if h.records_count == 0:
             return EMPTIED_MARKER  # an emptied marker (compaction): not a marker any more
-        if h.attributes & 0x07:
+        if h.codec:
             return UNREADABLE_MARKER  # a compressed control batch: the reader ignores it too
         peek = min(h.size, V2_HEADER_SIZE + _CONTROL_PEEK) - V2_HEADER_SIZE
         t = control_type(read(h.position + V2_HEADER_SIZE, peek))
@@ -151,7 +151,7 @@ def transaction_event(
             local_open.discard(h.producer_id)
             return t
         return UNREADABLE_MARKER if t is None else None
-    if h.attributes & 0x10 and h.producer_id not in local_open:
+    if h.is_transactional and h.producer_id not in local_open:
         local_open.add(h.producer_id)
         return DATA
     return None

@@ -235,14 +235,14 @@ def _end_offset(ext: Extent, end: int) -> int | None:
     return ext.end_bound
 
 
-def max_split_bytes(options: PlanRequest, total_bytes: int) -> int:
+def max_split_bytes(request: PlanRequest, total_bytes: int) -> int:
     """Spark's maxSplitBytes: ``min(maxPartitionBytes, max(openCost, total / minPartitions))``,
     or ``maxPartitionBytes`` when ``minPartitions`` is not set. ``total_bytes`` includes one
     open cost per file."""
-    if options.min_partitions is None:
-        return options.max_partition_bytes
-    per_partition = total_bytes // options.min_partitions
-    return max(1, min(options.max_partition_bytes, max(options.open_cost_in_bytes, per_partition)))
+    if request.min_partitions is None:
+        return request.max_partition_bytes
+    per_partition = total_bytes // request.min_partitions
+    return max(1, min(request.max_partition_bytes, max(request.open_cost_in_bytes, per_partition)))
 
 
 def splits_for(

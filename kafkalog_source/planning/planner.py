@@ -117,12 +117,12 @@ def plan(
 
 
 def _plan(
-    options: PlanRequest,
+    request: PlanRequest,
     segments: list[SegmentFile] | None,
     pruning: Pruning | None,
 ) -> list[Split]:
     if segments is None:
-        segments = discover(options.options, allow_empty=options.allow_empty)
+        segments = discover(request.files, allow_empty=request.allow_empty)
     pruning = pruning or Pruning()
     if pruning.empty:
         return []
@@ -130,15 +130,15 @@ def _plan(
     for seg in segments:
         if pruning.may_contain(seg.topic, seg.partition):
             groups.setdefault(_group_key(seg), []).append(seg)
-    _warn_unknown_partitions(options, groups)
-    check_replicas(groups, options)
+    _warn_unknown_partitions(request, groups)
+    check_replicas(groups, request)
     extents: list[Extent] = []
     probes: list[SegmentProbe] = []
     checkpoints: dict[str, LogDirCheckpoints] = {}
     remote = any(is_remote(s.path) for ss in groups.values() for s in ss)
-    limit = (options.store or StoreOptions()).concurrency if remote else 1
+    limit = (request.store or StoreOptions()).concurrency if remote else 1
     warm = WarmSources()
-    merged = replica_sets(groups) if options.replicas == "merge" else {}
+    merged = replica_sets(groups) if request.replicas == "merge" else {}
     in_merge = {g: pk for pk, gs in merged.items() for g in gs}
 
     def plan_log(gkey: tuple) -> tuple[list[SegmentProbe], list[Extent]] | None:
@@ -155,23 +155,23 @@ def _plan(
                 ]
                 all_probes = [p for _, c in copies for p in c]
                 group = copies[0][1]
-                group_extents, lost = merge_extents(in_merge[gkey], copies, options)
+                group_extents, lost = merge_extents(in_merge[gkey], copies, request)
                 for ext in group_extents:
                     ext.merged = True
-                if options.offset_gaps == "compacted":
+                if request.offset_gaps == "compacted":
                     lost = []
-                _report(pkey, lost, group, group_extents, options, pruning)
+                _report(pkey, lost, group, group_extents, request, pruning)
             else:
                 group = [
-                    SegmentProbe(s, not is_remote(s.path) or options.remote_header_walk)
+                    SegmentProbe(s, not is_remote(s.path) or request.remote_header_walk)
                     for s in sorted(groups[gkey], key=_segment_order)
                 ]
                 all_probes = group
-                group_extents = partition_extents(pkey, group, options, pruning)
-                _account(pkey, gkey[3], group, group_extents, options, pruning, checkpoints)
+                group_extents = partition_extents(pkey, group, request, pruning)
+                _account(pkey, gkey[3], group, group_extents, request, pruning, checkpoints)
             if (
                 group_extents
-                and options.isolation_level == "read_committed"
+                and request.isolation_level == "read_committed"
                 and gkey not in in_merge  # merged copies: the batches taken (merge_extents)
             ):
                 txn = log_transactions([p.seg for p in group])
@@ -190,7 +190,7 @@ def _plan(
     try:
         with request_limit(limit if remote else None), warm.active():
             if remote:
-                warm.warm(planned_reads(groups, options, pruning), limit)
+                warm.warm(planned_reads(groups, request, pruning), limit)
             for done in bounded_map(plan_log, sorted(groups), limit, discard, "kafkalog-plan"):
                 if done is None:
                     continue
@@ -199,27 +199,27 @@ def _plan(
                 for ext in group_extents:
                     ext.order = len(extents)
                     # this read's failOnDataLoss, and its rule for a file deleted after planning
-                    ext.fail_on_missing = options.fail_on_data_loss
-                    ext.deleted_is_loss = options.deleted_is_loss
+                    ext.fail_on_missing = request.fail_on_data_loss
+                    ext.deleted_is_loss = request.deleted_is_loss
                     extents.append(ext)
             if not extents:
                 return []
             data_bytes = sum(e.end - e.start for e in extents)
-            open_cost = options.open_cost_in_bytes
+            open_cost = request.open_cost_in_bytes
             if remote:
                 # a read keeps many remote files' requests in flight at once (reader/prefetch.py):
                 # each weighs that much less in a split (REMOTE_OPENS_AT_ONCE)
                 open_cost //= REMOTE_OPENS_AT_ONCE
-            max_split = max_split_bytes(options, data_bytes + open_cost * len(extents))
+            max_split = max_split_bytes(request, data_bytes + open_cost * len(extents))
             bins = splits_for(
                 extents,
                 max_split,
                 open_cost,
                 limit,
-                options.walk_cuts,
-                options.max_records_per_partition,
+                request.walk_cuts,
+                request.max_records_per_partition,
             )
-            want = options.min_partitions
+            want = request.min_partitions
             if want is not None and len(bins) < want:
                 # best effort below the open-cost floor; a batch is never split
                 # shrink proportionally, halving when that stalls (big batches cannot be cut)
@@ -237,14 +237,14 @@ def _plan(
                         max_split,
                         open_cost,
                         limit,
-                        options.walk_cuts,
-                        options.max_records_per_partition,
+                        request.walk_cuts,
+                        request.max_records_per_partition,
                     )
                     stalled = len(bins) <= len(best)
                     if not stalled:
                         best = bins
                 bins = best
-            if options.in_order:
+            if request.in_order:
                 bins = [[piece] for piece in sorted(p for b in bins for p in b)]
     finally:
         for p in probes:
@@ -266,7 +266,7 @@ def _account(
     directory: str,
     group: list[SegmentProbe],
     extents: list[Extent],
-    options: PlanRequest,
+    request: PlanRequest,
     pruning: Pruning,
     checkpoints: dict[str, LogDirCheckpoints],
 ) -> None:
@@ -282,24 +282,24 @@ def _account(
             checkpoints[log_dir] = read_log_dir_checkpoints(log_dir)
         ckpt = checkpoints[log_dir]
     # a selection that may be part of the directory is measured against the directory's files
-    every = segment_bases(directory, options.store) if _narrowed(options) else None
-    ev = partition_evidence(pkey, group, ckpt, options.offset_gaps, every)
+    every = segment_bases(directory, request.store) if _narrowed(request) else None
+    ev = partition_evidence(pkey, group, ckpt, request.offset_gaps, every)
     bases = _next_bases(group, every)
     for ext in extents:
         ext.next_base_offset = bases.get(id(ext.probe))
         ext.compacted_below = ev.compacted_below
     missing = ev.missing
-    past = _start_past_data(pkey, group, extents, options, pruning, ev.compacted_below, bases)
+    past = _start_past_data(pkey, group, extents, request, pruning, ev.compacted_below, bases)
     if past is not None:
         missing = sorted([*missing, past], key=lambda m: m.first)
-    _report(pkey, missing, group, extents, options, pruning)
+    _report(pkey, missing, group, extents, request, pruning)
 
 
 def _start_past_data(
     pkey: tuple[str, int] | None,
     group: list[SegmentProbe],
     extents: list[Extent],
-    options: PlanRequest,
+    request: PlanRequest,
     pruning: Pruning,
     compacted_below: int,
     next_bases: dict[int, int | None],
@@ -308,7 +308,7 @@ def _start_past_data(
     segment that is not the last and whose batches all end below it (a segment file missing or
     cut short after its last batch before the start, such as a stream's next micro-batch): no
     file holds them, and no range's reader would see the gap, since none is read there."""
-    b = bounds_for(pkey, options)
+    b = bounds_for(pkey, request)
     if b.ts_start is not None or b.ts_end is not None:
         return None
     lo, hi = offset_window(b, pruning)
@@ -342,7 +342,7 @@ def _start_past_data(
 def _narrowed(request: PlanRequest) -> bool:
     """Whether the read may select part of a partition directory's segments: a file (or a
     glob of files) given as a path, or a file filter."""
-    o = request.options
+    o = request.files
     if o.path_glob_filter or o.modified_before is not None or o.modified_after is not None:
         return True
     return any(p.rstrip("/").rsplit("/", 1)[-1].endswith(".log") for p in o.paths)
@@ -368,20 +368,20 @@ def _report(
     missing: list[MissingOffsets],
     group: list[SegmentProbe],
     extents: list[Extent],
-    options: PlanRequest,
+    request: PlanRequest,
     pruning: Pruning,
 ) -> None:
     """Offsets missing from one partition, within the read's bounds: raise under
     failOnDataLoss, else warn and hand them to the partition's first extent (whose reader counts
     them in ReadStats; a partition with nothing to read gets an extent of no bytes for it)."""
-    b = bounds_for(pkey, options)
+    b = bounds_for(pkey, request)
     lo, hi = offset_window(b, pruning)
     missing = clip(missing, lo, hi) if lo < hi else []
     if not extents and (b.ts_start is not None or b.ts_end is not None):
         missing = []  # nothing in the time bounds, which say nothing about the missing offsets
     if not missing:
         return
-    if options.fail_on_data_loss:
+    if request.fail_on_data_loss:
         m = missing[0]
         raise DataLossError(
             f"failOnDataLoss: {m.message()}. Set failOnDataLoss=false to read what is there (the "
@@ -401,13 +401,13 @@ def _report(
         ext.reported = tuple(missing)
 
 
-def _warn_unknown_partitions(options: PlanRequest, groups: dict[tuple, list]) -> None:
+def _warn_unknown_partitions(request: PlanRequest, groups: dict[tuple, list]) -> None:
     present = {(k[1], k[2]) for k in groups if k[0] == 0}
     for name, value in (
-        ("startingOffsets", options.starting_offsets),
-        ("endingOffsets", options.ending_offsets),
-        ("startingOffsetsByTimestamp", options.starting_offsets_by_timestamp),
-        ("endingOffsetsByTimestamp", options.ending_offsets_by_timestamp),
+        ("startingOffsets", request.starting_offsets),
+        ("endingOffsets", request.ending_offsets),
+        ("startingOffsetsByTimestamp", request.starting_offsets_by_timestamp),
+        ("endingOffsetsByTimestamp", request.ending_offsets_by_timestamp),
     ):
         if isinstance(value, dict):
             missing = sorted(set(value) - present)

@@ -39,10 +39,10 @@ def replica_sets(groups: dict[tuple, list[SegmentFile]]) -> dict[tuple[str, int]
     return {k: sorted(v) for k, v in by_partition.items() if len(v) > 1}
 
 
-def check_replicas(groups: dict[tuple, list[SegmentFile]], options: PlanRequest) -> None:
+def check_replicas(groups: dict[tuple, list[SegmentFile]], request: PlanRequest) -> None:
     """Raise :class:`PathError` when a topic-partition is in several directories, unless the
     ``replicas`` option says how to read them."""
-    if options.replicas != "error":
+    if request.replicas != "error":
         return
     sets = replica_sets(groups)
     if not sets:
@@ -99,7 +99,7 @@ def _copy_batches(k: int, probes: list[SegmentProbe]) -> list[_Batch]:
 def merge_extents(
     key: tuple[str, int],
     copies: list[tuple[str, list[SegmentProbe]]],
-    options: PlanRequest,
+    request: PlanRequest,
 ) -> tuple[list[Extent], list[MissingOffsets]]:
     """``replicas=merge``: the extents that read each offset of one topic-partition once, from
     the copies (``(directory, segment probes in offset order)``) that hold it, and the offsets
@@ -112,7 +112,7 @@ def merge_extents(
     divergence (different data at the same offsets, as after an unclean leader election): both
     copies are named in a warning, and failOnDataLoss=true raises.
     """
-    b = bounds_for(key, options)
+    b = bounds_for(key, request)
     batches = [x for k, (_, probes) in enumerate(copies) for x in _copy_batches(k, probes)]
     batches.sort(key=lambda x: (x.header.base_offset, -x.header.last_offset, x.copy))
     name = f"{key[0]}-{key[1]}"
@@ -151,16 +151,16 @@ def merge_extents(
         end = h.last_offset
     for d in divergent[:20]:
         log.warning("kafkalog: replicas diverge: %s", d)
-    if divergent and options.fail_on_data_loss:
+    if divergent and request.fail_on_data_loss:
         raise DataLossError(
             f"failOnDataLoss: the copies of {name} disagree in {len(divergent)} batches; the "
             f"first: {divergent[0]}"
         )
     txn = (
-        _transactions(name, chosen, copies) if options.isolation_level == "read_committed" else None
+        _transactions(name, chosen, copies) if request.isolation_level == "read_committed" else None
     )
     first, last, ends_at_time = _time_window(chosen, b)
-    if b.ts_start is not None and first >= len(chosen) and options.no_time_match == "error":
+    if b.ts_start is not None and first >= len(chosen) and request.no_time_match == "error":
         raise no_time_match(key, b.ts_start)  # as a single log's planning (extents.py)
     # runs of batches adjacent in one segment file become extents
     extents: list[Extent] = []

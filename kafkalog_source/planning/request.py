@@ -1,7 +1,11 @@
 """What the planner is asked to do, apart from what the user said.
 
 :class:`~kafkalog_source.options.ReadOptions` stays exactly what the user said. Each front end
-turns it into a :class:`PlanRequest`, the only thing :func:`~.planner.plan` takes:
+turns it, once per read (a stream: once per micro-batch), into a :class:`PlanRequest`, the only
+thing :func:`~.planner.plan` takes; the request holds what the planner reads and nothing else:
+the files (a :class:`~..layout.discovery.Listing`, what discovery takes), the bounds, sizes and
+data-loss policy, and the rules the planner applies. This module is the one place below the
+front ends that reads ``ReadOptions``:
 
 * a batch read (Spark's ``read``, the CLI): :func:`batch_request`, the options' bounds and sizes;
 * the Arrow API (``read_table``, ``iter_batches``, ``open_reader``): :func:`pieces_request`,
@@ -19,33 +23,53 @@ Options that only a batch read takes (``endingOffsets``, ``endingTimestamp``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import OptionError
-from ..options import EARLIEST, LATEST, PartitionMap, ReadOptions, StoreOptions, doc_ref
+from ..layout.discovery import Listing
+from ..options import (
+    EARLIEST,
+    LATEST,
+    OPTION_SPECS,
+    PartitionMap,
+    ReadOptions,
+    StoreOptions,
+    doc_ref,
+)
 from .splits import NO_LIMIT
 
 PartitionKey = tuple[str, int]
+# the option table's rows by the ReadOptions field they set: a request's field that a row sets
+# takes the row's default (the table is the one place a default is written)
+_ROWS = {s.field: s for s in OPTION_SPECS}
+
+
+def _default(field: str) -> Any:
+    return _ROWS[field].default
+
+
 # the options a stream refuses: its end is what each trigger finds (Spark's Kafka source)
 BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """One plan to make: the files are those ``options`` select (as the user said), the bounds,
-    sizes and data-loss policy are the request's own."""
+    """One plan to make: the files are those ``files`` lists (as the user said), the bounds,
+    sizes and data-loss policy are the request's own, and the planner's rules are the user's."""
 
-    options: ReadOptions
-    starting_offsets: str | PartitionMap = "earliest"
-    ending_offsets: str | PartitionMap = "latest"
-    starting_timestamp: int | None = None
-    ending_timestamp: int | None = None
-    starting_offsets_by_timestamp: PartitionMap | None = None
-    ending_offsets_by_timestamp: PartitionMap | None = None
-    fail_on_data_loss: bool = False
-    max_partition_bytes: int = 128 << 20
-    min_partitions: int | None = None
+    files: Listing
+    starting_offsets: str | PartitionMap = _default("starting_offsets")
+    ending_offsets: str | PartitionMap = _default("ending_offsets")
+    starting_timestamp: int | None = _default("starting_timestamp")
+    ending_timestamp: int | None = _default("ending_timestamp")
+    starting_offsets_by_timestamp: PartitionMap | None = _default("starting_offsets_by_timestamp")
+    ending_offsets_by_timestamp: PartitionMap | None = _default("ending_offsets_by_timestamp")
+    fail_on_data_loss: bool = _default("fail_on_data_loss")
+    max_partition_bytes: int = _default("max_partition_bytes")
+    min_partitions: int | None = _default("min_partitions")
     in_order: bool = False  # one split per piece, in log order (a sequential reader's plan)
-    allow_empty: bool = False  # a path with no segment file plans nothing instead of failing
+    # a path with no segment file plans nothing instead of failing
+    allow_empty: bool = _default("allow_empty")
     # pieces may be cut where only a walk of the batch headers finds a boundary (a segment with
     # no .index entries); False: such a segment stays whole (its cut would cost a serial walk)
     walk_cuts: bool = True
@@ -56,49 +80,46 @@ class PlanRequest:
     # time fails the plan (error) or reads nothing (latest; a stream resolves its start itself)
     no_time_match: str = "latest"
     # maxRecordsPerPartition: at most this many offsets in one split (packing)
-    max_records_per_partition: int | None = None
+    max_records_per_partition: int | None = _default("max_records_per_partition")
 
-    # what the user said, for the planner's own use
-    @property
-    def isolation_level(self) -> str:
-        """``read_committed`` or ``read_uncommitted``."""
-        return self.options.isolation_level
-
-    @property
-    def offset_gaps(self) -> str:
-        """The ``offsetGaps`` rule."""
-        return self.options.offset_gaps
-
-    @property
-    def replicas(self) -> str:
-        """The ``replicas`` rule."""
-        return self.options.replicas
-
-    @property
-    def remote_header_walk(self) -> bool:
-        """``remoteHeaderWalk``."""
-        return self.options.remote_header_walk
-
-    @property
-    def open_cost_in_bytes(self) -> int:
-        """``openCostInBytes``."""
-        return self.options.open_cost_in_bytes
+    # the user's rules, as the planner applies them (isolationLevel, offsetGaps, replicas,
+    # remoteHeaderWalk, openCostInBytes)
+    isolation_level: str = _default("isolation_level")
+    offset_gaps: str = _default("offset_gaps")
+    replicas: str = _default("replicas")
+    remote_header_walk: bool = _default("remote_header_walk")
+    open_cost_in_bytes: int = _default("open_cost_in_bytes")
 
     @property
     def store(self) -> StoreOptions | None:
-        """The remote store settings."""
-        return self.options.store
+        """The remote store settings (the files' store)."""
+        return self.files.store
+
+
+def listing_of(o: ReadOptions) -> Listing:
+    """The files ``o`` names, as discovery takes them."""
+    return Listing.of(o)
+
+
+def _rules(o: ReadOptions) -> dict:
+    return {name: getattr(o, name) for name in _RULES}
+
+
+# the bounds a batch read takes from the options as the user gave them
+_BOUNDS = (
+    "starting_offsets",
+    "ending_offsets",
+    "starting_timestamp",
+    "ending_timestamp",
+    "starting_offsets_by_timestamp",
+    "ending_offsets_by_timestamp",
+)
+# the planner's rules, the user's in every request
+_RULES = ("isolation_level", "offset_gaps", "replicas", "remote_header_walk", "open_cost_in_bytes")
 
 
 def _bounds(o: ReadOptions) -> dict:
-    return {
-        "starting_offsets": o.starting_offsets,
-        "ending_offsets": o.ending_offsets,
-        "starting_timestamp": o.starting_timestamp,
-        "ending_timestamp": o.ending_timestamp,
-        "starting_offsets_by_timestamp": o.starting_offsets_by_timestamp,
-        "ending_offsets_by_timestamp": o.ending_offsets_by_timestamp,
-    }
+    return {name: getattr(o, name) for name in _BOUNDS}
 
 
 def check_batch(o: ReadOptions) -> None:
@@ -159,11 +180,13 @@ def no_time_match(key: PartitionKey, t: int) -> OptionError:
     )
 
 
-def batch_request(o: ReadOptions) -> PlanRequest:
-    """A batch read of what ``o`` says."""
+def batch_request(o: ReadOptions, files: Listing | None = None) -> PlanRequest:
+    """A batch read of what ``o`` says (its files: ``files``, when the caller listed them
+    already from ``o``)."""
     check_batch(o)
     return PlanRequest(
-        o,
+        files or listing_of(o),
+        **_rules(o),
         **_bounds(o),
         fail_on_data_loss=o.fail_on_data_loss,
         max_partition_bytes=o.max_partition_bytes,
@@ -174,14 +197,18 @@ def batch_request(o: ReadOptions) -> PlanRequest:
     )
 
 
-def pieces_request(o: ReadOptions, piece_bytes: int, walk_cuts: bool = True) -> PlanRequest:
+def pieces_request(
+    o: ReadOptions, piece_bytes: int, walk_cuts: bool = True, files: Listing | None = None
+) -> PlanRequest:
     """The Arrow API's plan: pieces in log order, of ``maxPartitionBytes`` when the user gave
     it, else of ``piece_bytes``; unless ``walk_cuts`` (or the user's ``maxPartitionBytes`` or
-    ``minPartitions``), a segment with no ``.index`` entries is not cut."""
+    ``minPartitions``), a segment with no ``.index`` entries is not cut. ``files``: the files
+    of ``o``, when the caller listed them already."""
     check_batch(o)
     given = "maxPartitionBytes" in o.given
     return PlanRequest(
-        o,
+        files or listing_of(o),
+        **_rules(o),
         **_bounds(o),
         fail_on_data_loss=o.fail_on_data_loss,
         max_partition_bytes=o.max_partition_bytes if given else piece_bytes,
@@ -206,7 +233,8 @@ def micro_batch_request(
 ) -> PlanRequest:
     """A stream's micro-batch: offsets ``start[k] <= offset < end[k]`` of each partition ``k``."""
     return PlanRequest(
-        o,
+        listing_of(o),
+        **_rules(o),
         starting_offsets=dict(start),
         ending_offsets=dict(end),
         fail_on_data_loss=fail_on_data_loss,
@@ -222,7 +250,8 @@ def time_lookup_request(o: ReadOptions, key: PartitionKey, end: int, t: int) -> 
     """The plan that finds partition ``key``'s first offset at or after time ``t`` (below
     ``end``): one range per segment, read in offset order."""
     return PlanRequest(
-        o,
+        listing_of(o),
+        **_rules(o),
         starting_offsets="earliest",
         ending_offsets={key: end},
         starting_offsets_by_timestamp={key: t},
@@ -239,6 +268,7 @@ __all__ = [
     "batch_request",
     "check_batch",
     "check_stream_options",
+    "listing_of",
     "micro_batch_request",
     "no_time_match",
     "pieces_request",

@@ -13,7 +13,7 @@ import pyarrow as pa
 from ..arrow.schema import Projection, output_projection
 from ..errors import OptionError
 from ..options import ReadOptions, parse_options
-from ..planning.request import pieces_request
+from ..planning.request import check_batch, listing_of, pieces_request
 from ..planning.splits import NO_LIMIT, SegmentRange, Split
 from ..stats import ReadStats, log_summary
 from ..transport.filesystems import using_store
@@ -111,21 +111,24 @@ def _plan(opts: ReadOptions, threads: int | None) -> tuple[list[SegmentRange], i
     from ..layout.discovery import discover
     from ..planning.planner import plan
 
-    whole = pieces_request(opts, NO_LIMIT)
+    check_batch(opts)
+    files = listing_of(opts)  # the files, listed once: for the threads, then for the plan
     segments = None
     if threads is None:
         # the data decides before anything is cut: the listed sizes, no byte read
-        with using_store(whole.store):
-            segments = discover(whole.options, allow_empty=whole.allow_empty)
+        with using_store(files.store):
+            segments = discover(files, allow_empty=opts.allow_empty)
         data = sum(s.size for s in segments)
         allowed = max(1, min(default_threads(), data // knobs.PARALLEL_BYTES))
     else:
         allowed = threads
     if allowed <= 1 and "maxPartitionBytes" not in opts.given:
-        request = whole
+        request = pieces_request(opts, NO_LIMIT, files=files)  # one range per segment
     else:
         # chosen threads share segments whole where a cut would need a serial header walk
-        request = pieces_request(opts, knobs.PIECE_BYTES, walk_cuts=threads is not None)
+        request = pieces_request(
+            opts, knobs.PIECE_BYTES, walk_cuts=threads is not None, files=files
+        )
     ranges = [r for split in plan(request, segments) for r in split.ranges]
     if threads is None:
         data = sum(max(0, r.end - r.start) for r in ranges)

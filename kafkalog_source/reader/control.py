@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrow.schema import CONTROL_STRUCT
+from ..format.batch import CONTROL_BIT
 from ..format.control import ABORT, COMMIT, control_key, marker_coordinator_epoch
 from ..format.names import CONTROL_TYPES
 from ..framing.scan import H_ATTRS, H_MAGIC
@@ -15,7 +16,7 @@ from ..framing.scan import H_ATTRS, H_MAGIC
 
 def is_control(meta: np.ndarray) -> np.ndarray:
     """Which rows of a batch-header table are v2 control batches."""
-    return (meta[:, H_MAGIC] == 2) & ((meta[:, H_ATTRS] & 0x20) != 0)
+    return (meta[:, H_MAGIC] == 2) & ((meta[:, H_ATTRS] & CONTROL_BIT) != 0)
 
 
 def control_column(cols: dict[str, Any], meta: np.ndarray, n: int) -> pa.Array:

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import DataLossError, FileChangedError
 from ..format.batch import (
     LOG_OVERHEAD,
+    MAGIC_AT,
     PREFIX_SIZE,
     V2_LAST_OFFSET_DELTA_AT,
     header_offsets,
@@ -203,10 +204,10 @@ class DataLossChecks:
             if not self.opts.fail_on_data_loss:
                 return
             try:
-                head = src.read(rng.end, 17)
+                head = src.read(rng.end, PREFIX_SIZE)
             except FileNotFoundError:
                 return  # deleted after the range was read whole: the next range reports it
-            if len(head) < 17 or head[16] != 2:
+            if len(head) < PREFIX_SIZE or head[MAGIC_AT] != 2:
                 return  # end of data, or a legacy entry (its first offset is not in its header)
             base = offset_field(head)
             where = f"the next one, at the start of the next split, begins at {base}"

@@ -34,7 +34,7 @@ import pyarrow as pa
 from ..arrow.internal import TIMESTAMP_COLUMNS, TYPED_TYPES, DecodedSchema, decoded_schema
 from ..arrow.schema import Projection
 from ..errors import OptionError, UndecodableRecordError
-from ..format.batch import locate_record, offset_field, size_field
+from ..format.batch import LOG_OVERHEAD, locate_record, offset_field, size_field
 from ..format.messages.decode import to_json
 from ..format.messages.topics import TOPIC_INTERPRETATION, RecordDecodeError, decode_record
 from ..format.names import snapshot_id_of
@@ -293,7 +293,8 @@ class InternalDecoder:
         the batch cannot be read again) the batch's byte, which with the offset is exact."""
         try:
             with open_source(path, self.options.store) as src:
-                data = src.read(batch_pos, 12 + size_field(src.read(batch_pos, 12)))
+                head = src.read(batch_pos, LOG_OVERHEAD)
+                data = src.read(batch_pos, LOG_OVERHEAD + size_field(head))
             place = locate_record(data, offset - offset_field(data))
         except Exception:  # noqa: BLE001 - the error being raised is the one that matters
             place = None

@@ -9,8 +9,15 @@ import pyarrow as pa
 
 from ..codecs import decompress
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError, UnsupportedFormatError
-from ..format.batch import LOG_OVERHEAD, size_field
+from ..format.batch import (
+    CODEC_MASK,
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_BIT,
+    size_field,
+)
 from ..format.legacy import key_and_value, message_header
+from ..format.names import LAST_CODEC
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_MAGIC, H_MAX_TS, H_POS, H_SIZE, H_WPOS
 from ..kernel.crc32 import CRC32_TABLES
 from ..kernel.legacy import W_START, W_WIDTH, check_wrappers, decode_legacy, decode_wrapped
@@ -32,6 +39,8 @@ from ..kernel.status import (
 from ..kernel.status import describe as describe_status
 from .policy import Resync, SkipBatch
 from .tuning import FLUSH_DATA_BYTES, GROUP_BYTES, PADDING, UNLIMITED
+
+_SMALLEST_ENTRY = LOG_OVERHEAD + LEGACY_MIN_SIZE  # the most rows a window can hold: size / this
 
 
 class LegacyMessages:
@@ -79,7 +88,7 @@ class LegacyMessages:
         self, buf: np.ndarray, table: np.ndarray, k: int, m: int
     ) -> Iterator[pa.RecordBatch]:
         """Decode the wanted top-level legacy messages ``k..m-1`` of the window."""
-        if self.tuning.fast_wrappers and bool((table[k:m, H_ATTRS] & 7).all()):
+        if self.tuning.fast_wrappers and bool((table[k:m, H_ATTRS] & CODEC_MASK).all()):
             yield from self._legacy_wrapped(buf, table, k, m)
             self.stats.batches += m - k
             return
@@ -124,7 +133,9 @@ class LegacyMessages:
             r = tl[w]
             if vl[w] >= 0:
                 try:
-                    inner = decompress(r[H_ATTRS] & 7, mv[vs[w] : vs[w] + vl[w]], r[H_MAGIC], cap)
+                    inner = decompress(
+                        r[H_ATTRS] & CODEC_MASK, mv[vs[w] : vs[w] + vl[w]], r[H_MAGIC], cap
+                    )
                 except CorruptDataError:
                     inner = None
                 if inner is not None:
@@ -161,7 +172,9 @@ class LegacyMessages:
         rows_cap = self.opts.records_per_batch
         start = 0
         while start < wp.shape[0]:
-            sink.reserve(min((src.shape[0] - int(wp[start, W_START])) // 26 + 1, rows_cap + 1))
+            sink.reserve(
+                min((src.shape[0] - int(wp[start, W_START])) // _SMALLEST_ENTRY + 1, rows_cap + 1)
+            )
             code = decode_wrapped(
                 src, wp[start:], self.verify, sink.want, CRC32_TABLES, rows_cap,
                 FLUSH_DATA_BYTES, *sink.legacy_args(),
@@ -219,7 +232,7 @@ class LegacyMessages:
         while p < end:
             if not inner and p > start and self._full():
                 return p, k0
-            sink.reserve(min((end - p) // 26 + 1, rows_cap + 1))
+            sink.reserve(min((end - p) // _SMALLEST_ENTRY + 1, rows_cap + 1))
             code = decode_legacy(
                 src,
                 p,
@@ -296,7 +309,7 @@ class LegacyMessages:
         sink = self.sink
         w_offset, size, _crc, magic, attrs, w_ts = message_header(src, wp)
         _, klen, q, vlen = key_and_value(src, wp, magic)
-        codec = attrs & 7
+        codec = attrs & CODEC_MASK
         if depth > 0:
             # Kafka: InvalidRecordException("Inner messages must not be compressed")
             raise RecordStructureError(
@@ -306,7 +319,7 @@ class LegacyMessages:
             raise RecordStructureError(
                 f"found invalid compressed record set with null value (magic = {magic})"
             )
-        if codec > 4:
+        if codec > LAST_CODEC:
             raise UnsupportedFormatError(f"unknown compression codec {codec}")
         data = decompress(codec, memoryview(src)[q : q + vlen], magic, self.opts.max_batch_bytes)
         inner = np.frombuffer(data, np.uint8)
@@ -327,7 +340,7 @@ class LegacyMessages:
         if magic == 1:
             types = sink.ts_types[r0:r1]
             has_ts = types != -1
-            log_append = bool(attrs & 0x08)
+            log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
             types[has_ts] = 1 if log_append else 0
             if log_append:
                 ok = -MAX_MS <= w_ts <= MAX_MS

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from ..arrow.sink import constant_int, constant_string, timestamp_array
 from ..errors import KafkaLogError
+from ..format.batch import CODEC_MASK, TRANSACTIONAL_BIT
 from ..format.names import CODEC_NAMES, increment_sequence
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_BASE_SEQ, H_EPOCH, H_MAGIC, H_PID, H_PLE, H_POS
 from .control import control_column, is_control
@@ -85,13 +86,13 @@ class ArrowOutput:
             seq = np.where((base < 0) | (meta[:, H_MAGIC] < 2), -1, wrapped)
             return pa.array(seq.astype(np.int32), pa.int32())
         if name == "isTransactional":
-            return pa.array((meta[:, H_ATTRS] & 0x10) != 0, pa.bool_())
+            return pa.array((meta[:, H_ATTRS] & TRANSACTIONAL_BIT) != 0, pa.bool_())
         if name == "partitionLeaderEpoch":
             return pa.array(meta[:, H_PLE].astype(np.int32), pa.int32())
         if name == "magic":
             return pa.array(meta[:, H_MAGIC].astype(np.int32), pa.int32())
         if name == "codec":
-            return _CODEC_ARRAY.take(pa.array(meta[:, H_ATTRS] & 7))
+            return _CODEC_ARRAY.take(pa.array(meta[:, H_ATTRS] & CODEC_MASK))
         if name == "segmentPath":
             return constant_string(rng.path, n)
         if name == "batchPosition":

@@ -27,6 +27,7 @@ from ..layout.discovery import SegmentFile, discover
 from ..options import ReadOptions, doc_ref, parse_options
 from ..payloads.codec import PayloadDecoder
 from ..payloads.step import ColumnPlan, PayloadPlan, PayloadStep, not_payload_topic
+from ..planning.request import listing_of
 from ..redact import redact_uri
 from ..stats import ReadStats
 
@@ -51,7 +52,7 @@ def payload_plan(
     subject is missing, topics disagree, or no schemas are found for a format that needs
     them). ``read`` reads the ``_schemas`` partition and, for plain JSON, a sample."""
     if segments is None:
-        segments = discover(opts)
+        segments = discover(listing_of(opts))
     topics = sorted({s.topic for s in segments if s.topic is not None})
     data_topics = [t for t in topics if not not_payload_topic(t)]
     if any(s.topic is None for s in segments):

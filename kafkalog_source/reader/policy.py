@@ -6,13 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError
-from ..format.batch import MAGIC_AT, size_field
+from ..format.batch import LEGACY_MIN_SIZE, LOG_OVERHEAD, MAGIC_AT, PREFIX_SIZE, size_field
 from ..framing.foreign import explain_foreign
 from ..framing.resync import EVIDENCE_BYTES, crc_true_end, next_verified_batch
 from ..framing.scan import H_BASE_OFFSET, H_POS, H_SIZE, H_WIDTH, H_WPOS
 from ..framing.walk import frame_stop
 from ..layout.indexes import read_offset_index, sibling_path
 from ..stats import ReadEvent
+
+_SMALLEST = LOG_OVERHEAD + LEGACY_MIN_SIZE  # the smallest legal batch (a v0 message)
 
 
 class SkipBatch(Exception):
@@ -94,7 +96,7 @@ class CorruptPolicy:
         budget (four times its bytes plus two full searches), so that the searches of a hostile
         file stay linear in its size."""
         budget = 4 * self._range_total + 2 * EVIDENCE_BYTES - self._resync_spent
-        return max(0, min(EVIDENCE_BYTES, self.opts.max_batch_bytes + 12, budget))
+        return max(0, min(EVIDENCE_BYTES, self.opts.max_batch_bytes + LOG_OVERHEAD, budget))
 
     def _spend(self, examined: int) -> None:
         self._resync_spent += examined
@@ -122,11 +124,11 @@ class CorruptPolicy:
                 f"{true_end}"
             )
         declared = pos + size
-        if size >= 26 and declared <= end:  # else the size field itself is impossible
+        if size >= _SMALLEST and declared <= end:  # else the size field itself is impossible
             if declared == end:
                 return None
-            head = src.read(declared, 17)
-            if len(head) < 17:
+            head = src.read(declared, PREFIX_SIZE)
+            if len(head) < PREFIX_SIZE:
                 return None
             nsize, nmagic = size_field(head), head[MAGIC_AT]
             if frame_stop(nsize, nmagic, end - declared) is None or not any(head):
@@ -134,7 +136,7 @@ class CorruptPolicy:
         limit = self._resync_limit()
         if limit <= 0:
             return None
-        start = pos + 26  # the smallest legal batch
+        start = pos + _SMALLEST
         found, where, examined = next_verified_batch(
             src, start, end, self._index_positions(), limit
         )
@@ -237,7 +239,7 @@ class CorruptPolicy:
         """Apply the mode to the batch at ``pos`` that is larger than maxBatchBytes; return its
         size (bytes to skip). It is never read: a PERMISSIVE row gets no bytes in ``value``."""
         exc = RecordStructureError(
-            f"batch size {size - 12} exceeds maxBatchBytes={self.opts.max_batch_bytes}"
+            f"batch size {size - LOG_OVERHEAD} exceeds maxBatchBytes={self.opts.max_batch_bytes}"
             "; raise the maxBatchBytes option if this batch is legitimate",
             self.rng.path,
             pos,

@@ -12,7 +12,7 @@ import pyarrow as pa
 from ..arrow.schema import Projection
 from ..arrow.sink import ColumnSink
 from ..errors import CorruptDataError, RecordStructureError, UnsupportedFormatError
-from ..format.batch import LOG_OVERHEAD, offset_field, size_field
+from ..format.batch import LOG_OVERHEAD, MAGIC_AT, PREFIX_SIZE, offset_field, size_field
 from ..framing.headers import classify_stop
 from ..framing.scan import (
     H_BASE_OFFSET,
@@ -197,7 +197,7 @@ class RangeReader(
             buf, got = windows.window(pos, want)
             rows, stop, why = scan_window(buf, got, pos, hdr)
             if rows:
-                big = np.nonzero(hdr[:rows, H_SIZE] > self.opts.max_batch_bytes + 12)[0]
+                big = np.nonzero(hdr[:rows, H_SIZE] > self.opts.max_batch_bytes + LOG_OVERHEAD)[0]
                 if big.size and big[0] == 0:
                     pos += self._too_big(pos, int(hdr[0, H_SIZE]), int(hdr[0, H_BASE_OFFSET]))
                     continue
@@ -233,7 +233,7 @@ class RangeReader(
             if why == STOP_FULL or self._done:
                 continue
             if why == STOP_END:
-                if pos + 17 <= end and (rows or stop):
+                if pos + PREFIX_SIZE <= end and (rows or stop):
                     continue  # the window ended; read on
                 pos = self._tail(src, pos, end)
                 continue
@@ -242,7 +242,7 @@ class RangeReader(
                 if pos + size > end:
                     pos = self._tail(src, pos, end)  # too big, not the last segment: damage
                     continue
-                if size > self.opts.max_batch_bytes + 12:
+                if size > self.opts.max_batch_bytes + LOG_OVERHEAD:
                     base = offset_field(buf, int(stop))
                     pos += self._too_big(pos, size, base)
                     continue
@@ -257,7 +257,7 @@ class RangeReader(
             size = LOG_OVERHEAD + size_field(buf, at)
             if why == STOP_BAD_MAGIC:
                 exc: CorruptDataError = UnsupportedFormatError(
-                    f"unknown magic byte {np.int8(buf[at + 16])}", rng.path, pos, base
+                    f"unknown magic byte {np.int8(buf[at + MAGIC_AT])}", rng.path, pos, base
                 )
             else:  # STOP_V2_SMALL
                 exc = RecordStructureError(
@@ -302,7 +302,7 @@ class RangeReader(
             self._spend(min(limit, end - pos))  # at most this was examined for CRC evidence
             base = exc.base_offset if exc.base_offset is not None else 0
             resume = exc.resume_at
-            if resume is None and len(prefix) >= 17:
+            if resume is None and len(prefix) >= PREFIX_SIZE:
                 size = LOG_OVERHEAD + size_field(prefix)
                 true = self._true_extent(exc, pos, size)
                 if true is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 
+from ..format.batch import TRANSACTIONAL_BIT
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_LOD, H_PID
 
 
@@ -27,7 +28,7 @@ class AbortedTransactions:
     def drops(self, row: Sequence[int]) -> bool:
         """Whether the v2 data batch ``row`` (a header with a producer id) is dropped."""
         self._advance(row)
-        return bool(row[H_ATTRS] & 0x10) and (
+        return bool(row[H_ATTRS] & TRANSACTIONAL_BIT) and (
             int(row[H_PID]) in self._aborting or row[H_BASE_OFFSET] >= self._last_stable_offset
         )
 

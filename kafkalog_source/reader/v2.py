@@ -11,6 +11,7 @@ import pyarrow as pa
 from ..codecs import decompress
 from ..codecs.compiled import ARENA_FULL, SLACK, inflate_batches
 from ..errors import ChecksumError, CorruptDataError, RecordStructureError
+from ..format.batch import CODEC_MASK, CONTROL_BIT, V2_CRC_FROM, V2_HEADER_SIZE, V2_MIN_RECORD_SIZE
 from ..format.names import CODEC_NAMES
 from ..framing.scan import (
     H_ATTRS,
@@ -97,7 +98,7 @@ class _Group:
 
 def _fast_codecs_only(attrs: np.ndarray) -> bool:
     """Whether every batch of a run is lz4 or snappy (the compiled decoders' codecs)."""
-    codecs = attrs & 7
+    codecs = attrs & CODEC_MASK
     return bool(((codecs == 2) | (codecs == 3)).all())
 
 
@@ -116,11 +117,11 @@ class V2Batches:
         """
         sub = table[i:j]
         attrs = sub[:, H_ATTRS]
-        special = (attrs & 0x20) != 0
+        special = (attrs & CONTROL_BIT) != 0
         if self.read_committed:
             special |= sub[:, H_PID] >= 0
         if not special.any():
-            codecs = attrs & 0x07
+            codecs = attrs & CODEC_MASK
             if not codecs.any():
                 yield from self._bulk_rows(buf, table, i, j, compressed=False)
                 return
@@ -136,8 +137,8 @@ class V2Batches:
         for k in range(i, j):
             r = tl[k]
             attrs = r[H_ATTRS]
-            codec = attrs & 7
-            if attrs & 0x20:
+            codec = attrs & CODEC_MASK
+            if attrs & CONTROL_BIT:
                 self.stats.control_batches += 1
                 if not self._in_range(r):
                     if self._done:
@@ -156,13 +157,13 @@ class V2Batches:
                 continue  # a control batch, checked but not returned
             if exc is None and self.count_only and self._countable(np.array([r]))[0]:
                 if codec == 0:
-                    exc = self._count_error(r, r[H_SIZE] - 61, "records")
+                    exc = self._count_error(r, r[H_SIZE] - V2_HEADER_SIZE, "records")
                 if exc is None:
                     counted.append(r)
                     continue
             data = b""
             if exc is None and codec == 0:
-                exc = self._count_error(r, r[H_SIZE] - 61, "records")
+                exc = self._count_error(r, r[H_SIZE] - V2_HEADER_SIZE, "records")
             elif exc is None:
                 payload = self._payload(r)
                 if isinstance(payload, CorruptDataError):
@@ -188,7 +189,9 @@ class V2Batches:
                     yield from self._run_decompressed(group, table)
                     group = _Group()
                 w = r[H_WPOS]
-                plain.append(_batch_param_row(r, w + 61, w + r[H_SIZE], base_meta + k, r[H_CRC]))
+                plain.append(
+                    _batch_param_row(r, w + V2_HEADER_SIZE, w + r[H_SIZE], base_meta + k, r[H_CRC])
+                )
                 plain_idx.append(k)
                 continue
             if plain:
@@ -259,11 +262,15 @@ class V2Batches:
         bad = sub[:, H_COUNT] < 0
         if not compressed:
             # the kernel checks these batches' CRCs itself, right before walking each one
-            bad |= sub[:, H_COUNT] > (sub[:, H_SIZE] - 61) // 7
+            bad |= sub[:, H_COUNT] > (sub[:, H_SIZE] - V2_HEADER_SIZE) // V2_MIN_RECORD_SIZE
         if (compressed or self.count_only) and self.verify:
             crcs = np.empty(sub.shape[0], np.int64)
             crc32c_spans(
-                CRC32C_TABLES, buf, sub[:, H_WPOS] + 21, sub[:, H_WPOS] + sub[:, H_SIZE], crcs
+                CRC32C_TABLES,
+                buf,
+                sub[:, H_WPOS] + V2_CRC_FROM,
+                sub[:, H_WPOS] + sub[:, H_SIZE],
+                crcs,
             )
             bad |= crcs != sub[:, H_CRC]
         bad &= keep
@@ -285,7 +292,7 @@ class V2Batches:
             r = sub[b].tolist()
             exc = self._crc_error(r) if self.verify else None
             if exc is None:
-                exc = self._count_error(r, r[H_SIZE] - 61, "records")
+                exc = self._count_error(r, r[H_SIZE] - V2_HEADER_SIZE, "records")
             lo = b if exc is None else b + 1  # a batch that passes is decoded with the next part
             if exc is not None:
                 self._apply_mode(exc, r)
@@ -304,7 +311,11 @@ class V2Batches:
             sel = sub[idx]
             wpos = sel[:, H_WPOS]
             bp = _batch_params(
-                sel, wpos + 61, wpos + sel[:, H_SIZE], self._meta_base + i + idx, sel[:, H_CRC]
+                sel,
+                wpos + V2_HEADER_SIZE,
+                wpos + sel[:, H_SIZE],
+                self._meta_base + i + idx,
+                sel[:, H_CRC],
             )
             yield from self._decode_v2(buf, bp, sel, False, self.verify)
             self.stats.batches += int(idx.size)
@@ -344,9 +355,9 @@ class V2Batches:
         through the library codecs one by one, which decode it or raise the precise error.
         """
         sel = sub[idx]
-        starts = sel[:, H_WPOS] + 61
+        starts = sel[:, H_WPOS] + V2_HEADER_SIZE
         ends = sel[:, H_WPOS] + sel[:, H_SIZE]
-        codecs = sel[:, H_ATTRS] & 7
+        codecs = sel[:, H_ATTRS] & CODEC_MASK
         counts = sel[:, H_COUNT]
         out_end = np.empty(sel.shape[0], np.int64)
         meta0 = self._meta_base + i
@@ -414,16 +425,16 @@ class V2Batches:
         yield from self._run_group(src, group.params, group.rows, table, True)
 
     def _crc_error(self, row: list[int]) -> ChecksumError | None:
-        """The error of a v2 batch of the window whose CRC-32C (bytes 21 to the end) is wrong."""
+        """The error of a v2 batch of the window whose CRC-32C (from byte V2_CRC_FROM to the end) is wrong."""
         w = row[H_WPOS]
-        computed = crc32c.crc32c(self._mv[w + 21 : w + row[H_SIZE]])
+        computed = crc32c.crc32c(self._mv[w + V2_CRC_FROM : w + row[H_SIZE]])
         return None if computed == row[H_CRC] else self._crc_exc(row, computed)
 
     def _crc_exc(self, row: list[int] | np.ndarray, computed: int) -> ChecksumError:
         """The error of a v2 batch whose CRC-32C is ``computed``, not the stored one."""
         return ChecksumError(
             f"record batch is corrupt (stored crc = {int(row[H_CRC])}, computed crc = "
-            f"{computed}, CRC-32C over bytes 21..{int(row[H_SIZE])} of the batch)",
+            f"{computed}, CRC-32C over bytes {V2_CRC_FROM}..{int(row[H_SIZE])} of the batch)",
             self.rng.path,
             int(row[H_POS]),
             int(row[H_BASE_OFFSET]),
@@ -458,7 +469,10 @@ class V2Batches:
         w, size = r[H_WPOS], r[H_SIZE]
         try:
             data = decompress(
-                r[H_ATTRS] & 7, self._mv[w + 61 : w + size], 2, self.opts.max_batch_bytes
+                r[H_ATTRS] & CODEC_MASK,
+                self._mv[w + V2_HEADER_SIZE : w + size],
+                2,
+                self.opts.max_batch_bytes,
             )
         except CorruptDataError as exc:
             return exc.located(self.rng.path, r[H_POS], r[H_BASE_OFFSET])
@@ -515,7 +529,7 @@ class V2Batches:
             if decompressed:
                 reason += (
                     f" (at byte {int(st[ERR_POS]) - int(bp[b, 0])} of the decompressed records, "
-                    f"codec {CODEC_NAMES[int(row[H_ATTRS]) & 7]})"
+                    f"codec {CODEC_NAMES[int(row[H_ATTRS]) & CODEC_MASK]})"
                 )
                 pos = int(row[H_POS])
             else:

@@ -30,6 +30,7 @@ from ..layout.discovery import SegmentFile, discover, parent_directory
 from ..options import ReadOptions
 from ..planning.logview import Print, Rewrite, SegmentWalk, changed_since, segment_walk
 from ..planning.probe import SegmentProbe
+from ..planning.request import listing_of
 from ..planning.splits import NO_LIMIT
 from ..planning.transactions import log_transactions
 from ..transport.filesystems import using_store
@@ -71,7 +72,7 @@ class ArchiveView:
         """List the archive (once per trigger) and find each partition's available end; within
         it, and in the trigger's plan, the listing answers what exists and how large it is."""
         with using_store(self.options.store), trigger_known():  # this trigger's listing
-            segments = discover(self.options, allow_empty=True)
+            segments = discover(listing_of(self.options), allow_empty=True)
             self.listing = getattr(segments, "known", None)
         with using_store(self.options.store), self.listed():
             groups: dict[PartitionKey, list[SegmentFile]] = {}
