@@ -65,7 +65,7 @@ def test_a_retried_run_lists_the_archive_again(
     first attempt's, as the command's, and missed a segment written in between)."""
     import threading
 
-    from test_lake import offsets_of
+    from lake_support import offsets_of
     from test_lake_runs import write_segment
 
     from kafkalog_source.lake import TableTarget, convert_table

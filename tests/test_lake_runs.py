@@ -21,7 +21,7 @@ from conftest import ROOT, SAMPLES, kp_v2_batch
 pytest.importorskip("pyiceberg")
 pytest.importorskip("deltalake")
 
-from test_lake import offsets_of  # noqa: E402
+from lake_support import offsets_of  # noqa: E402
 
 from kafkalog_source.lake import ConcurrentRunError, TableTarget, convert_table  # noqa: E402
 from kafkalog_source.lake import run as lake_run  # noqa: E402
