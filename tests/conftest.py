@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -413,3 +414,14 @@ def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.fixture
+def plan() -> Iterator[Any]:
+    """The failing fsspec test stores' plan (``store_support._Plan``: what their reads raise,
+    what they saw), reset for the test."""
+    from store_support import _Plan
+
+    _Plan.error, _Plan.reads, _Plan.init_kwargs, _Plan.paths = None, 0, {}, []
+    yield _Plan
+    _Plan.error = None
