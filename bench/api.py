@@ -138,7 +138,7 @@ print(json.dumps({"records": n, "cpu": best}))
 def segments(mib: float) -> dict[str, str]:
     """Two partition directories holding the same segment: without and with ``.index``."""
     from segments import build_segment
-    from spark import write_offset_index
+    from spark_data import write_offset_index
 
     stem = f"A-v2-none-{mib:g}mib"
     plain = DATA / stem / "noindex" / "bench-0"

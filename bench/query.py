@@ -97,7 +97,7 @@ print(json.dumps(out))
 
 def ensure_data(mb: float, distinct: bool) -> tuple[Path, int, int]:
     """The partition directory (segment + .index), its size and its record count."""
-    from spark import write_offset_index
+    from spark_data import write_offset_index
 
     size = int(mb * MiB)
     stem = f"A-v2-none-{mb:g}mib" + ("-distinct" if distinct else "")

@@ -70,7 +70,7 @@ sys.path.insert(0, str(REPO))
 
 from remote_cluster import cluster_case, parse_shape  # noqa: E402
 from segments import build_segment  # noqa: E402
-from spark import write_offset_index  # noqa: E402
+from spark_data import write_offset_index  # noqa: E402
 from timing import best_of  # noqa: E402
 
 from kafkalog_source.layout.discovery import discover  # noqa: E402

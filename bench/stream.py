@@ -40,7 +40,7 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
 
 from segments import build_segment  # noqa: E402
-from spark import write_offset_index  # noqa: E402
+from spark_data import write_offset_index  # noqa: E402
 from timing import best_of  # noqa: E402
 
 MiB = 1024 * 1024
