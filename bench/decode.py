@@ -53,7 +53,6 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-DATA = BENCH / "_data"
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
 
@@ -62,6 +61,7 @@ from decode_cases import (  # noqa: E402
     ALL_CASES,
     ARROW_CHUNK,
     CODEC_IDS,
+    DATA,
     Case,
     MiB,
     Result,
