@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 import traceback
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     from ..transport.known import known_objects
 
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # started with the descriptor closed (``>&-``)
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 (for the process's life)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -273,6 +277,8 @@ def exit_process(code: int) -> NoReturn:
         import os
 
         for stream in (sys.stdout, sys.stderr):
+            if stream is None:  # the descriptor was closed before the process started (>&-)
+                continue
             try:
                 stream.flush()
             except (BrokenPipeError, ValueError):  # a closed pipe or stream: nothing to say
