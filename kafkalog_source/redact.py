@@ -185,7 +185,7 @@ _SECRET_ELEMENTS = re.compile(
 )
 _SECRET_VALUES = re.compile(
     # a header (``name: value``) or a query / connection-string parameter (``name=value``)
-    r"(?i)((?<![A-Za-z0-9_-])(?:x-amz-security-token|x-amz-signature|x-amz-credential"
+    r"(?i)((?<![A-Za-z0-9_./-])(?:x-amz-security-token|x-amz-signature|x-amz-credential"
     r"|x-goog-signature|x-goog-credential|signature|sig|accountkey|sharedaccesssignature"
     r"|access_token|id_token|refresh_token|client_secret|aws_secret_access_key"
     r"|aws_session_token|secret_access_key|session_token|account_key|sas_key|sas_token"
@@ -193,9 +193,11 @@ _SECRET_VALUES = re.compile(
     r"(?!\*\*\*\*)[^\s&;,\"'<>]+"
 )
 _SECRET_SCHEMES = re.compile(
-    # an Authorization header's credentials, after its scheme (as headers spell it)
+    # an Authorization header's credentials, after its scheme (as headers spell it): a token
+    # of 16 or more characters with a digit, "=" or "/" in it ("Basic authentication failed"
+    # and "Basic Multilingual Plane" are prose)
     r"((?<![A-Za-z0-9_-])(?:Bearer|bearer|Basic|SharedKey|SharedKeyLite)\s+(?:[^\s:\"'<>]+:)?)"
-    r"(?!\*\*\*\*)[A-Za-z0-9\-._~+/]{8,}=*"
+    r"(?!\*\*\*\*)(?=[A-Za-z0-9\-._~+/]*[0-9=/])[A-Za-z0-9\-._~+/]{16,}=*"
 )
 
 
@@ -211,11 +213,20 @@ def environment_secrets() -> list[str]:
     return sorted(found, key=lambda s: (-len(s), s))
 
 
+# the query parameters of a catalog or table URI whose values are credentials (not
+# ``sslmode=require`` or ``application_name=kafkalog``, which scrubbing would cut out of every
+# message that says "required" or "kafkalog")
+_SECRET_QUERY_NAME = re.compile(
+    r"(?i)token|passw|pwd|secret|key|credential|sig|auth|sas|session|cookie"
+)
+
+
 def uri_secrets(uri: str) -> list[str]:
     """The secrets a URI that is itself shown (redacted) carries: the password of its
     ``user:password@`` part and its query values (``?token=...``), in the forms a URL carries
     them, longest first: a message that shows them outside the URI form (an HTTP client's
-    ``url: /v1/config?token=...``) is scrubbed of them by :func:`scrub`."""
+    ``url: /v1/config?token=...``) is scrubbed of them by :func:`scrub`. Query values count
+    only under names that say credential (token, password, secret, key, signature, ...)."""
     parts = _split(uri)
     if parts is None:
         return []
@@ -223,11 +234,13 @@ def uri_secrets(uri: str) -> list[str]:
     userinfo = parts.netloc.rpartition("@")[0]
     if ":" in userinfo:
         found.update(_forms(userinfo.split(":", 1)[1]))
-    for _, v in parse_qsl(parts.query, keep_blank_values=True):
-        found.update(_forms(v))
+    for k, v in parse_qsl(parts.query, keep_blank_values=True):
+        if _SECRET_QUERY_NAME.search(k):
+            found.update(_forms(v))
     for raw in parts.query.split("&"):  # as written, however it is encoded
-        if "=" in raw:
-            found.add(raw.split("=", 1)[1])
+        k, eq, v = raw.partition("=")
+        if eq and _SECRET_QUERY_NAME.search(k):
+            found.add(v)
     return sorted((f for f in found if len(f) >= _MIN_SCRUBBED), key=lambda f: (-len(f), f))
 
 

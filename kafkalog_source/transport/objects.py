@@ -74,6 +74,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -259,15 +260,17 @@ class _Recording:
     def __init__(self, provider: Any, secrets: list[str]) -> None:
         self._provider = provider
         self._secrets = secrets
+        self._lock = threading.Lock()
         self.config = getattr(provider, "config", {})
 
     def __call__(self) -> Any:
         got = self._provider()
         held = [("s3", k, v) for k, v in got.items() if k in _SECRET_SETTINGS and v]
-        for s in secret_strings(held):
-            if s not in self._secrets:
-                self._secrets.append(s)
-        self._secrets.sort(key=lambda s: (-len(s), s))
+        new = secret_strings(held)
+        with self._lock:
+            # one slice assignment: a thread scrubbing with the list meanwhile sees it whole
+            # before or after (sorting it in place shows other threads an empty list)
+            self._secrets[:] = sorted({*self._secrets, *new}, key=lambda s: (-len(s), s))
         return got
 
 
