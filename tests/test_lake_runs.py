@@ -274,7 +274,7 @@ def test_a_namespace_created_by_a_concurrent_run_is_used() -> None:
     """PyIceberg's SQL catalog reports a namespace inserted by another run between its check and
     its insert as SQLAlchemy's IntegrityError (seen in CI): the run goes on when the namespace is
     there, and raises when it is not."""
-    from kafkalog_source.lake.iceberg import _ensure_namespace
+    from kafkalog_source.lake.catalogs import ensure_namespace
 
     class Raced:
         def __init__(self, exists: bool) -> None:
@@ -286,9 +286,9 @@ def test_a_namespace_created_by_a_concurrent_run_is_used() -> None:
         def namespace_exists(self, namespace: str) -> bool:
             return self.exists
 
-    _ensure_namespace(Raced(True), "kafkalog")
+    ensure_namespace(Raced(True), "kafkalog")
     with pytest.raises(RuntimeError, match="UNIQUE"):
-        _ensure_namespace(Raced(False), "kafkalog")
+        ensure_namespace(Raced(False), "kafkalog")
 
 
 def test_pyiceberg_does_not_retry_a_commit_by_itself(

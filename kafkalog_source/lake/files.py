@@ -39,9 +39,17 @@ _DUCKDB_TYPES = {
 }
 
 
+# the names below OUT that say a table is there
+_TABLE_NAMES = ("_delta_log", "metadata", "catalog.db")
+
+
 def _remote_names(location: str) -> set[str] | None:
     """The names directly below a remote ``location`` from one paged listing (or from a listing
-    made earlier in the command); None when no object client serves the store."""
+    made earlier in the command); None when no object client serves the store.
+
+    The listing stops at the first page that shows a table (a table's data files need not be
+    listed: the format's library reads its metadata); an archive's is listed whole and told to
+    the active known objects, for discovery to use."""
     from ..transport.known import current_known, note_listing
 
     loc = resolve(location)
@@ -51,16 +59,20 @@ def _remote_names(location: str) -> set[str] | None:
     known = current_known()
     covered = known.under(root) if known is not None else None
     if covered is not None:
-        keys = [u[len(root) + 1 :] for u, _ in covered]
-    else:
-        prefix = loc.key.rstrip("/") + "/" if loc.key else ""
-        listed = [(key, m) for page in loc.objects.list(prefix) for key, m in page]
-        keys = [key[len(prefix) :] for key, _ in listed]
-        note_listing(
-            root,
-            [(f"{root}/{k}", m.size, m.mtime_ns) for k, (_, m) in zip(keys, listed, strict=True)],
-        )
-    return {k.split("/", 1)[0] for k in keys if k}
+        return {u[len(root) + 1 :].split("/", 1)[0] for u, _ in covered if len(u) > len(root) + 1}
+    prefix = loc.key.rstrip("/") + "/" if loc.key else ""
+    names: set[str] = set()
+    objects = []
+    for page in loc.objects.list(prefix):
+        for key, m in page:
+            rel = key[len(prefix) :]
+            if rel:
+                names.add(rel.split("/", 1)[0])
+                objects.append((f"{root}/{rel}", m.size, m.mtime_ns, m.etag))
+        if names.intersection(_TABLE_NAMES):
+            return names  # a table: the rest of its files are not needed here
+    note_listing(root, objects)
+    return names
 
 
 def detect(location: str) -> str | None:

@@ -30,7 +30,6 @@ import itertools
 import logging
 import os
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -39,6 +38,7 @@ import pyarrow as pa
 
 from ..redact import redact_uri, scrub
 from . import sink as hooks
+from .catalogs import CATALOG_NAME, ensure_namespace, sqlite_catalog
 from .schema import relaxed
 from .sink import (
     Committed,
@@ -62,7 +62,6 @@ from .state import OFFSETS, TableState
 
 log = logging.getLogger("kafkalog")
 
-CATALOG_NAME = "kafkalog"
 _CODEC = "write.parquet.compression-codec"
 _LEVEL = "write.parquet.compression-level"
 _ROW_GROUP = "write.parquet.row-group-limit"
@@ -74,22 +73,6 @@ _ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
 # by itself (4 times by default, PyIceberg 0.12's Transaction.commit_transaction), which would
 # hide the other run's commit from the run's own start-over (ConcurrentRunError, run.ATTEMPTS)
 _OWN_PROPERTIES = {"commit.retry.num-retries": "0"}
-
-
-def _sqlite_catalog(path: str, props: dict[str, str]) -> Any:
-    """PyIceberg's SQL catalog on the SQLite file ``path``. A run that creates the file while
-    another does too can see the other's half-made tables (``CREATE TABLE`` fails: already
-    there) or find the file locked: it opens the catalog again."""
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    for attempt in range(3):
-        try:
-            return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{path}", **props)
-        except Exception as e:
-            if attempt == 2 or not ("already exists" in str(e) or "locked" in str(e)):
-                raise
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
 
 
 def default_identifier(out: Out) -> str:
@@ -166,7 +149,7 @@ class IcebergSink:
                 if not create:
                     return None
                 os.makedirs(parent, exist_ok=True)
-            return _sqlite_catalog(path, props)
+            return sqlite_catalog(path, props)
         except TableError:
             raise
         except Exception as e:  # connection refused, bad credentials, unknown catalog type, ...
@@ -226,7 +209,26 @@ class IcebergSink:
                 f"an Iceberg table that {self._catalog_shown()} does not hold as "
                 f"{self.identifier}; name it with --table or its catalog with --catalog"
             )
+            newest = self._newest_metadata()
+            if newest:
+                what += (
+                    f" (or, if a replacing run was killed, register it again from {newest} "
+                    "with PyIceberg's register_table)"
+                )
         raise TargetError(f"OUT {self.shown} is {what}")
+
+    def _newest_metadata(self) -> str | None:
+        """The newest ``metadata/*.metadata.json`` under OUT (shown redacted), if any."""
+        from pyarrow.fs import FileSelector
+
+        try:
+            infos = self.out.fs.get_file_info(FileSelector(f"{self.out.path}/metadata"))
+        except Exception:  # unreadable: the message goes without it
+            return None
+        names = sorted(i.base_name for i in infos if i.base_name.endswith(".metadata.json"))
+        if not names:
+            return None
+        return redact_uri(f"{self.out.uri.rstrip('/')}/metadata/{names[-1]}")
 
     def _state(self) -> TableState:
         meta = self.table.metadata
@@ -341,6 +343,14 @@ class IcebergSink:
         catalog, commit, and register ``old`` again when the commit fails; then delete the old
         table's data files (best effort: unreferenced, they are no part of any table)."""
         files = [t.file.file_path for t in old.scan().plan_files()]
+        # between the drop and the commit the catalog holds no table: a process killed there
+        # leaves the old one to be registered again by hand, from this file
+        log.warning(
+            "replacing the table %s (a new partitioning or type): should this run be killed "
+            "before its commit, register the old table again from %s",
+            self.identifier,
+            redact_uri(old.metadata_location),
+        )
         self.catalog.drop_table(self.identifier)
         try:
             table = tx.commit_transaction()
@@ -374,7 +384,7 @@ class IcebergSink:
         self.catalog = catalog
         namespace = self.identifier.rsplit(".", 1)[0] if "." in self.identifier else None
         if namespace:
-            _ensure_namespace(catalog, namespace)
+            ensure_namespace(catalog, namespace)
         ischema, spec = _schema_and_spec(schema, partitioning)
         tx = catalog.create_table_transaction(
             self.identifier,
@@ -385,22 +395,6 @@ class IcebergSink:
         )
         io = load_file_io({**catalog.properties}, self.out.uri)
         return tx, io
-
-
-def _ensure_namespace(catalog: Any, namespace: str) -> None:
-    """Create ``namespace`` unless it exists. Two runs creating it at once both find it absent;
-    the one that inserts second fails in the catalog's own terms (PyIceberg's SQL catalog raises
-    SQLAlchemy's ``IntegrityError``, not ``NamespaceAlreadyExistsError``): the namespace is
-    there all the same, which is all a run needs."""
-    from pyiceberg.exceptions import NamespaceAlreadyExistsError
-
-    try:
-        catalog.create_namespace_if_not_exists(namespace)
-    except NamespaceAlreadyExistsError:  # created by a concurrent run
-        pass
-    except Exception:
-        if not catalog.namespace_exists(namespace):
-            raise
 
 
 class _ChunkWriter:
