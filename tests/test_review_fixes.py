@@ -149,3 +149,22 @@ def test_a_dropped_iceberg_table_is_named_with_its_newest_metadata(tmp_path: Pat
         convert_table(SAMPLES / "orders-0", TableTarget("iceberg", str(out), catalog=db), {})
     newest = sorted((out / "metadata").glob("*.metadata.json"))[-1].name
     assert "register it again from" in str(e.value) and newest in str(e.value), str(e.value)
+
+
+def test_a_secret_in_a_cause_is_not_chained() -> None:
+    """An fsspec store's error whose own text is clean but whose cause names a credential is
+    chained as a scrubbed copy without its causes."""
+    from kafkalog_source.transport.failures import scrubbed
+
+    try:
+        try:
+            raise ValueError("signed with secret-value-1234567")
+        except ValueError as inner:
+            raise OSError("request failed") from inner
+    except OSError as e:
+        raised = e
+    out = scrubbed(raised, ["secret-value-1234567"])
+    assert out is not raised and out.__cause__ is None and out.__suppress_context__
+    assert "request failed" in str(out)
+    clean = OSError("request failed")
+    assert scrubbed(clean, ["secret-value-1234567"]) is clean

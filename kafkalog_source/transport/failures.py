@@ -117,12 +117,12 @@ def transient(exc: BaseException) -> str | None:
 
 def scrubbed(exc: BaseException, secrets: list[str]) -> BaseException:
     """``exc`` to chain to the error that reports it (``raise ... from scrubbed(exc, ...)``):
-    itself when its message holds nothing :func:`~kafkalog_source.redact.scrub` removes, else a
-    copy whose message is scrubbed (an ``OSError`` when its type cannot be built from a
-    message), its own causes dropped."""
+    itself when neither its message nor any of its causes' holds anything
+    :func:`~kafkalog_source.redact.scrub` removes, else a copy whose message is scrubbed (an
+    ``OSError`` when its type cannot be built from a message), its own causes dropped."""
     text = str(exc)
     clean = scrub(text, secrets)
-    if clean == text:
+    if clean == text and not _secret_in_causes(exc, secrets):
         return exc
     try:
         copy = type(exc)(clean)
@@ -130,6 +130,20 @@ def scrubbed(exc: BaseException, secrets: list[str]) -> BaseException:
         copy = OSError(f"{type(exc).__name__}: {clean}")
     copy.__suppress_context__ = True
     return copy
+
+
+def _secret_in_causes(exc: BaseException, secrets: list[str]) -> bool:
+    """Whether a cause or context of ``exc`` (an fsspec store's chained library error) says
+    something :func:`~kafkalog_source.redact.scrub` removes."""
+    seen = {id(exc)}
+    link = exc.__cause__ or exc.__context__
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        text = str(link)
+        if scrub(text, secrets) != text:
+            return True
+        link = link.__cause__ or link.__context__
+    return False
 
 
 def describe(exc: BaseException) -> str:
