@@ -45,6 +45,7 @@ module groups the segments into logs and ties the steps together.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..errors import DataLossError
 from ..layout.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
@@ -211,14 +212,18 @@ def _plan(
                 # each weighs that much less in a split (REMOTE_OPENS_AT_ONCE)
                 open_cost //= REMOTE_OPENS_AT_ONCE
             max_split = max_split_bytes(request, data_bytes + open_cost * len(extents))
-            bins = splits_for(
-                extents,
-                max_split,
-                open_cost,
-                limit,
-                request.walk_cuts,
-                request.max_records_per_partition,
-            )
+
+            def pack(max_split: int) -> list[list[Any]]:
+                return splits_for(
+                    extents,
+                    max_split,
+                    open_cost,
+                    limit,
+                    request.walk_cuts,
+                    request.max_records_per_partition,
+                )
+
+            bins = pack(max_split)
             want = request.min_partitions
             if want is not None and len(bins) < want:
                 # best effort below the open-cost floor; a batch is never split
@@ -232,14 +237,7 @@ def _plan(
                     if stalled:
                         step = max_split // 2
                     max_split = max(1, min(data_bytes // want, step, max_split * 9 // 10))
-                    bins = splits_for(
-                        extents,
-                        max_split,
-                        open_cost,
-                        limit,
-                        request.walk_cuts,
-                        request.max_records_per_partition,
-                    )
+                    bins = pack(max_split)
                     stalled = len(bins) <= len(best)
                     if not stalled:
                         best = bins
