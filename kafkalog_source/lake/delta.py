@@ -107,6 +107,17 @@ class DeltaSink:
     def _message(self, e: BaseException) -> str:
         return scrub(" ".join(str(e).split()) or type(e).__name__, self._secrets)[:400]
 
+    def _commit_failed(self, e: BaseException) -> TableError:
+        """The error for a commit the table refused: another run's (a conflict) or else."""
+        if _conflict(e):
+            return ConcurrentRunError(
+                f"another run committed to the Delta table at {self.shown} while this one "
+                f"wrote ({self._message(e)})"
+            )
+        return TableError(
+            f"cannot commit to the Delta table at OUT {self.shown}: {self._message(e)}"
+        )
+
     def open(self) -> TableState | None:
         """Load the table (if any) and return the state of its last kafkalog commit (None: no
         table yet). Raises :class:`TableError` when OUT holds something else or the table was
@@ -279,14 +290,7 @@ class DeltaSink:
         except Exception as e:
             if failed:  # the read failed: nothing was committed
                 raise failed[0] from None
-            if _conflict(e):
-                raise ConcurrentRunError(
-                    f"another run committed to the Delta table at {self.shown} while this one "
-                    f"wrote ({self._message(e)})"
-                ) from None
-            raise TableError(
-                f"cannot commit to the Delta table at OUT {self.shown}: {self._message(e)}"
-            ) from None
+            raise self._commit_failed(e) from None
         self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
         files = self.table.get_add_actions(flatten=True).num_rows - before
         return Committed(counted[0], files, str(self.table.version()), None)
@@ -327,14 +331,7 @@ class DeltaSink:
                     commit_properties=props,
                 )  # fmt: skip
         except Exception as e:
-            if _conflict(e):
-                raise ConcurrentRunError(
-                    f"another run committed to the Delta table at {self.shown} while this one "
-                    f"wrote ({self._message(e)})"
-                ) from None
-            raise TableError(
-                f"cannot commit to the Delta table at OUT {self.shown}: {self._message(e)}"
-            ) from None
+            raise self._commit_failed(e) from None
         self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
 
 
