@@ -11,7 +11,9 @@ current data files (DuckDB).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ..stats import ReadStats
@@ -84,12 +86,10 @@ def import_lake(fmt: str) -> None:
 
 def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
     """``convert PATH OUT --format iceberg|delta``: one incremental run into the table."""
-    from ..errors import KafkaLogError
     from ..lake import convert_table
-    from ..lake.spec import TableError, TargetError
     from ..layout.discovery import discover
     from ..options import parse_options
-    from ..redact import redact_uri, scrub
+    from ..redact import redact_uri
     from .progress import Progress, wanted
     from .report import loss_note, print_summary
 
@@ -113,13 +113,8 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
         progress.update(st.bytes_read, f"{rows} rows")
 
     try:
-        run = convert_table(args.path, target, options, stats, show)
-    except TargetError as e:
-        raise CommandError(str(e)) from None
-    except KafkaLogError:
-        raise
-    except Exception as e:  # a library's own error (a catalog's, a store's): scrubbed
-        raise TableError(f"{type(e).__name__}: {scrub(str(e), target.secrets())}") from None
+        with _library_errors(target):
+            run = convert_table(args.path, target, options, stats, show)
     finally:
         progress.close()
     print_summary(stats)
@@ -148,6 +143,24 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _library_errors(target: Any) -> Iterator[None]:
+    """A table run's or query's errors as the command says them: a target refused is a usage
+    error; a library's own error (a catalog's, a store's) a :class:`TableError`, scrubbed."""
+    from ..errors import KafkaLogError
+    from ..lake.spec import TableError, TargetError
+    from ..redact import scrub
+
+    try:
+        yield
+    except TargetError as e:
+        raise CommandError(str(e)) from None
+    except KafkaLogError:
+        raise
+    except Exception as e:
+        raise TableError(f"{type(e).__name__}: {scrub(str(e), target.secrets())}") from None
+
+
 def _identifier(target: Any) -> str:
     from ..lake.iceberg import default_identifier
     from ..lake.sink import out_location
@@ -173,10 +186,7 @@ def detect_table(paths: list[str], args: argparse.Namespace) -> str | None:
 def query(args: argparse.Namespace, fmt: str) -> Any:
     """``query TABLE "SQL"``: the SQL over the view ``kafkalog`` of the table's current files;
     the result (at most ``--max-rows`` + 1 rows) as an Arrow table."""
-    from ..errors import KafkaLogError
     from ..lake.files import table_files
-    from ..lake.spec import TableError, TargetError
-    from ..redact import scrub
     from .query_duckdb import run_table_query
 
     if args.engine == "spark":
@@ -199,14 +209,8 @@ def query(args: argparse.Namespace, fmt: str) -> Any:
         )
     import_lake(fmt)
     target = table_target(args, fmt, args.paths[0])
-    try:
+    with _library_errors(target):
         files = table_files(target)
-    except TargetError as e:
-        raise CommandError(str(e)) from None
-    except KafkaLogError:
-        raise
-    except Exception as e:  # a library's own error (a catalog's, a store's): scrubbed
-        raise TableError(f"{type(e).__name__}: {scrub(str(e), target.secrets())}") from None
     return run_table_query(files, args.sql, args.max_rows)
 
 
