@@ -32,19 +32,30 @@ def _endpoint(args: dict[str, Any]) -> str | None:
     return endpoint
 
 
+# the fs.s3.* arguments a table's library takes, by its own names
+_ICEBERG_NAMES = {
+    "access_key": "s3.access-key-id",
+    "secret_key": "s3.secret-access-key",
+    "session_token": "s3.session-token",
+    "region": "s3.region",
+}
+_DELTA_NAMES = {
+    "access_key": "AWS_ACCESS_KEY_ID",
+    "secret_key": "AWS_SECRET_ACCESS_KEY",
+    "session_token": "AWS_SESSION_TOKEN",
+    "region": "AWS_REGION",
+}
+
+
+def _renamed(args: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
+    """The ``args`` that ``names`` maps and that are set, under their new names."""
+    return {new: str(args[arg]) for arg, new in names.items() if args.get(arg)}
+
+
 def iceberg_fileio_properties(location: str) -> dict[str, str]:
     """PyIceberg FileIO properties for a table at ``location`` from the ``fs.s3.*`` options."""
     args = _s3_args(location)
-    out: dict[str, str] = {}
-    names = {
-        "access_key": "s3.access-key-id",
-        "secret_key": "s3.secret-access-key",
-        "session_token": "s3.session-token",
-        "region": "s3.region",
-    }
-    for arg, prop in names.items():
-        if args.get(arg):
-            out[prop] = str(args[arg])
+    out = _renamed(args, _ICEBERG_NAMES)
     endpoint = _endpoint(args)
     if endpoint:
         out["s3.endpoint"] = endpoint
@@ -55,16 +66,7 @@ def delta_storage_options(location: str) -> dict[str, str]:
     """``deltalake`` storage options for a table at ``location`` from the ``fs.s3.*``
     options."""
     args = _s3_args(location)
-    out: dict[str, str] = {}
-    names = {
-        "access_key": "AWS_ACCESS_KEY_ID",
-        "secret_key": "AWS_SECRET_ACCESS_KEY",
-        "session_token": "AWS_SESSION_TOKEN",
-        "region": "AWS_REGION",
-    }
-    for arg, opt in names.items():
-        if args.get(arg):
-            out[opt] = str(args[arg])
+    out = _renamed(args, _DELTA_NAMES)
     endpoint = _endpoint(args)
     if endpoint:
         out["AWS_ENDPOINT_URL"] = endpoint
