@@ -276,9 +276,7 @@ def exit_process(code: int) -> NoReturn:
         import logging
         import os
 
-        for stream in (sys.stdout, sys.stderr):
-            if stream is None:  # the descriptor was closed before the process started (>&-)
-                continue
+        for stream in (sys.stdout, sys.stderr):  # never None: main() replaced a closed one
             try:
                 stream.flush()
             except (BrokenPipeError, ValueError):  # a closed pipe or stream: nothing to say
