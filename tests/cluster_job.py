@@ -11,11 +11,11 @@ SPEC keys:
 * ``work_dir``: a scratch directory. local-cluster workers write executor logs to
   ``$SPARK_HOME/work``; SPARK_HOME becomes a directory of links to pyspark's files under
   ``work_dir``, so those logs land there and not in the installed package;
-* ``conf``: extra Spark settings (``spark.executorEnv.NUMBA_CACHE_DIR`` and so on);
+* ``conf``: extra Spark settings (``spark.executorEnv.PYTHONPATH`` and so on);
 * ``reads``: ``{name: {"paths": [...], "options": {...}}}``.
 
 Each read is collected with a Python UDF column ``who``, evaluated in the task that read the row:
-``executor id|executor JVM pid|Python worker pid|Spark partition id|NUMBA_CACHE_DIR|kafkalog
+``executor id|executor JVM pid|Python worker pid|Spark partition id|JIT modules loaded|kafkalog
 path``, the executor id taken from the ``--executor-id`` argument of the JVM that started the
 Python worker (``driver`` when there is none, as in ``local[N]``).
 """
@@ -71,9 +71,9 @@ def who() -> str:
             break
     task = TaskContext.get()
     part = task.partitionId() if task is not None else -1
-    cache = os.environ.get("NUMBA_CACHE_DIR", "")
+    jit = ",".join(m for m in ("numba", "llvmlite") if m in sys.modules) or "-"
     where = os.path.dirname(os.path.dirname(os.path.abspath(kafkalog_source.__file__)))
-    return f"{executor}|{jvm}|{pid}|{part}|{cache}|{where}"
+    return f"{executor}|{jvm}|{pid}|{part}|{jit}|{where}"
 
 
 def tree_cpu_seconds(root: int) -> float:

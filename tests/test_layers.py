@@ -354,7 +354,8 @@ def _layout_code(tree: ast.AST, offsets: bool) -> Iterator[tuple[int, str]]:
 
 def layout_problems(package: Path) -> list[str]:
     """Kafka's byte layouts outside ``format/``: every offset, size and bit is named there and
-    used by name (the kernels too: numba takes module constants as compile-time constants)."""
+    used by name (the C kernels too: their copies in kernel/csrc/kl_layout.h are generated from
+    these modules and checked by tests/test_native_layout.py)."""
     wrong = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package)

@@ -1,4 +1,4 @@
-"""How the package behaves in a fresh process: what it imports, and where it caches kernels.
+"""How the package behaves in a fresh process: what it imports, and which kernels it runs.
 
 Each test runs its own Python so that this process's imports do not hide anything.
 """
@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from conftest import ROOT, SAMPLES
 
@@ -41,7 +40,7 @@ def test_the_arrow_api_needs_no_pyspark() -> None:
 
 
 def test_planning_does_not_load_the_decoder() -> None:
-    """The driver plans from file names, indexes and batch headers: no numba, no kernels."""
+    """The driver plans from file names, indexes and batch headers: no kernels."""
     got = _run(
         "import sys, json\n"
         "from kafkalog_source.options import parse_options\n"
@@ -49,7 +48,7 @@ def test_planning_does_not_load_the_decoder() -> None:
         "from kafkalog_source.planning.request import batch_request\n"
         "splits = plan(batch_request(parse_options(\n"
         f"    path={str(SAMPLES)!r}, isolationLevel='read_committed')))\n"
-        "loaded = [m for m in ('numba', 'kafkalog_source.reader', 'kafkalog_source.kernel.v2')\n"
+        "loaded = [m for m in ('kafkalog_source.reader', 'kafkalog_source.kernel.v2')\n"
         "          if m in sys.modules]\n"
         "print(json.dumps({'splits': len(splits), 'loaded': loaded}))"
     )
@@ -57,21 +56,39 @@ def test_planning_does_not_load_the_decoder() -> None:
     assert got["loaded"] == []
 
 
-def test_kernel_cache_falls_back_to_the_user_cache_dir(tmp_path: Path) -> None:
-    """A read-only install (site-packages on a cluster image) caches kernels under
-    $XDG_CACHE_HOME/kafkalog/numba instead, and NUMBA_CACHE_DIR, when set, wins."""
-    code = (
-        "import os, json\n"
-        "real_access = os.access\n"
-        "def access(path, mode):  # the package directory is not writable; the rest is\n"
-        "    return False if 'kafkalog_source' in str(path) else real_access(path, mode)\n"
-        "os.access = access\n"
-        "import kafkalog_source.kernel.jit\n"
-        "print(json.dumps({'dir': os.environ.get('NUMBA_CACHE_DIR')}))"
+def test_reading_every_format_needs_no_jit() -> None:
+    """Every sample (v0, v1, v2; none, gzip, snappy, lz4, zstd; transactions, compaction, log
+    append time) and the legacy wrappers decode through the compiled extension: neither numba
+    nor llvmlite is imported, and the kernels are the package's own C extension."""
+    got = _run(
+        "import sys, json, glob\n"
+        "import kafkalog_source as kl\n"
+        "from kafkalog_source.kernel import compiled\n"
+        "rows = 0\n"
+        f"for p in sorted(glob.glob({str(SAMPLES / '*-*')!r})):\n"
+        "    rows += kl.read_table(p, includeHeaders=True, includeControlRecords=True).num_rows\n"
+        "print(json.dumps({'rows': rows, 'jit': [m for m in ('numba', 'llvmlite')\n"
+        "    if m in sys.modules], 'build': compiled.BUILD,\n"
+        "    'module': compiled.native.__file__}))"
     )
-    env = {"XDG_CACHE_HOME": str(tmp_path), "NUMBA_CACHE_DIR": ""}
-    got = _run(code, env)
-    assert got["dir"] == str(tmp_path / "kafkalog" / "numba")
-    assert (tmp_path / "kafkalog" / "numba").is_dir()
-    chosen = tmp_path / "chosen"
-    assert _run(code, {**env, "NUMBA_CACHE_DIR": str(chosen)})["dir"] == str(chosen)
+    assert got["rows"] > 800
+    assert got["jit"] == []
+    expected = os.environ.get("KAFKALOG_KERNELS") or "release"
+    assert got["build"] == expected
+    assert got["module"].endswith((".so", ".pyd"))
+
+
+def test_an_unknown_kernel_build_is_refused() -> None:
+    """KAFKALOG_KERNELS names a build; anything else is a clear error naming the choices."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import kafkalog_source as kl; kl.read_table('.')"],
+        cwd=ROOT,
+        env={**os.environ, "KAFKALOG_KERNELS": "fast"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode != 0
+    assert "KAFKALOG_KERNELS='fast': not a build of the kernels (release, checked, asan)" in (
+        out.stderr
+    )

@@ -1,9 +1,9 @@
-"""``kafkalog warmup``: compile every kernel ahead of time into the on-disk cache.
+"""``kafkalog warmup``: kept for the images and bootstrap scripts that call it; there is nothing
+to compile any more.
 
-For images and cluster bootstrap scripts: run it once with the executors' environment
-(``NUMBA_CACHE_DIR``, ``NUMBA_CPU_NAME``, ...), and no later process compiles anything. Without
-it, each kernel is compiled the first time a read needs it (only what the data in hand needs)
-and cached then.
+The kernels are a C extension built with the package, so a fresh install or a new executor
+decodes at once. The command says so, and which build of the kernels and which CPU paths this
+machine uses (the CRC instructions are chosen at run time), and exits 0.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from ..options import cli_options
 from .common import add_common_arguments, command_options
 
-# the reader options warmup takes (which kernels to compile)
+# the reader options warmup accepts (and ignores), as before, so that existing calls still work
 WARMUP_OPTIONS = cli_options("warmup")  # the rows of the option table that name warmup
 
 
@@ -22,50 +22,33 @@ def register(subparsers: Any) -> None:
     """Add the ``warmup`` subcommand."""
     p = subparsers.add_parser(
         "warmup",
-        help="compile every kernel ahead of time (for images and cluster bootstrap scripts)",
+        help="nothing to compile: says which kernel build and CPU paths this machine uses",
         description=(
-            "Compile every numba kernel the reader uses, for every format and codec, into the "
-            "on-disk kernel cache, and report what was compiled, what was already cached and "
-            "where the cache is. Run it with the same environment as the processes that will "
-            "read (NUMBA_CACHE_DIR, NUMBA_CPU_NAME, KAFKALOG_SOFTWARE_CRC32C, ...): the cache "
-            "keeps one set of kernels per CPU target and code variant."
+            "Nothing needs compiling: the decoder's kernels are a C extension built when the "
+            "package is installed. Prints the build in use and the CRC paths this CPU takes "
+            "(chosen at run time), and exits 0. Kept so that images and bootstrap scripts that "
+            "call it go on working."
         ),
     )
-    add_common_arguments(
-        p, "print only the summary, not one line per kernel", "compiledCodecs=false"
-    )
+    add_common_arguments(p, "print nothing", "compiledCodecs=false")
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Compile (or load) every kernel and print the report; 1 if nothing could be cached."""
-    options = command_options(args.option, "warmup", accepted=WARMUP_OPTIONS)
-    from ..reader.warmup import cache_root, warmup
+def describe_kernels() -> str:
+    """One line: the kernel build in use and the CRC paths this CPU takes."""
+    from ..kernel.compiled import BUILD, HAVE_HW_CRC32C, HAVE_PCLMUL
 
-    report = warmup(**options)
-    print(
-        f"kafkalog warmup: {report.compiled} kernel signatures compiled, {report.loaded} loaded "
-        f"from the cache, in {report.seconds:.1f} s (code variant {report.variant})"
-    )
-    root = cache_root()
-    if root:
-        print(f"cache: {root} (NUMBA_CACHE_DIR)")
-    else:
-        for path in report.cache_dirs:
-            print(f"cache: {path}")
+    crc32c = "the CPU's CRC instruction" if HAVE_HW_CRC32C else "tables"
+    crc32 = "carry-less multiplication" if HAVE_PCLMUL else "tables"
+    return f"{BUILD} build; CRC-32C on {crc32c}, CRC-32 by {crc32}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Say that nothing needs compiling; 0."""
+    command_options(args.option, "warmup", accepted=WARMUP_OPTIONS)
     if not getattr(args, "quiet", False):
-        width = max(len(k.name) for k in report.kernels)
-        for k in report.kernels:
-            if k.compiled:
-                state = "compiled now"
-            elif k.cached:
-                state = "cached already"
-            else:
-                state = "not used by the reader with this code variant"
-            print(f"  {k.name.ljust(width)}  {state}")
-    if not report.cache_usable:
-        raise RuntimeError(
-            "no writable kernel cache: the kernels were compiled in memory only; set "
-            "NUMBA_CACHE_DIR to a writable directory"
+        print(
+            "kafkalog warmup: nothing to compile: the kernels are a C extension built with the "
+            f"package ({describe_kernels()})"
         )
     return 0

@@ -6,11 +6,6 @@ The reader turns the code into a :mod:`kafkalog_source.errors` exception with th
 
 from __future__ import annotations
 
-import numpy as np
-from numba.extending import overload
-
-from .jit import helper_kernel
-
 # state vector slots
 N_REC, N_KEY, N_VAL, N_HDR, N_HKEY, N_HVAL = 0, 1, 2, 3, 4, 5
 N_NULL_TS = 6  # rows whose timestamp is null (v0, or out of the microsecond range)
@@ -84,32 +79,3 @@ def describe(code: int, a: int, b: int) -> str:
             "or is longer than 5 (int32) or 10 (int64) bytes"
         ),
     }.get(code, f"kernel status {code}")
-
-
-@helper_kernel
-def _store_fail(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
-    state[ERR_CODE] = code
-    state[ERR_POS] = pos
-    state[ERR_ITEM] = item
-    state[ERR_A] = a
-    state[ERR_B] = b
-    return code
-
-
-def fail(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
-    """Store an error (code, byte position, batch or message index, two details) in ``state``.
-
-    For kernels (see the overload below): the literal ``code`` of each call site is passed as a
-    plain int64, so one compiled store serves every site.
-    """
-    raise NotImplementedError("status.fail is for kernels")
-
-
-@overload(fail, prefer_literal=False)
-def _fail_overload(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
-    def impl(state, code, pos, item, a, b):  # type: ignore[no-untyped-def]
-        return _store_fail(
-            state, np.int64(code), np.int64(pos), np.int64(item), np.int64(a), np.int64(b)
-        )
-
-    return impl

@@ -19,7 +19,6 @@ from ..format.batch import (
 from ..format.legacy import key_and_value, message_header
 from ..format.names import LAST_CODEC
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_MAGIC, H_MAX_TS, H_POS, H_SIZE, H_WPOS
-from ..kernel.crc32 import CRC32_TABLES
 from ..kernel.legacy import W_START, W_WIDTH, check_wrappers, decode_legacy, decode_wrapped
 from ..kernel.status import (
     E_CAPACITY,
@@ -119,7 +118,7 @@ class LegacyMessages:
         vlen = np.empty(n, np.int64)
         wpos = np.ascontiguousarray(sub[:, H_WPOS])  # one signature, whatever the row count
         sizes = np.ascontiguousarray(sub[:, H_SIZE])
-        check_wrappers(buf, wpos, sizes, self.verify, CRC32_TABLES, vstart, vlen)
+        check_wrappers(buf, wpos, sizes, self.verify, vstart, vlen)
         tl = sub.tolist()
         vs = vstart.tolist()
         vl = vlen.tolist()
@@ -176,7 +175,7 @@ class LegacyMessages:
                 min((src.shape[0] - int(wp[start, W_START])) // _SMALLEST_ENTRY + 1, rows_cap + 1)
             )
             code = decode_wrapped(
-                src, wp[start:], self.verify, sink.want, CRC32_TABLES, rows_cap,
+                src, wp[start:], self.verify, sink.want, rows_cap,
                 FLUSH_DATA_BYTES, *sink.legacy_args(),
             )  # fmt: skip
             if code == OK:
@@ -241,7 +240,6 @@ class LegacyMessages:
                 meta_step,
                 self.verify,
                 sink.want,
-                CRC32_TABLES,
                 rows_cap,
                 bytes_cap,
                 *sink.legacy_args(),

@@ -21,13 +21,10 @@ from ..framing.scan import (
     H_SIZE,
     H_WIDTH,
     H_WPOS,
-    STOP_BAD_MAGIC,
-    STOP_BAD_SIZE,
-    STOP_END,
     STOP_FULL,
-    STOP_INCOMPLETE,
     scan_window,
 )
+from ..framing.walk import STOP_BAD_MAGIC, STOP_BAD_SIZE, STOP_END, STOP_INCOMPLETE
 from ..kernel.bytes import PAD
 from ..layout.files import open_source
 from ..options import ReadOptions

@@ -27,7 +27,7 @@ from ..framing.scan import (
     H_WPOS,
 )
 from ..kernel.bytes import PAD
-from ..kernel.crc32c import CRC32C_TABLES, crc32c_spans
+from ..kernel.crc32c import crc32c_spans
 from ..kernel.status import E_CAPACITY, E_CRC, ERR_A, ERR_B, ERR_ITEM, ERR_POS, FULL, OK
 from ..kernel.status import describe as describe_status
 from ..kernel.v2 import (
@@ -266,7 +266,6 @@ class V2Batches:
         if (compressed or self.count_only) and self.verify:
             crcs = np.empty(sub.shape[0], np.int64)
             crc32c_spans(
-                CRC32C_TABLES,
                 buf,
                 sub[:, H_WPOS] + V2_CRC_FROM,
                 sub[:, H_WPOS] + sub[:, H_SIZE],
@@ -494,9 +493,7 @@ class V2Batches:
         while start < bp.shape[0]:
             part = bp[start:]
             sink.reserve(min(int(part[:, 2].sum()), rows_cap + MAX_BATCH_RECORDS))
-            code = decode_v2(
-                src, part, sink.want, verify, CRC32C_TABLES, rows_cap, bytes_cap, *sink.v2_args()
-            )
+            code = decode_v2(src, part, sink.want, verify, rows_cap, bytes_cap, *sink.v2_args())
             if code == OK:
                 self.stats.bytes_decoded += int(sizes[start:].sum())
                 return
