@@ -73,7 +73,10 @@ class ReadStats:
     segments: int = 0  # files read, each counted once (by the read of its first piece)
     pieces: int = 0  # ranges read of files that another range counts (a file cut into pieces)
     batches: int = 0
+    # data records read (returned as rows); control records (transaction markers, KRaft
+    # records) are never counted here: returned rows = records + control_records
     records: int = 0
+    control_records: int = 0  # control records returned as rows (includeControlRecords)
     bytes_read: int = 0  # bytes of whole batches the framing scan went over
     control_batches: int = 0
     aborted_batches: int = 0
@@ -237,6 +240,11 @@ class ReadStats:
             )
         return f"from {self.segments} segment{'' if self.segments == 1 else 's'}"
 
+    def _control(self) -> str:
+        """`` (N control records)`` when control records were read, else nothing."""
+        n = self.control_records
+        return f" ({n} control record{'' if n == 1 else 's'})" if n else ""
+
     def missing_offset_runs(self) -> list[tuple[str | None, int, int]]:
         """``(path, first, last)`` of each run of missing offsets kept in the events."""
         return [
@@ -247,7 +255,9 @@ class ReadStats:
 
     def summary(self) -> str:
         """One line for logs."""
-        parts = [f"{self.records} records in {self.batches} batches {self._sources()}"]
+        parts = [
+            f"{self.records} records{self._control()} in {self.batches} batches {self._sources()}"
+        ]
         if self.bytes_total:
             parts.append(f"decoded {self.bytes_decoded} of {self.bytes_total} bytes")
         if self.malformed_batches:

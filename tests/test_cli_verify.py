@@ -38,26 +38,61 @@ def _copy(names: list[str], dest: Path) -> Path:
     return dest
 
 
+def _records_shown(rows: list[dict[str, Any]]) -> str:
+    """How verify counts ``rows`` (the manifest's): data records, control records apart."""
+    control = sum(1 for r in rows if r["isControl"])
+    data = f"{len(rows) - control} record{'' if len(rows) - control == 1 else 's'}"
+    return f"{data} ({control} control record{'' if control == 1 else 's'})" if control else data
+
+
 def test_verify_clean_samples(manifest):
     out = run_cli("verify", str(SAMPLES))
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) == len(manifest) + 1
     for name, info in manifest.items():
-        rows = len(info["rows"])
         expected = (
-            f"{SAMPLES / name}: {len(info['batches'])} batches, {rows} records, "
+            f"{SAMPLES / name}: {len(info['batches'])} batches, {_records_shown(info['rows'])}, "
             f"{(SAMPLES / name).stat().st_size} bytes: OK"
         )
         assert expected in lines
     batches = sum(len(i["batches"]) for i in manifest.values())
+    every = [r for i in manifest.values() for r in i["rows"]]
     assert lines[-1].startswith(f"total: {len(manifest)} segments in ")
-    assert lines[-1].endswith(f": {batches} batches, "
-                              f"{sum(len(i['rows']) for i in manifest.values())} records, "
+    assert lines[-1].endswith(f": {batches} batches, {_records_shown(every)}, "
                               f"{sum((SAMPLES / n).stat().st_size for n in manifest)} bytes: OK")  # fmt: skip
     assert "\r" not in out.stderr  # no progress when stderr is not a terminal
     quiet = run_cli("verify", "--quiet", str(SAMPLES / "transactions-0"))
     assert (quiet.returncode, quiet.stdout) == (0, "")
+
+
+def test_verify_records_are_the_readers_data_records(manifest):
+    """issue 40 item 3: verify's "records" are the data records a read returns (and `query`
+    counts), with the control records counted apart; the numbers are the manifest's (written
+    by the samples' generator) and the row counts of reads."""
+    import kafkalog_source as kl
+
+    path = SAMPLES / "transactions-0"
+    rows = [
+        r for name, i in manifest.items() if name.startswith("transactions-0/") for r in i["rows"]
+    ]
+    control = sum(1 for r in rows if r["isControl"])
+    assert control == 6  # the sample has control batches: the test is about them
+    data = kl.read_table(str(path)).num_rows
+    assert data == len(rows) - control
+    out = run_cli("verify", str(path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    total = out.stdout.splitlines()[-1]
+    assert f", {data} records ({control} control records), " in total, total
+    # the Arrow API's accounting says the same, with the control records returned as rows
+    stats = kl.ReadStats()
+    every = kl.read_table(str(path), stats=stats, includeControlRecords="true")
+    assert (stats.records, stats.control_records) == (data, control)
+    assert every.num_rows == data + control
+    assert stats.summary().startswith(f"{data} records ({control} control records) in ")
+    stats = kl.ReadStats()
+    assert kl.read_table(str(path), stats=stats).num_rows == stats.records == data
+    assert stats.control_records == 0
 
 
 def test_verify_flags_a_flipped_byte_and_zero_filled_tails(manifest, tmp_path):

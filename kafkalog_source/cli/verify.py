@@ -213,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
                 out.flush()
                 totals.batches += report.batches
                 totals.records += report.records
+                totals.control_records += report.control_records
                 totals.size += report.size
                 totals.errors += report.errors
                 totals.warnings += report.warnings
@@ -292,9 +293,12 @@ def _count(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def _summary(label: str, r: SegmentReport) -> str:
+    """A summary line: batches, records (data records, as a read counts them; control records
+    apart, when there are any), bytes, and the problems found."""
+    control = f" ({_count(r.control_records, 'control record')})" if r.control_records else ""
     counts = (
         f"{_count(r.batches, 'batch', 'batches')}, "
-        f"{_count(r.records, 'record')}, {_count(r.size, 'byte')}"
+        f"{_count(r.records, 'record')}{control}, {_count(r.size, 'byte')}"
     )
     if not r.errors and not r.warnings:
         return f"{label}: {counts}: OK"
@@ -346,6 +350,7 @@ def verify_segment(
     spans = tuple(_offsets_around(p, headers) for p in sorted(skipped))
     report.batches = len(headers)
     report.records = rows.count
+    report.control_records = rows.control
     flagged = check_batch_offsets(path, headers, base, next_base, state, report)
     if fail_on_data_loss:
         check_batch_gaps(path, headers, flagged, report)

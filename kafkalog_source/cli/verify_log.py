@@ -29,7 +29,8 @@ class SegmentReport:
     path: str
     size: int = 0
     batches: int = 0
-    records: int = 0
+    records: int = 0  # data records, as a read counts them (ReadStats.records)
+    control_records: int = 0  # control records (transaction markers, KRaft records), apart
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -221,7 +222,8 @@ def check_batch_gaps(
 class RowFacts:
     """What verify keeps of the reader's rows for a segment (nothing per row)."""
 
-    count: int = 0
+    count: int = 0  # data records
+    control: int = 0  # control records
     aborts: set[int] = field(default_factory=set)  # offsets of ABORT markers
     # per batch position: (first record offset, max record timestamp in ms, -1 for none)
     per_batch: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -254,12 +256,14 @@ class RowFacts:
             seen = self.per_batch.get(p)
             self.per_batch[p] = (o, m) if seen is None else (seen[0], max(seen[1], m))
         control = rb.column("control")
-        if control.null_count < n:
+        controls = n - control.null_count
+        if controls:
             types = pc.struct_field(control, [0]).to_pylist()
             self.aborts.update(
                 o for o, t in zip(offsets.tolist(), types, strict=True) if t == "ABORT"
             )
-        self.count += n
+        self.count += n - controls
+        self.control += controls
 
 
 # The reader's columns verify needs.

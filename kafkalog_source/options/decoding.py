@@ -66,8 +66,11 @@ DECODING: tuple[OptionSpec, ...] = (
         "Return control records, with the `control` column.",
         "Control records (transaction markers, KRaft control records) come back as rows with "
         "null key and value and a `control` struct (`type`, `version`, `coordinatorEpoch`); "
-        "`control` is null for data rows. Under `read_committed` the markers of aborted "
-        "transactions are still returned; only data is filtered. With `decode`, transaction "
+        "`control` is null for data rows. They are counted apart from the data records: "
+        "`ReadStats.control_records`, not `records` (rows = records + control records), and "
+        "the summary line says `N records (M control records)`. Under `read_committed` the "
+        "markers of aborted transactions are still returned; only data is filtered. With "
+        "`decode`, transaction "
         "markers are rows (`AbortMarker`, `CommitMarker`) only with this option.",
         default=False,
     ),

@@ -4,7 +4,6 @@ starting/ending timestamp rules."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from ..framing.scan import H_BASE_OFFSET, H_LOD, H_MAX_TS, H_PID, H_SIZE
 from ..kernel.status import NULL_TS
@@ -37,8 +36,9 @@ class RecordFilters:
             return False
         return True
 
-    def _filter(self, batch: pa.RecordBatch, offsets: np.ndarray, ts: np.ndarray) -> pa.RecordBatch:
-        """Exact record-level bounds: offsets, and Spark's starting/ending timestamp rules."""
+    def _bounds_mask(self, offsets: np.ndarray, ts: np.ndarray) -> np.ndarray | None:
+        """Exact record-level bounds: offsets, and Spark's starting/ending timestamp rules;
+        which records are kept (None: all of them)."""
         rng = self.rng
         mask = None
         if rng.offset_lo > 0 or rng.offset_hi != NO_LIMIT:
@@ -61,6 +61,4 @@ class RecordFilters:
                 m = np.arange(len(ts)) < int(hit[0])
                 mask = m if mask is None else mask & m
                 self._done = True
-        if mask is None:
-            return batch
-        return batch.filter(pa.array(mask))
+        return mask

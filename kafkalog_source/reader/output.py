@@ -31,12 +31,16 @@ class ArrowOutput:
         # rows still to come belong to the current window's table, which keeps its numbering
         self._meta_tables = [tables[-1]]
         self._meta_bases = [self._meta_bases[-1]]
-        batch = self._assemble(cols, _LazyRows(meta, cols["meta"] - first))
+        batch, control = self._assemble(cols, _LazyRows(meta, cols["meta"] - first))
         if batch.num_rows:
-            self.stats.records += batch.num_rows
+            # "records" are data records; control records (includeControlRecords) apart
+            self.stats.records += batch.num_rows - control
+            self.stats.control_records += control
             yield batch
 
-    def _assemble(self, cols: dict[str, Any], lazy: _LazyRows) -> pa.RecordBatch:
+    def _assemble(self, cols: dict[str, Any], lazy: _LazyRows) -> tuple[pa.RecordBatch, int]:
+        """The record batch of the sink's rows, within the bounds, and how many of its rows are
+        control records."""
         n = len(cols["offset"])
         rng = self.rng
         proj = self.projection
@@ -71,7 +75,13 @@ class ArrowOutput:
             else:
                 arrays.append(self._meta_column(name, cols, lazy.rows, n))
         batch = pa.RecordBatch.from_arrays(arrays, schema=proj.schema)
-        return self._filter(batch, offsets, cols["timestamp_us"])
+        mask = self._bounds_mask(offsets, cols["timestamp_us"])
+        if mask is not None:
+            batch = batch.filter(pa.array(mask))
+        if control_mask is None:
+            return batch, 0
+        kept = control_mask if mask is None else control_mask & mask
+        return batch, int(np.count_nonzero(kept))
 
     def _meta_column(self, name: str, cols: dict[str, Any], meta: np.ndarray, n: int) -> pa.Array:
         rng = self.rng
