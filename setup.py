@@ -25,7 +25,9 @@ HERE = "kafkalog_source/kernel"
 HEADERS = [os.path.join(HERE, "native.pxi")] + [
     os.path.join(HERE, "csrc", name) for name in sorted(os.listdir(os.path.join(HERE, "csrc")))
 ]
-COMMON = ["-O3", "-fno-strict-aliasing", "-std=gnu11", "-Wno-unused-function"]
+# -fwrapv: int64 sums of hostile values (a base offset plus a delta) wrap, as Java's and numpy's
+# do, instead of being undefined behaviour
+COMMON = ["-O3", "-fwrapv", "-fno-strict-aliasing", "-std=gnu11", "-Wno-unused-function"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
             "-fno-omit-frame-pointer", "-g", "-O1"]  # fmt: skip
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import subprocess
 import sys
 
@@ -74,3 +75,20 @@ def test_the_sanitizer_build_reports_an_overflow() -> None:
     )
     assert done.returncode != 0
     assert "AddressSanitizer: heap-buffer-overflow" in done.stderr, done.stderr[-2000:]
+
+
+def test_the_aarch64_crc_paths_compute_the_same_crcs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The AArch64 build of the kernels (cross-compiled, run under qemu-user with the CRC
+    extension) chooses the CRC instruction and gives the check values and the table path's CRCs.
+    Skipped without Debian's gcc-aarch64-linux-gnu and qemu-user (.ci/run installs them)."""
+    cc, qemu = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
+    if not cc or not qemu:
+        pytest.skip("no aarch64-linux-gnu-gcc or qemu-aarch64 here")
+    csrc = ROOT / "kafkalog_source" / "kernel" / "csrc"
+    exe = tmp_path / "crc_check"
+    cmd = [cc, "-O2", "-std=gnu11", "-Wall", "-Werror", "-Wno-unused-function", f"-I{csrc}"]
+    subprocess.run([*cmd, "-static", str(ROOT / "tests" / "kernel_crc_check.c"), "-o", str(exe)],
+                   check=True, capture_output=True)  # fmt: skip
+    done = subprocess.run([qemu, "-cpu", "max", str(exe)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hw 1" in done.stdout and "CRC OK" in done.stdout, done.stdout

@@ -311,7 +311,7 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
                 int64_t n = kl_avro_long(buf, &pos, end, &err);
                 if (err != AE_OK) break;
                 if (n < 0) {
-                    n = -n;
+                    n = (int64_t)(0 - (uint64_t)n); /* INT64_MIN stays negative: E_LENGTH */
                     int64_t size = kl_avro_long(buf, &pos, end, &err);
                     if (err != AE_OK) break;
                     if (size < 0 || n < 0) { err = AE_LENGTH; arg = size < 0 ? size : n; break; }

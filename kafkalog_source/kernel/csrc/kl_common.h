@@ -215,6 +215,9 @@ KL_INLINE void kl_copy(kl_u8 dst, int64_t d, kl_bytes src, int64_t s, int64_t n)
 #endif
 }
 
+/* a + b wrapping around as Java's long does (hostile offsets and timestamps may overflow) */
+KL_INLINE int64_t kl_wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 KL_INLINE kl_bytes kl_ro(kl_u8 a) { kl_bytes r = {a.p, a.n}; return r; }
 
 #endif

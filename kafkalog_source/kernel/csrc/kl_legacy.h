@@ -181,8 +181,8 @@ static int64_t kl_decode_wrapped(kl_bytes src, kl_cmat wp, int verify, int64_t w
                     kl_restore(state, n0, nk0, nv0, z0);
                     return kl_fail(state, REDO, MX(wp, w, W_START), w, 0, 0);
                 }
-                int64_t shift = wrapper_offset - last;
-                for (int64_t r = n0; r < n1; r++) IX(s.offsets, r) += shift;
+                int64_t shift = (int64_t)((uint64_t)wrapper_offset - (uint64_t)last);
+                for (int64_t r = n0; r < n1; r++) IX(s.offsets, r) = kl_wadd(IX(s.offsets, r), shift);
             }
             int log_append = MX(wp, w, W_LOG_APPEND) != 0;
             int64_t wts = MX(wp, w, W_TS);

@@ -181,7 +181,7 @@ static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
                     V2_FAIL(E_HEADER_KEY_LENGTH, rec_start, hklen, body_end - p);
                 if (!want_hdr && !kl_is_ascii(src, p, p + hklen)) { /* not copied: check here */
                     int64_t bad = kl_utf8_error(src, p, p + hklen);
-                    if (bad >= 0) V2_FAIL(E_HEADER_KEY_UTF8, rec_start, base_offset + off_delta, bad);
+                    if (bad >= 0) V2_FAIL(E_HEADER_KEY_UTF8, rec_start, kl_wadd(base_offset, off_delta), bad);
                 }
                 if (want_hdr) {
                     if (nh + 1 >= s.hv_valid.n) V2_FAIL(E_CAPACITY, p, CAP_HEADERS, nh + 2);
@@ -213,8 +213,8 @@ static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
             }
             if (p != body_end) V2_FAIL(E_RECORD_SIZE_MISMATCH, rec_start, length, p - body);
             /* emit */
-            IX(s.offsets, n) = base_offset + off_delta;
-            IX(s.timestamps, n) = kl_ts_micros(log_append ? max_ts : base_ts + ts_delta, &null_ts);
+            IX(s.offsets, n) = kl_wadd(base_offset, off_delta);
+            IX(s.timestamps, n) = kl_ts_micros(log_append ? max_ts : kl_wadd(base_ts, ts_delta), &null_ts);
             IX(s.ts_types, n) = tstype;
             IX(s.metas, n) = meta;
             if (want_key) {
