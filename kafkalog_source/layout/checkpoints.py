@@ -18,8 +18,12 @@ start offset is an offset the log held, so a start at or past the log's end mean
 
 The files are hints written every few seconds, never a transaction with the segments: a copy can
 hold a checkpoint older or newer than its segments. Readers use them as evidence and say which
-file said what. A file that is missing, unreadable or malformed gives no evidence (logged at
-debug level), never an error.
+file said what. A file that is missing or unreadable gives no evidence (logged at debug level),
+never an error. An empty file, or one of a version line only, is a checkpoint with no entries, as
+Kafka reads it (``CheckpointFile.CheckpointReadBuffer``; Kafka creates
+``cleaner-offset-checkpoint`` empty): silently. A file with any other content that is not a
+checkpoint gives no evidence and a warning, once per file in one read (:func:`one_warning_per_file`:
+a plan, or a stream's query), however many partitions the read looks it up for.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ..transport.known import Listed, lookup
@@ -106,9 +113,50 @@ def forget() -> None:
         _texts.clear()
 
 
+# The malformed checkpoint files already warned about in this read (None: outside any read).
+_warned: ContextVar[set[str] | None] = ContextVar("kafkalog_checkpoints_warned", default=None)
+
+
+@contextmanager
+def one_warning_per_file(seen: set[str] | None = None) -> Iterator[None]:
+    """Within the block, one read: each checkpoint file that is not one is warned about once,
+    however many partitions ask for it. ``seen`` carries the files warned about from one block
+    to the next (a stream's query, whose triggers each plan); without it a block inside another
+    keeps the outer block's files, and an outermost block starts with none."""
+    if seen is None and _warned.get() is not None:
+        yield
+        return
+    token = _warned.set(set() if seen is None else seen)
+    try:
+        yield
+    finally:
+        _warned.reset(token)
+
+
+def _not_a_checkpoint(path: str, what: str) -> None:
+    """Warn that the file ``path`` is not ``what`` and is ignored: once in a read (see
+    :func:`one_warning_per_file`), at debug level after that."""
+    seen = _warned.get()
+    again = seen is not None and path in seen
+    if seen is not None:
+        seen.add(path)
+    log.log(logging.DEBUG if again else logging.WARNING, "%s: not %s; ignoring it", path, what)
+
+
+def _no_entries(text: str) -> bool:
+    """Whether a checkpoint file's text is one Kafka reads as a checkpoint with no entries: an
+    empty file (as Kafka creates ``cleaner-offset-checkpoint``), or a version line ``0`` alone
+    (Kafka's ``CheckpointFile.CheckpointReadBuffer.read`` returns an empty list at the end of
+    the file before the count line, and before the version line)."""
+    return text == "" or text.splitlines() == ["0"]
+
+
 def parse_offset_checkpoint(text: str) -> dict[TopicPartition, int] | None:
-    """The entries of an offset checkpoint file's text, or None when it is not one (a version
-    other than 0, a count that does not match, a malformed line)."""
+    """The entries of an offset checkpoint file's text (none for an empty file, as Kafka reads
+    it), or None when it is not one (a version other than 0, a count that does not match, a
+    malformed line)."""
+    if _no_entries(text):
+        return {}
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if len(lines) < 2 or lines[0] != "0" or not lines[1].isdigit():
         return None
@@ -145,14 +193,15 @@ class LogDirCheckpoints:
 
 
 def read_log_dir_checkpoints(directory: str) -> LogDirCheckpoints:
-    """Read the four offset checkpoints of a log directory (local path or URI)."""
+    """Read the four offset checkpoints of a log directory (local path or URI); a file that is
+    not a checkpoint is warned about once in a read (:func:`one_warning_per_file`)."""
     maps: dict[str, dict[TopicPartition, int]] = {}
     present = []
     for name in CHECKPOINT_FILES:
         text = _read_text(join(directory, name), _MAX_CHECKPOINT_BYTES)
         parsed = parse_offset_checkpoint(text) if text is not None else None
         if text is not None and parsed is None:
-            log.warning("%s: not an offset checkpoint file; ignoring it", join(directory, name))
+            _not_a_checkpoint(join(directory, name), "an offset checkpoint file")
         if parsed is not None:
             present.append(name)
         maps[name] = parsed or {}
@@ -167,8 +216,11 @@ def read_log_dir_checkpoints(directory: str) -> LogDirCheckpoints:
 
 
 def parse_leader_epochs(text: str) -> list[tuple[int, int]] | None:
-    """``(epoch, start offset)`` entries of a ``leader-epoch-checkpoint``'s text, or None when
-    it is not one (a version other than 0, a count that does not match, a malformed line)."""
+    """``(epoch, start offset)`` entries of a ``leader-epoch-checkpoint``'s text (none for an
+    empty file, as Kafka reads it), or None when it is not one (a version other than 0, a count
+    that does not match, a malformed line)."""
+    if _no_entries(text):
+        return []
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if len(lines) < 2 or lines[0] != "0" or not lines[1].isdigit():
         return None
@@ -188,14 +240,14 @@ def parse_leader_epochs(text: str) -> list[tuple[int, int]] | None:
 
 def read_leader_epochs(partition_directory: str) -> list[tuple[int, int]] | None:
     """The ``leader-epoch-checkpoint`` entries of a partition directory; None without one (or
-    when it is malformed, which is logged)."""
+    when it is malformed, which is warned about once in a read)."""
     path = join(partition_directory, LEADER_EPOCH)
     text = _read_text(path, 1 << 20)
     if text is None:
         return None
     parsed = parse_leader_epochs(text)
     if parsed is None:
-        log.warning("%s: not a leader epoch checkpoint; ignoring it", path)
+        _not_a_checkpoint(path, "a leader epoch checkpoint")
     return parsed
 
 
@@ -219,6 +271,7 @@ __all__ = [
     "LEADER_EPOCH",
     "LOG_START",
     "LogDirCheckpoints",
+    "one_warning_per_file",
     "RECOVERY_POINT",
     "REPLICATION",
     "parse_leader_epochs",

@@ -48,7 +48,11 @@ import logging
 from typing import Any
 
 from ..errors import DataLossError
-from ..layout.checkpoints import LogDirCheckpoints, read_log_dir_checkpoints
+from ..layout.checkpoints import (
+    LogDirCheckpoints,
+    one_warning_per_file,
+    read_log_dir_checkpoints,
+)
 from ..layout.discovery import SegmentFile, discover, parent_directory, segment_bases
 from ..options import DEFAULT_REMOTE_CONCURRENCY, StoreOptions
 from ..transport.fanout import bounded_map, request_limit
@@ -109,7 +113,11 @@ def plan(
     """
     before = remote_totals()
     known = getattr(segments, "known", None)  # what discover()'s listings said
-    with using_store(request.store), known.active() if known is not None else known_objects():
+    with (
+        using_store(request.store),
+        known.active() if known is not None else known_objects(),
+        one_warning_per_file(),  # a checkpoint file that is not one: one warning in the plan
+    ):
         splits = _plan(request, segments, pruning)
     fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
     if requests:

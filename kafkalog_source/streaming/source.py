@@ -19,12 +19,15 @@ skipped. :class:`StreamSource` ties the concerns together, each in its own modul
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from ..arrow.schema import Projection
+from ..layout.checkpoints import one_warning_per_file
 from ..options import EARLIEST, LATEST, ReadOptions
 from ..planning.planner import plan
 from ..planning.request import (
@@ -65,6 +68,21 @@ log = logging.getLogger("kafkalog")
 # splits per micro-batch when minPartitions is not set (each at least openCostInBytes)
 STREAM_MIN_PARTITIONS = 2
 
+_T = TypeVar("_T")
+
+
+def _one_checkpoint_warning(method: Callable[..., _T]) -> Callable[..., _T]:
+    """A :class:`StreamSource` method under the query's checkpoint warnings: a log directory's
+    checkpoint file that is not one is warned about once in the query, not at every trigger,
+    nor for every partition a trigger looks it up for."""
+
+    @functools.wraps(method)
+    def under_query(self: StreamSource, *args: Any, **kwargs: Any) -> _T:
+        with one_warning_per_file(self._checkpoints_warned):
+            return method(self, *args, **kwargs)
+
+    return under_query
+
 
 @dataclass
 class StreamSource:
@@ -89,6 +107,7 @@ class StreamSource:
         self._view = ArchiveView(self.options)
         self._cut_ends = CutEnds(self.options, self._view, self._policy)
         self._batches = DeliveredBatches(self.options, self._view, self._policy)
+        self._checkpoints_warned: set[str] = set()  # see _one_checkpoint_warning
 
     @property
     def lost(self) -> int:
@@ -116,6 +135,7 @@ class StreamSource:
         return self._view.snapshot()
 
     # -- offsets ------------------------------------------------------------------------------
+    @_one_checkpoint_warning
     def initial(self) -> Offsets:
         """Where a new query starts: ``startingOffsets`` (earliest, latest or a JSON map), or the
         first offset at or after ``startingTimestamp`` / ``startingOffsetsByTimestamp``."""
@@ -154,6 +174,7 @@ class StreamSource:
             return p.end
         raise no_time_match(p.key, t)
 
+    @_one_checkpoint_warning
     def latest(
         self,
         start: Offsets,
@@ -216,6 +237,7 @@ class StreamSource:
         self._target = {k: p.end for k, p in self.snapshot().items()}
 
     # -- micro-batches ------------------------------------------------------------------------
+    @_one_checkpoint_warning
     def plan(self, start: Offsets, end: Offsets, prints: Prints | None = None) -> list[Split]:
         """The splits that read every record with ``start <= offset < end``, per partition
         (``prints``: the last batches delivered before ``start``, checked as :meth:`latest`
