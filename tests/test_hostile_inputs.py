@@ -460,6 +460,53 @@ def test_json_schema_that_json_schema_refuses(tmp_path: Path, bad: dict) -> None
         kl.read_table(d2, valueFormat="json", mode="PERMISSIVE")
 
 
+# A schema is an object or a boolean (JSON Schema draft-06 on; the Schema Registry's
+# JsonSchema.rawSchema builds TrueSchema/FalseSchema for true/false, and refuses any other
+# non-object as "Invalid JSON Schema"): issue 40 item 9 (null and numbers raised TypeError)
+SCHEMA_TEXTS = ["null", "42", '"a string"', "[]", "true", "1.5", "false"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "registry"])
+@pytest.mark.parametrize("text", SCHEMA_TEXTS)
+def test_json_schema_text_that_is_not_an_object(tmp_path: Path, text: str, fmt: str) -> None:
+    """A _schemas SCHEMA record whose JSON Schema text is null or a number ended the read
+    with a builtin TypeError (jsonschema's validator_for). As a writer's schema it is now
+    what every other invalid schema is: FAILFAST an UndecodablePayloadError naming file,
+    byte, offset and schema id; DROPMALFORMED a counted drop; PERMISSIVE a value_error. As
+    the reader schema: InvalidSchemaError in every mode. true and false are valid schemas."""
+    valid = isinstance(json.loads(text), bool)
+    good = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+    schemas = [
+        (schema_key("t-value", 1), schema_value("t-value", 1, 1, good, "JSON")),
+        (schema_key("w", 1), schema_value("w", 1, 2, text, "JSON")),
+    ]
+    d = _log_dir(tmp_path, schemas, [_wire(1, b'{"a":1}'), _wire(2, b'{"a":1}')])
+    got = _payload_modes(d, valueFormat=fmt)
+    if valid:  # values written with it are read by the reader schema
+        for mode in MODES:
+            assert not isinstance(got[mode], KafkaLogError), (mode, got[mode])
+        for mode in ("DROPMALFORMED", "PERMISSIVE"):
+            rows, st = got[mode]
+            assert [r["value_decoded"] for r in rows] == [{"a": 1}, {"a": 1}]
+            assert [r["value_error"] for r in rows] == [None, None]
+            assert st.undecodable_payloads == 0
+    else:
+        _only_value_two_fails(got, "subject w version 1", "not a valid JSON Schema")
+    d2 = _log_dir(
+        tmp_path / "r",
+        [(schema_key("t-value", 1), schema_value("t-value", 1, 1, text, "JSON"))],
+        [_wire(1, b'{"a":1}')],
+    )
+    for mode in MODES:
+        if valid:
+            t = kl.read_table(d2, valueFormat=fmt, mode=mode)
+            assert t.column("value_error").to_pylist() == [None]
+            assert t.column("value_schema_id").to_pylist() == [1]
+        else:
+            with pytest.raises(InvalidSchemaError, match="not a valid JSON Schema"):
+                kl.read_table(d2, valueFormat=fmt, mode=mode)
+
+
 def _varint(n: int) -> bytes:
     return uvarint(n)
 

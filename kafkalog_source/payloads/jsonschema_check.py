@@ -20,6 +20,14 @@ def check_schema(doc: Any) -> None:
     import jsonschema
     from jsonschema.validators import validator_for
 
+    if not isinstance(doc, (dict, bool)):
+        # a schema is an object or a boolean (JSON Schema draft-06 on; the Schema Registry's
+        # JsonSchema.rawSchema reads true and false as TrueSchema and FalseSchema and refuses
+        # anything else as "Invalid JSON Schema"); validator_for looks for "$schema" in the
+        # document and raised a builtin TypeError for null or a number
+        raise ValueError(
+            f"not a valid JSON Schema: a schema is an object or a boolean, not {_kind(doc)}"
+        )
     if isinstance(doc, dict) and "$schema" in doc and not isinstance(doc["$schema"], str):
         raise ValueError(f"$schema is not a string: {json.dumps(doc['$schema'])[:60]}")
     cls = validator_for(doc, default=jsonschema.Draft7Validator)
@@ -57,3 +65,16 @@ def check_schema(doc: Any) -> None:
             shown + (f" and {len(unchecked) - 3} more" if len(unchecked) > 3 else ""),
             "are" if len(unchecked) > 1 else "is",
         )
+
+
+def _kind(doc: Any) -> str:
+    """What a parsed JSON document is, in JSON's words (``null``, ``a number``, ...)."""
+    if doc is None:
+        return "null"
+    if isinstance(doc, (int, float)):
+        return f"a number ({json.dumps(doc)[:40]})"
+    if isinstance(doc, str):
+        return "a string"
+    if isinstance(doc, list):
+        return "an array"
+    return type(doc).__name__
