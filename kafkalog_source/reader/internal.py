@@ -21,6 +21,12 @@ where its key or value stops parsing) in an uncompressed batch, else the byte of
 (compressed) batch, the offset, the record type and version; DROPMALFORMED drops it and counts it in
 ``ReadStats.undecodable_records`` (events of kind "undecodable record"); PERMISSIVE keeps the
 row with its raw ``key``/``value``, the ``error`` and what is known of its type and version.
+
+Control records of an internal topic are decoded like the others, every one of them: a KRaft
+control record, or one of a control type the specs do not define, is a row; a record whose key
+or value does not parse (a key null or shorter than 4 bytes) goes through ``mode``; only a
+record that decodes as a transaction marker is left out, unless ``includeControlRecords``. The
+control records of a topic ``decode=auto`` reads raw are as a raw read has them.
 """
 
 from __future__ import annotations
@@ -36,7 +42,12 @@ from ..arrow.schema import Projection
 from ..errors import OptionError, UndecodableRecordError
 from ..format.batch import LOG_OVERHEAD, locate_record, offset_field, size_field
 from ..format.messages.decode import to_json
-from ..format.messages.topics import TOPIC_INTERPRETATION, RecordDecodeError, decode_record
+from ..format.messages.topics import (
+    MARKERS,
+    TOPIC_INTERPRETATION,
+    RecordDecodeError,
+    decode_record,
+)
 from ..format.names import snapshot_id_of
 from ..layout.files import open_source
 from ..options import ReadOptions
@@ -59,6 +70,8 @@ RAW_PROJECTION = Projection(
 KRAFT_CONTROL = frozenset(
     ("LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS")
 )
+# the record types of decoded transaction markers: rows only with includeControlRecords
+TRANSACTION_MARKERS = frozenset(MARKERS.values())
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -178,12 +191,16 @@ class InternalDecoder:
         control = cols["control"][i]
         ctype = control["type"] if control is not None else None
         topic = cols["topic"][i]
-        if control is not None and ctype not in KRAFT_CONTROL and not self.keep_markers:
-            # a transaction marker not asked for; a control type Kafka's specs do not define is
-            # a KRaft control record of a newer Kafka in __cluster_metadata (kept, as unknown)
-            unknown = str(ctype).startswith("UNKNOWN")
-            if not (unknown and self.interpretation(topic) == "cluster_metadata"):
-                return
+        interp = self.interpretation(topic)
+        if (
+            interp is None
+            and control is not None
+            and ctype not in KRAFT_CONTROL
+            and not self.keep_markers
+        ):
+            # decode=auto, a topic read raw: its control records as a raw read without
+            # includeControlRecords has them (not returned)
+            return
         key, value = cols["rawKey"][i], cols["rawValue"][i]
         out: dict[str, Any] = {
             "topic": topic,
@@ -194,7 +211,6 @@ class InternalDecoder:
             "value": value,
         }
         snapshot = self.snapshot(cols["segmentPath"][i])
-        interp = self.interpretation(topic)
         if snapshot is not None:
             out["snapshot_end_offset"], out["snapshot_end_epoch"] = snapshot
         if interp is not None:
@@ -207,6 +223,8 @@ class InternalDecoder:
                 if not self._undecodable(e, cols, i, interp, out):
                     return
             else:
+                if d.record_type in TRANSACTION_MARKERS and not self.keep_markers:
+                    return  # a transaction marker, not asked for (includeControlRecords)
                 out.update(d.typed)
                 out.update(
                     record_type=d.record_type,
