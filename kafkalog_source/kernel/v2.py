@@ -40,6 +40,7 @@ without bounds checks; every position is checked against its record's end instea
 Once the output holds ``row_limit`` rows or ``byte_limit`` key, value and header bytes, it stops
 after the current batch with ``FULL`` (``ERR_ITEM`` = the next batch) so the caller can hand
 over a record batch of bounded size and resume. With ``verify`` set, each batch's CRC-32C is
-checked right before its records are walked, while its bytes are in cache; a mismatch stops with
-``E_CRC`` (details: computed, stored). Timestamps are written in microseconds, ready for Arrow.
+checked right after its records are walked, while its bytes are in cache, and before the batch is
+committed; a mismatch stops with ``E_CRC`` (details: computed, stored), whatever else is wrong
+with the batch. Timestamps are written in microseconds, ready for Arrow.
 """

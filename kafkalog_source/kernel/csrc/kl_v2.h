@@ -98,7 +98,8 @@ KL_INLINE int64_t kl_ts_micros(int64_t ms, int64_t *nulls) {
 /* Decode the records of every batch described by the rows of bp into the sink. src has at least
  * KL_PAD readable bytes after every batch end. Stops after a batch once the output holds
  * row_limit rows or byte_limit key, value and header bytes (FULL, ERR_ITEM = the next batch).
- * With verify, each batch's CRC-32C is checked right before its records are walked. */
+ * With verify, each batch's CRC-32C is checked right after its records are walked (its bytes
+ * then in cache), before the batch is committed; a bad CRC wins over any other error of it. */
 static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
                             int64_t row_limit, int64_t byte_limit, kl_sink s) {
     kl_i64 state = s.state;
@@ -125,10 +126,6 @@ static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
         const int32_t tstype = log_append ? 1 : 0;
         if (p < 0 || end < p || end > src.n) /* the callers' parameters, checked once */
             V2_FAIL(E_RECORD_OVERRUN, p, end - p, src.n - p);
-        if (verify) {
-            int64_t crc = kl_crc32c(src, p - V2_CRC_BEFORE_RECORDS, end);
-            if (crc != MX(bp, b, BP_CRC)) V2_FAIL(E_CRC, p - V2_HEADER_SIZE, crc, MX(bp, b, BP_CRC));
-        }
         const int64_t n0 = n, nh0 = nh, nhk0 = nhk;
         for (int64_t r = 0; r < count; r++) {
             const int64_t rec_start = p;
@@ -229,6 +226,7 @@ static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
             n++;
         }
         if (count > 0 && p != end) V2_FAIL(E_TRAILING_BYTES, p, count, end - p);
+
         /* the batch's header keys, copied side by side: one ASCII check for all of them */
         if (want_hdr && !kl_is_ascii(hk_ro, nhk0, nhk)) {
             for (int64_t h = nh0; h < nh; h++) {
@@ -239,6 +237,13 @@ static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
                     V2_FAIL(E_HEADER_KEY_UTF8, MX(bp, b, BP_START), IX(s.offsets, r), bad);
                 }
             }
+        }
+        /* the batch's CRC-32C, after its walk: its bytes are in L1 now (checked first, the
+         * data would come from memory twice); a failure above checks it too (see failed:) */
+        if (verify) {
+            const int64_t st = MX(bp, b, BP_START);
+            int64_t crc = kl_crc32c(src, st - V2_CRC_BEFORE_RECORDS, end);
+            if (crc != MX(bp, b, BP_CRC)) V2_FAIL(E_CRC, st - V2_HEADER_SIZE, crc, MX(bp, b, BP_CRC));
         }
         /* commit this batch: a later failure leaves the rows of earlier batches in place */
         IX(state, N_REC) = n;
@@ -253,6 +258,21 @@ static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
     }
     return OK;
 failed:
+    /* A bad CRC is the batch's error whatever else is wrong with it, as when the CRC was checked
+     * before the walk: a structure error found first is replaced by E_CRC when the CRC fails.
+     * Not for E_CAPACITY: the caller grows the buffer and walks the batch again. */
+    if (verify && err != E_CRC && err != E_CAPACITY && b < bp.rows) {
+        const int64_t st = MX(bp, b, BP_START), en = MX(bp, b, BP_END);
+        if (st >= V2_CRC_BEFORE_RECORDS && en >= st && en <= src.n) {
+            int64_t crc = kl_crc32c(src, st - V2_CRC_BEFORE_RECORDS, en);
+            if (crc != MX(bp, b, BP_CRC)) {
+                err = E_CRC;
+                epos = st - V2_HEADER_SIZE;
+                ea = crc;
+                eb = MX(bp, b, BP_CRC);
+            }
+        }
+    }
     return kl_fail(state, err, epos, b, ea, eb);
 #undef V2_FAIL
 }
