@@ -5,8 +5,8 @@
   at import).
 * ``crc32_spans`` (carry-less folding on x86-64 with PCLMULQDQ) must equal ``zlib.crc32`` on any
   span, and so must its table fallback (``KAFKALOG_SOFTWARE_CRC32=1``, in a subprocess).
-* The compiled lz4 and snappy decoders are a fast path in front of the libraries (liblz4,
-  cramjam's snappy). Differential fuzzing: for real payloads and thousands of mutations of them,
+* The compiled lz4, snappy and zstd paths are a fast path in front of the library path (liblz4's
+  frame API, cramjam's snappy, zstandard). Differential fuzzing: for real payloads and thousands of mutations of them,
   whenever the compiled decoder accepts a payload, the library must accept it too and give the
   same bytes. (Declining, ``NEEDS_LIBRARY``, is always allowed: the reader then asks the library.)
 * Reading with the fast path on and off gives equal tables on every sample and client fixture
@@ -28,6 +28,7 @@ import lz4.frame
 import numpy as np
 import pyarrow as pa
 import pytest
+import zstandard
 from conftest import CLIENT_WRITTEN, SAMPLES, kp_v2_batch
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -40,9 +41,11 @@ from kafkalog_source.codecs.compiled import (
     lz4_frame,
     snappy_payload,
     xxh32_short,
+    zstd_payload,
 )
 from kafkalog_source.codecs.xxh32 import xxh32
 from kafkalog_source.errors import KafkaLogError
+from kafkalog_source.kernel.compiled import HAVE_LIB_LZ4, HAVE_LIB_ZSTD
 from kafkalog_source.kernel.crc32 import HAVE_PCLMUL, crc32_spans
 from kafkalog_source.kernel.crc32c import HAVE_HW_CRC32C, crc32c_spans
 from kafkalog_source.reader import Tuning
@@ -174,6 +177,8 @@ def _compiled(codec: int, payload: bytes) -> bytes | int:
     dst = np.empty(ARENA + 64, np.uint8)
     if codec == 3:
         end = lz4_frame(src, 0, len(payload), 2, dst, 0, ARENA)
+    elif codec == 4:
+        end = zstd_payload(src, 0, len(payload), dst, 0, ARENA)
     else:
         end = snappy_payload(src, 0, len(payload), dst, 0, ARENA)
     return int(end) if end < 0 else bytes(dst[:end])
@@ -211,6 +216,15 @@ def _payloads(rng: random.Random) -> list[tuple[int, bytes]]:
             block = bytes(cramjam.snappy.compress_raw(c))
             framed += len(block).to_bytes(4, "big") + block
         out.append((2, framed))
+        # zstd as producers write it: one frame with and without its content size, a checksum,
+        # two frames back to back, a skippable frame between them (zstd-jni reads all of them)
+        z = zstandard.ZstdCompressor(level=3)
+        out.append((4, z.compress(t)))
+        out.append((4, zstandard.ZstdCompressor(write_content_size=False).compress(t)))
+        out.append((4, zstandard.ZstdCompressor(write_checksum=True).compress(t)))
+        half = len(t) // 2
+        skippable = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+        out.append((4, z.compress(t[:half]) + skippable + z.compress(t[half:])))
     return out
 
 
@@ -256,13 +270,20 @@ def test_compiled_decoders_never_accept_what_the_libraries_reject() -> None:
 def _compressed_sources() -> list[Path]:
     out = [
         SAMPLES / n
-        for n in ("magic2-lz4-0", "magic2-snappy-0", "snappy-mixed-0", "librdkafka-0", "orders-0")
+        for n in (
+            "magic2-lz4-0",
+            "magic2-snappy-0",
+            "magic2-zstd-0",
+            "snappy-mixed-0",
+            "librdkafka-0",
+            "orders-0",
+        )
     ]
     if CLIENT_WRITTEN.is_dir():
         out += sorted(
             p
             for p in CLIENT_WRITTEN.rglob("*.log")
-            if "lz4" in str(p).lower() or "snappy" in str(p).lower()
+            if any(c in str(p).lower() for c in ("lz4", "snappy", "zstd"))
         )
     return out
 
@@ -310,7 +331,7 @@ def _big_batches_segment(codec: int, tmp_path: Path) -> tuple[Path, list[bytes]]
     return part, values
 
 
-@pytest.mark.parametrize("codec", [2, 3])
+@pytest.mark.parametrize("codec", [2, 3, 4])
 def test_batch_larger_than_the_arena(codec: int, tmp_path: Path) -> None:
     """A batch that decompresses to more than the arena grows it; small batches around it too."""
     part, values = _big_batches_segment(codec, tmp_path)
@@ -319,7 +340,7 @@ def test_batch_larger_than_the_arena(codec: int, tmp_path: Path) -> None:
     assert table.column("offset").to_pylist() == list(range(5))
 
 
-@pytest.mark.parametrize("codec", [2, 3])
+@pytest.mark.parametrize("codec", [2, 3, 4])
 def test_max_batch_bytes_holds_on_the_fast_path(
     codec: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -412,7 +433,9 @@ def test_large_values_read_back_exactly(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ the off switch
-@pytest.mark.parametrize("name", ["magic2-lz4-0", "magic2-snappy-0", "snappy-mixed-0"])
+@pytest.mark.parametrize(
+    "name", ["magic2-lz4-0", "magic2-snappy-0", "magic2-zstd-0", "snappy-mixed-0"]
+)
 def test_compiled_codecs_off_switch(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """compiledCodecs=false, or KAFKALOG_LIBRARY_CODECS=1 in the environment (executors), sends
     every lz4/snappy payload through liblz4/cramjam: the compiled decoders are never called, and
@@ -438,3 +461,33 @@ def test_compiled_codecs_off_switch(name: str, monkeypatch: pytest.MonkeyPatch) 
     env_off = kl.read_table(str(source), **options)
     assert not calls
     assert env_off.equals(compiled)
+
+
+def test_the_reference_decoders_are_bound() -> None:
+    """liblz4's block decoder and libzstd's stream decoder are reached through the symbols the
+    lz4 and zstandard packages export (kernel/csrc/kl_libs.h). A release of either that stops
+    exporting them would leave the compiled path slower (lz4: kafkalog's own block decoder) or
+    off (zstd: one Python call per batch) without failing a read: this test fails instead, so
+    that the change is seen (then bind another of the package's modules, or build against the
+    system's libraries)."""
+    import lz4 as lz4_pkg
+
+    assert HAVE_LIB_LZ4, (
+        f"lz4 {lz4_pkg.__version__}: lz4.block._block exports no LZ4_decompress_safe"
+    )
+    assert HAVE_LIB_ZSTD, (
+        f"zstandard {zstandard.__version__}: zstandard._cffi exports no ZSTD_decompressStream"
+    )
+
+
+def test_zstd_payloads_that_need_more_room_say_so() -> None:
+    """An output larger than the space left is ARENA_FULL (the reader grows the arena or hands
+    the batch to the library path), never a partial result."""
+    data = zstandard.ZstdCompressor(write_content_size=False).compress(b"kafkalog " * 10000)
+    src = np.frombuffer(data + bytes(16), np.uint8)
+    dst = np.empty(200_000, np.uint8)
+    assert zstd_payload(src, 0, len(data), dst, 0, 50_000) == ARENA_FULL
+    assert zstd_payload(src, 0, len(data), dst, 0, 90_000) == 90_000
+    assert bytes(dst[:90_000]) == b"kafkalog " * 10000
+    assert zstd_payload(src, 0, len(data) - 3, dst, 0, 150_000) == NEEDS_LIBRARY  # cut short
+    assert zstd_payload(src, 0, len(data), dst, 10, 150_000) == 90_010

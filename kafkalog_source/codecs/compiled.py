@@ -1,5 +1,5 @@
-"""Compiled lz4 and snappy decoders for the common case, run for many batches per call (C:
-``kernel/csrc/kl_codecs.h``).
+"""Compiled lz4, snappy and zstd decompression for the common case, many batches per call (C:
+``kernel/csrc/kl_codecs.h`` and ``kl_libs.h``).
 
 Per batch, the library path (:mod:`.lz4`, :mod:`.snappy`) costs a few microseconds of Python
 around ~10 us of decompression, and each result is a new ``bytes`` object that is then copied
@@ -9,7 +9,10 @@ cache.
 
 These decoders are a fast path, not the authority. They handle what producers write: LZ4 frames
 in Kafka's subset without block checksums (a descriptor with a content size or a content checksum
-flag is fine), and raw or xerial-framed snappy. On anything else (another codec, a block checksum
+flag is fine; the frame walked here, each block decoded by liblz4's own ``LZ4_decompress_safe``
+where the lz4 package exports it, else by kafkalog's C block decoder), raw or xerial-framed
+snappy, and zstd payloads through libzstd's stream decoder (bound from the zstandard package:
+frames back to back, skippable frames skipped, libzstd's default window limit, as zstd-jni). On anything else (another codec, a block checksum
 flag, a concatenated xerial stream, a malformed or oversized payload, a record count that cannot
 fit) they stop with ``NEEDS_LIBRARY`` at that batch, and the reader decompresses it with the
 library path, which either succeeds or raises the precise error. So a corrupt payload gets the
@@ -42,12 +45,19 @@ snappy_payload = native.snappy_payload
 """``snappy_payload(src, start, end, dst, dp, dlimit)``: decode a raw or xerial-framed snappy
 payload ``src[start:end]`` to ``dst[dp:]``; results as :data:`lz4_frame`'s."""
 
+zstd_payload = native.zstd_payload
+"""``zstd_payload(src, start, end, dst, dp, dlimit)``: decode every zstd frame of
+``src[start:end]`` to ``dst[dp:]`` with libzstd's stream decoder (bound from the zstandard
+package, :data:`kafkalog_source.kernel.compiled.HAVE_LIB_ZSTD`); results as :data:`lz4_frame`'s
+(``ARENA_FULL`` when the output does not fit below ``dlimit``)."""
+
 inflate_batches = native.inflate_batches
 """``inflate_batches(src, starts, ends, codecs, counts, dst, dst_start, dst_limit, max_bytes,
 out_end)``: decompress batch payloads ``src[starts[i]:ends[i]]`` one after another into ``dst``.
 
 Batch i's output goes to ``dst[out_end[i-1]:out_end[i]]`` (the first starts at ``dst_start``).
-Stops before a batch whose codec is not lz4 (3) or snappy (2), that needs the library path, whose
+Stops before a batch whose codec is not lz4 (3), snappy (2) or, with libzstd bound, zstd (4),
+that needs the library path, whose
 record count ``counts[i]`` cannot fit its output (7 bytes a record), or whose output bound does
 not fit below ``dst_limit``. A batch whose bound exceeds ``max_bytes`` (maxBatchBytes) goes to
 the library path, which enforces that limit exactly. Returns ``(batches done, status)``: status 0

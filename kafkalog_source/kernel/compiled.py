@@ -16,6 +16,7 @@ PCLMULQDQ), each where the CPU has it; ``KAFKALOG_SOFTWARE_CRC32C=1`` and
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from types import ModuleType
 
@@ -56,3 +57,21 @@ HAVE_HW_CRC32C, HAVE_PCLMUL = native.configure_crc(
     os.environ.get("KAFKALOG_SOFTWARE_CRC32") != "1",
 )
 """Whether CRC-32C runs on the CPU's CRC instruction, and CRC-32 folds with PCLMULQDQ."""
+
+
+def _module_file(name: str) -> str | None:
+    """The file of an extension module, without importing it (None when it is not there)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None and spec.origin else None
+
+
+HAVE_LIB_LZ4, HAVE_LIB_ZSTD = native.bind_libraries(
+    _module_file("lz4.block._block"), _module_file("zstandard._cffi")
+)
+"""Whether the kernels decode lz4 blocks with liblz4 and zstd payloads with libzstd: the
+reference C decoders, whose functions the ``lz4`` and ``zstandard`` packages' extension modules
+export (``csrc/kl_libs.h``). Without them lz4 blocks take kafkalog's own C decoder and zstd
+payloads the library path, one Python call per batch."""

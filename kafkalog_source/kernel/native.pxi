@@ -65,6 +65,9 @@ cdef extern from "csrc/kl_all.h" nogil:
     uint8_t IX(kl_bytes a, int64_t i)
     void kl_crc_init(int allow_hw_crc32c, int allow_clmul)
     int kl_cpu_features()
+    int kl_bind_libs(const char *lz4_path, const char *zstd_path)
+    int64_t kl_zstd_payload(kl_bytes src, int64_t start, int64_t end, kl_u8 dst, int64_t dp,
+                            int64_t dlimit)
     int64_t kl_crc32c(kl_bytes a, int64_t start, int64_t end)
     int64_t kl_crc32(kl_bytes a, int64_t start, int64_t end)
     int64_t kl_scan_window(kl_bytes buf, int64_t limit, int64_t file_pos, kl_mat out,
@@ -201,6 +204,31 @@ def configure_crc(bint hw_crc32c, bint clmul):
     and they are allowed. Returns ``(CRC-32C instruction used, CRC-32 folding used)``."""
     kl_crc_init(hw_crc32c, clmul)
     return bool(kl_hw_crc32c), bool(kl_clmul)
+
+
+def bind_libraries(lz4_path, zstd_path):
+    """Bind liblz4's block decoder and libzstd's stream decoder from the files of the lz4 and
+    zstandard packages' extension modules (either may be None). Returns ``(lz4 bound, zstd
+    bound)``; an unbound one leaves its batches to the library path."""
+    cdef bytes a = lz4_path.encode() if lz4_path else None
+    cdef bytes b = zstd_path.encode() if zstd_path else None
+    cdef int got = kl_bind_libs(<const char *>a if a is not None else NULL,
+                                <const char *>b if b is not None else NULL)
+    return bool(got & 1), bool(got & 2)
+
+
+def zstd_payload(const uint8_t[::1] src, int64_t start, int64_t end, uint8_t[::1] dst,
+                 int64_t dp, int64_t dlimit):
+    """Decode every zstd frame of ``src[start:end]`` to ``dst[dp:dlimit]``: the output end,
+    ``NEEDS_LIBRARY`` or ``ARENA_FULL`` (libzstd's stream decoder, see ``csrc/kl_libs.h``)."""
+    cdef int64_t r
+    cdef kl_bytes s = _ro(src)
+    cdef kl_u8 d = _u8(dst)
+    with nogil:
+        _start()
+        r = kl_zstd_payload(s, start, end, d, dp, dlimit)
+    _checked("zstd_payload")
+    return r
 
 
 def cpu_features():

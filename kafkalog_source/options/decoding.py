@@ -261,9 +261,11 @@ DECODING: tuple[OptionSpec, ...] = (
         "compiled_codecs",
         boolean,
         "boolean",
-        "`false` decompresses every lz4 and snappy payload with liblz4 and cramjam.",
-        "By default kafkalog's compiled decoders decompress lz4 and snappy batches. `false` "
-        "uses the libraries instead (slower): an off switch while a decoder bug is "
+        "`false` decompresses every lz4, snappy and zstd payload through the library path.",
+        "By default kafkalog's compiled path decompresses lz4, snappy and zstd batches, many per "
+        "call, straight into one buffer (liblz4's and libzstd's own decoders where the lz4 and "
+        "zstandard packages export them). `false` uses the library path, one Python call per "
+        "batch, instead (slower): an off switch while a decoder bug is "
         "investigated. `KAFKALOG_LIBRARY_CODECS=1` in the environment of the processes that "
         "decode (the executors: `spark.executorEnv.KAFKALOG_LIBRARY_CODECS=1`) does the same "
         "for every read.",

@@ -27,6 +27,7 @@ from ..framing.scan import (
     H_WPOS,
 )
 from ..kernel.bytes import PAD
+from ..kernel.compiled import HAVE_LIB_ZSTD
 from ..kernel.crc32c import crc32c_spans
 from ..kernel.status import E_CAPACITY, E_CRC, ERR_A, ERR_B, ERR_ITEM, ERR_POS, FULL, OK
 from ..kernel.status import describe as describe_status
@@ -97,9 +98,13 @@ class _Group:
 
 
 def _fast_codecs_only(attrs: np.ndarray) -> bool:
-    """Whether every batch of a run is lz4 or snappy (the compiled decoders' codecs)."""
+    """Whether every batch of a run is lz4, snappy or (with libzstd bound) zstd: the codecs the
+    compiled path decompresses into the arena."""
     codecs = attrs & CODEC_MASK
-    return bool(((codecs == 2) | (codecs == 3)).all())
+    fast = (codecs == 2) | (codecs == 3)
+    if HAVE_LIB_ZSTD:
+        fast |= codecs == 4
+    return bool(fast.all())
 
 
 class V2Batches:

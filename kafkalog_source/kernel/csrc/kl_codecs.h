@@ -12,6 +12,7 @@
 #define KL_CODECS_H
 
 #include "kl_common.h"
+#include "kl_libs.h"
 
 #define KL_P1 0x9E3779B1u
 #define KL_P2 0x85EBCA77u
@@ -198,7 +199,13 @@ static int64_t kl_lz4_frame(kl_bytes src, int64_t start, int64_t end, int64_t ma
             kl_lit(dst, dp, src, pos, length);
             dp += length;
         } else {
-            int64_t blk = kl_lz4_block(src, pos, pos + length, dst, dp, dp, dp + block_max);
+            /* liblz4's own decoder when the lz4 package exports it (it never writes past its
+             * capacity, so the block maximum is clipped to the space left) */
+            int64_t blk = kl_lz4_decompress_safe
+                              ? kl_lz4_block_lib(src, pos, pos + length, dst, dp,
+                                                 dp + (block_max < dlimit - dp ? block_max
+                                                                               : dlimit - dp))
+                              : kl_lz4_block(src, pos, pos + length, dst, dp, dp, dp + block_max);
             if (blk < 0) return NEEDS_LIBRARY;
             dp = blk;
         }
@@ -329,6 +336,8 @@ static int64_t kl_inflate_batches(kl_bytes src, kl_ci64 starts, kl_ci64 ends, kl
             r = kl_lz4_frame(src, IX(starts, i), IX(ends, i), 2, dst, dp, limit);
         else if (codec == 2)
             r = kl_snappy_payload(src, IX(starts, i), IX(ends, i), dst, dp, limit);
+        else if (codec == 4)
+            r = kl_zstd_payload(src, IX(starts, i), IX(ends, i), dst, dp, limit);
         else
             r = NEEDS_LIBRARY;
         if (r == ARENA_FULL && capped) r = NEEDS_LIBRARY;
