@@ -77,63 +77,50 @@ static uint32_t kl_crc32c_zeros(uint32_t c, int64_t n) {
 }
 
 /* ------------------------------------------------------------------ CRC-32C instruction */
-#ifdef KL_X86
-__attribute__((target("sse4.2"))) static int64_t kl_crc32c_hw(kl_bytes a, int64_t start,
-                                                               int64_t end) {
+#if defined(KL_X86)
+#define KL_HW_CRC 1
+#define KL_HW_TARGET __attribute__((target("sse4.2")))
+#define KL_CRC_STEP64(c, w) _mm_crc32_u64((c), (w))
+#define KL_CRC_STEP8(c, b) _mm_crc32_u8((uint32_t)(c), (b))
+#elif defined(KL_ARM)
+#define KL_HW_CRC 1
+#define KL_HW_TARGET __attribute__((target("+crc")))
+#define KL_CRC_STEP64(c, w) __builtin_aarch64_crc32cx((uint32_t)(c), (w))
+#define KL_CRC_STEP8(c, b) __builtin_aarch64_crc32cb((uint32_t)(c), (b))
+#endif
+
+/* the raw state c advanced over KL_SHORT zero bytes */
+KL_INLINE uint64_t kl_crc32c_shift_short(uint64_t c) {
+    return kl_crc32c_shift[0][c & 0xFF] ^ kl_crc32c_shift[1][(c >> 8) & 0xFF] ^
+           kl_crc32c_shift[2][(c >> 16) & 0xFF] ^ kl_crc32c_shift[3][(c >> 24) & 0xFF];
+}
+
+#ifdef KL_HW_CRC
+/* CRC-32C on the CPU's instruction: three streams over consecutive KL_SHORT-byte blocks */
+KL_HW_TARGET static int64_t kl_crc32c_hw(kl_bytes a, int64_t start, int64_t end) {
     uint64_t c = 0xFFFFFFFFu;
     int64_t p = start;
     while (end - p >= 3 * KL_SHORT) {
         uint64_t c1 = 0, c2 = 0;
         int64_t q = p;
         for (int i = 0; i < KL_SHORT / 8; i++) {
-            c = _mm_crc32_u64(c, LE64(a, q));
-            c1 = _mm_crc32_u64(c1, LE64(a, q + KL_SHORT));
-            c2 = _mm_crc32_u64(c2, LE64(a, q + 2 * KL_SHORT));
+            c = KL_CRC_STEP64(c, LE64(a, q));
+            c1 = KL_CRC_STEP64(c1, LE64(a, q + KL_SHORT));
+            c2 = KL_CRC_STEP64(c2, LE64(a, q + 2 * KL_SHORT));
             q += 8;
         }
-        uint64_t s = kl_crc32c_shift[0][c & 0xFF] ^ kl_crc32c_shift[1][(c >> 8) & 0xFF] ^
-                     kl_crc32c_shift[2][(c >> 16) & 0xFF] ^ kl_crc32c_shift[3][(c >> 24) & 0xFF];
-        s ^= c1;
-        c = kl_crc32c_shift[0][s & 0xFF] ^ kl_crc32c_shift[1][(s >> 8) & 0xFF] ^
-            kl_crc32c_shift[2][(s >> 16) & 0xFF] ^ kl_crc32c_shift[3][(s >> 24) & 0xFF];
-        c ^= c2;
+        c = kl_crc32c_shift_short(kl_crc32c_shift_short(c) ^ c1) ^ c2;
         p += 3 * KL_SHORT;
     }
-    while (end - p >= 8) { c = _mm_crc32_u64(c, LE64(a, p)); p += 8; }
-    while (p < end) { c = _mm_crc32_u8((uint32_t)c, IX(a, p)); p++; }
-    return (int64_t)(c ^ 0xFFFFFFFFu);
-}
-#elif defined(KL_ARM)
-__attribute__((target("+crc"))) static int64_t kl_crc32c_hw(kl_bytes a, int64_t start,
-                                                             int64_t end) {
-    uint32_t c = 0xFFFFFFFFu;
-    int64_t p = start;
-    while (end - p >= 3 * KL_SHORT) {
-        uint32_t c1 = 0, c2 = 0;
-        int64_t q = p;
-        for (int i = 0; i < KL_SHORT / 8; i++) {
-            c = __builtin_aarch64_crc32cx(c, LE64(a, q));
-            c1 = __builtin_aarch64_crc32cx(c1, LE64(a, q + KL_SHORT));
-            c2 = __builtin_aarch64_crc32cx(c2, LE64(a, q + 2 * KL_SHORT));
-            q += 8;
-        }
-        uint32_t s = kl_crc32c_shift[0][c & 0xFF] ^ kl_crc32c_shift[1][(c >> 8) & 0xFF] ^
-                     kl_crc32c_shift[2][(c >> 16) & 0xFF] ^ kl_crc32c_shift[3][(c >> 24) & 0xFF];
-        s ^= c1;
-        c = kl_crc32c_shift[0][s & 0xFF] ^ kl_crc32c_shift[1][(s >> 8) & 0xFF] ^
-            kl_crc32c_shift[2][(s >> 16) & 0xFF] ^ kl_crc32c_shift[3][(s >> 24) & 0xFF];
-        c ^= c2;
-        p += 3 * KL_SHORT;
-    }
-    while (end - p >= 8) { c = __builtin_aarch64_crc32cx(c, LE64(a, p)); p += 8; }
-    while (p < end) { c = __builtin_aarch64_crc32cb(c, IX(a, p)); p++; }
+    while (end - p >= 8) { c = KL_CRC_STEP64(c, LE64(a, p)); p += 8; }
+    while (p < end) { c = KL_CRC_STEP8(c, IX(a, p)); p++; }
     return (int64_t)(c ^ 0xFFFFFFFFu);
 }
 #endif
 
 /* CRC-32C of a[start:end], as the crc32c package gives it */
 static inline int64_t kl_crc32c(kl_bytes a, int64_t start, int64_t end) {
-#if defined(KL_X86) || defined(KL_ARM)
+#ifdef KL_HW_CRC
     if (kl_hw_crc32c) return kl_crc32c_hw(a, start, end);
 #endif
     return (int64_t)(kl_table_run(kl_crc32c_tab, 0xFFFFFFFFu, a, start, end) ^ 0xFFFFFFFFu);
