@@ -83,9 +83,10 @@ def _run(tree: Path, env: dict[str, str], code: str, *args: str) -> tuple[float,
         env=env,
         capture_output=True,
         text=True,
-        check=True,
         timeout=900,
     )
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: the child failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return time.perf_counter() - t, done.stdout
 
 

@@ -29,8 +29,8 @@ The file bytes are read into memory before timing the Python readers; ours maps 
 the page cache, warmed first) inside the timed region. Every figure is the best of ``--repeat``
 consecutive runs of that reader after one untimed run: the steady state of a long scan.
 
-Separately, in fresh subprocesses: time to the first RecordBatch with an empty numba cache (JIT
-cold start) and with the cache that run populated (warm start), and with ``--rss`` the peak RSS
+Separately, in fresh subprocesses: time to the first RecordBatch with empty caches (for older
+trees an empty numba cache: the JIT's cold start) and again with the caches that run filled, and with ``--rss`` the peak RSS
 growth while streaming a ~1 GiB segment.
 
 Usage::

@@ -1,5 +1,5 @@
 """The decode benchmark's fresh-subprocess measurements (bench/decode.py): time to the first
-RecordBatch with an empty numba cache and with the cache that run populated, and the peak RSS
+RecordBatch with empty caches (numba's, for older trees) and with the caches that run filled, and the peak RSS
 growth while streaming a large segment."""
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def run_child(
 
 
 def measure_startup(warm_runs: int) -> dict[str, Any]:
-    """Time to first RecordBatch in a fresh process: empty numba cache, then the filled one."""
+    """Time to first RecordBatch in a fresh process: empty caches (numba's, for older trees),
+    then the filled ones."""
     case = next(c for c in ALL_CASES if c.name == STARTUP_CASE)
     seg = ensure_segment(case, int(STARTUP_MIB * MiB), prefix="startup-")
     cache = tempfile.mkdtemp(prefix="kafkalog-numba-")
