@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    """Import the decoder (numba, pyarrow) on first use, so light commands start fast."""
+    """Import the decoder (its C extension, pyarrow) on first use, so light commands start fast."""
     if name in ("iter_batches", "open_reader", "read_pandas", "read_table"):
         from . import reader
 

@@ -520,9 +520,9 @@ def runners() -> dict[str, Callable[[Campaign, random.Random, int], None]]:
 
 
 def warm_up() -> None:
-    """Compile the kernels the families run (a segment read, the Avro program), untimed: with
-    ``NUMBA_BOUNDSCHECK=1`` and an empty cache a first call compiles for tens of seconds, which
-    the harness would take for a hang."""
+    """Run each family's code once (a segment read, the Avro program), untimed, so that the
+    first timed input does not pay for imports and schema compilation, which the harness would
+    take for a hang."""
     from conftest import kp_v2_batch
     from decoder_fuzz_payloads import Registry, _wire
 

@@ -2,7 +2,7 @@
 Protobuf and JSON values, ``_schemas`` records), and every failure its campaigns found, kept as
 a regression test.
 
-CI runs this file again with ``NUMBA_BOUNDSCHECK=1`` (the Avro kernel checks every index). A
+CI runs this file again against the bounds-checked and the sanitizer builds of the kernels. A
 longer campaign: ``nice -n 10 python tests/decoder_fuzz.py --family all --inputs 1000000``;
 ``KAFKALOG_FUZZ_ITERATIONS`` scales the run here (inputs per family, default below).
 """

@@ -3,7 +3,7 @@ these tests share): damaged bytes are errors on both paths, an id of another sch
 output with each writer schema, schema references, random values and damaged values on both
 paths (the compiled kernel and the fastavro reference) compared, the kernel fuzzed.
 
-CI runs this file again with ``NUMBA_BOUNDSCHECK=1`` (the Avro kernel checks every index).
+CI runs this file again against the bounds-checked and the sanitizer builds of the kernels.
 """
 
 from __future__ import annotations
@@ -282,8 +282,8 @@ FUZZ_ITERATIONS = int(__import__("os").environ.get("KAFKALOG_FUZZ_ITERATIONS", "
 
 def test_kernel_fuzz() -> None:
     """Random damage to values of the every-type schema and the evolution pair, decoded by
-    the kernel: only row errors, never an exception (CI runs this with NUMBA_BOUNDSCHECK=1,
-    where any read or write out of bounds raises)."""
+    the kernel: only row errors, never an exception (CI runs this against the bounds-checked
+    build, where any read or write out of bounds raises, and the sanitizer build)."""
     import random
 
     client = new_client()

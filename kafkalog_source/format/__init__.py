@@ -13,8 +13,8 @@ over bytes already in memory (no I/O, no other layer imported).
 * :mod:`.tiered`: the tiered-storage plugin's encoded chunk index.
 
 Every header offset, size and attribute bit is named once here (:mod:`.batch`, :mod:`.legacy`,
-:mod:`.names`) and used by name everywhere else, the compiled kernels included: numba takes a
-module's integer constants as compile-time constants, so a named offset costs nothing. The
-kernels (:mod:`..kernel`, :func:`~..framing.scan.scan_window`) walk the records' varints as code
-numba compiles; everything else reads a Kafka structure through these modules.
+:mod:`.names`) and used by name everywhere else, the compiled kernels included: their C code
+(:mod:`..kernel`, :func:`~..framing.scan.scan_window`) takes the same names from
+``kernel/csrc/kl_layout.h``, generated from these modules and checked against them by a test;
+everything else reads a Kafka structure through these modules.
 """

@@ -19,7 +19,7 @@ Two paths compute the same columns, and agree on every value, valid or not
 (tests/test_avro_differential.py checks it over random writer/reader evolutions):
 
 * the compiled path (:mod:`kafkalog_source.kernel.avro`): each (writer, reader) pair compiles
-  into a flat program that one numba kernel interprets over the whole column, appending into
+  into a flat program that one C kernel interprets over the whole column, appending into
   column buffers that become Arrow arrays without a Python object per value. It supports every
   reader schema that has an Arrow type here (a recursive one has none: use ``as_json``) and
   every writer schema but a recursive one (a writer whose recursive field the reader dropped):

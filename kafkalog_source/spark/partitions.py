@@ -57,7 +57,7 @@ def read_partition(
     summary."""
     if not isinstance(partition, SplitPartition):
         return
-    from ..reader import read_split  # numba and the kernels: executors only, not planning
+    from ..reader import read_split  # the decoder and its kernels: executors only, not planning
 
     reporting = capture()  # a kafkalog command's local Spark: it prints the reports
     stats = ReadStats()
@@ -83,9 +83,10 @@ def _freeze_worker_heap() -> None:
 
     Spark's daemon runs a full ``gc.collect()`` after every task of a reused worker
     (``SPARK_REUSE_WORKER``, see ``pyspark/daemon.py``). Its cost grows with the objects the
-    collector tracks, and by then numba, the kernels and their dispatchers are loaded: ~160,000
-    objects and ~65 ms per task on this machine, against ~10 ms in a worker with only pyspark and
-    pyarrow. Frozen objects (the modules and kernels, alive for the life of the worker anyway)
+    collector tracks, and by then the reader's modules are loaded (with the numba kernels of
+    earlier versions: ~160,000 objects and ~65 ms per task on this machine, against ~10 ms in a
+    worker with only pyspark and pyarrow). Frozen objects (the modules, alive for the life of the
+    worker anyway)
     are skipped by later collections, so the per-task collection is cheap again. Nothing is done
     outside a reused Spark worker: freezing is a process-wide setting, not a library's to make.
     """
