@@ -365,3 +365,33 @@ def test_delta_statistics_of_a_timestamp_without_zone_are_not_shifted(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_missing_lake_library_names_the_command_that_installs_it(tmp_path: Path) -> None:
+    """Without PyIceberg (or deltalake) convert --format iceberg exits 2 naming the command that
+    works from the checkout kafkalog is installed from (issue 40 item 8), as the README says."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['pyiceberg'] = None\n"
+        "sys.modules['deltalake'] = None\n"
+        "from kafkalog_source.cli.main import run_module\n"
+        "sys.argv = ['kafkalog', 'convert', sys.argv[1], sys.argv[2], '--format', sys.argv[3]]\n"
+        "run_module()\n"
+    )
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert "pip install -e '.[lake]'" in readme
+    for fmt, module in (("iceberg", "pyiceberg"), ("delta", "deltalake")):
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(SAMPLES / "orders-0"), str(tmp_path / fmt), fmt],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 2, done.stderr
+        assert f"--format {fmt} needs the {module} package: pip install -e '.[lake]'" in (
+            done.stderr
+        )
+        assert not (tmp_path / fmt).exists()

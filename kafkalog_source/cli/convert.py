@@ -75,8 +75,8 @@ def register(subparsers: Any) -> None:
         "--format",
         choices=FORMATS,
         default="parquet",
-        help="parquet (default); iceberg or delta: a lake table, incremental (needs "
-        "pip install 'kafkalog[lake]')",
+        help="parquet (default); iceberg or delta: a lake table, incremental (needs the lake "
+        "extra: pip install -e '.[lake]' in the checkout)",
     )
     p.add_argument(
         "--engine",

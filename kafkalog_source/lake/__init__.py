@@ -11,7 +11,8 @@ exactly once, and read back.
 * :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings.
 
 Above the reader and the streaming layer, below ``spark`` and ``cli``; PyIceberg and deltalake are
-imported only when a table of their format is used (``pip install 'kafkalog[lake]'``).
+imported only when a table of their format is used (``pip install -e '.[lake]'`` in the
+checkout).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from .spec import (
     parse_partitioning,
 )
 
-LAKE_HINT = "pip install 'kafkalog[lake]'"
+# kafkalog is installed from its checkout (it is not on a package index), so the hint names the
+# command that works there; from a wheel, the same extra is `pip install 'kafkalog-*.whl[lake]'`
+LAKE_HINT = "pip install -e '.[lake]' in the kafkalog checkout (the lake extra)"
 
 __all__ = [
     "ATTEMPTS",
