@@ -490,3 +490,114 @@ def test_max_records_per_partition_over_every_magic(name: str, most: int) -> Non
         offsets = [o for _, _, o in rows]
         one_batch = any(lo <= min(offsets) and max(offsets) <= hi for lo, hi in batches)
         assert len(rows) <= most or one_batch, (len(rows), offsets[:3])
+
+
+# -- startingOffsets / endingOffsets JSON: every partition, nothing past the end (issue 40) ---
+
+SPARK_EVERY_PARTITION = "If {name} contains specific offsets, you must specify all TopicPartitions."
+
+
+def test_an_offsets_json_must_name_every_partition_the_read_selects(tmp_path: Path) -> None:
+    """Spark's Kafka source asserts that a startingOffsets / endingOffsets JSON names every
+    assigned TopicPartition (KafkaOffsetReaderAdmin.fetchPartitionOffsets for a batch query,
+    fetchSpecificOffsets for a stream's start); one left out started at earliest here. Now an
+    OptionError in Spark's words naming what is missing, in every front end; the partitions
+    subscribe or assign do not select need no entry."""
+    archives = _archive(tmp_path / "logs")
+    logs = str(tmp_path / "logs")
+    orders = {"orders": {"0": 2, "1": 3}}
+    for name in ("startingOffsets", "endingOffsets"):
+        opts = {"subscribe": "orders,payments", name: json.dumps(orders)}
+        with pytest.raises(OptionError) as exc:
+            kl.read_table(logs, **opts)
+        text = str(exc.value)
+        assert SPARK_EVERY_PARTITION.format(name=name) in text and "Missing: payments-0" in text
+        assert "orders-0" not in text.split("Missing:")[1]  # only what is left out
+        # the Spark data source's plan (batch_request), and the command line
+        with pytest.raises(OptionError, match="Missing: payments-0"):
+            plan(batch_request(parse_options(opts, paths=logs)))
+        out = run_cli("query", logs, "SELECT count(*) FROM kafkalog", *sum(
+            (["-o", f"{k}={v}"] for k, v in opts.items()), []))  # fmt: skip
+        assert out.returncode == 2 and "Missing: payments-0" in out.stderr, out.stderr
+    # a stream's start: Spark's sentence for fetchSpecificOffsets
+    with pytest.raises(OptionError) as exc:
+        StreamSource(
+            parse_options({"subscribe": "orders,payments", "startingOffsets": json.dumps(orders)},
+                          paths=logs)
+        ).initial()  # fmt: skip
+    assert "Use -1 for latest, -2 for earliest, if you don't care." in str(exc.value)
+    assert "Missing: payments-0" in str(exc.value)
+    # every partition named (-2: earliest), or the others not selected: read as asked
+    every = {**orders, "payments": {"0": -2}}
+    got = _rows(kl.read_table(logs, subscribe="orders,payments", startingOffsets=json.dumps(every)))
+    assert got == [
+        r
+        for r in _expected(archives, lambda t, p: t in ("orders", "payments"))
+        if r[2] >= every.get(r[0], {}).get(str(r[1]), 0)
+    ]
+    got = _rows(kl.read_table(logs, assign='{"orders":[0,1]}', endingOffsets=json.dumps(orders)))
+    assert got == [r for r in _expected(archives, lambda t, p: t == "orders") if r[2] < 2 + r[1]]
+    start = StreamSource(
+        parse_options({"assign": '{"orders":[0,1]}', "startingOffsets": json.dumps(orders)},
+                      paths=logs)
+    ).initial()  # fmt: skip
+    assert start == {("orders", 0): 2, ("orders", 1): 3}
+
+
+def test_an_offset_past_the_end_is_a_data_loss(tmp_path: Path, caplog: Any) -> None:
+    """An offset in the JSON past the end of the partition's log (the archive writer's next
+    offset) was accepted (a batch read returned nothing) or waited for (a stream). As Spark's
+    Kafka source reports a start past the end ("Partition payments-0's offset was changed from
+    17 to 12, some data may have been missed"): failOnDataLoss=true raises DataLossError, false
+    warns; the offsets the archive lacks are counted as missing; a stream under
+    failOnDataLoss=false goes on from the end, as Spark's next micro-batch does."""
+    archives = _archive(tmp_path / "logs")
+    logs = str(tmp_path / "logs")
+    end = archives["payments"].log(0).next_offset  # the writer's bookkeeping: 12
+    assert end == len(_expected(archives, lambda t, p: t == "payments")) == 12
+    spark = f"Partition payments-0's offset was changed from {end + 5} to {end}, some data may"
+    past = {"subscribe": "payments", "startingOffsets": json.dumps({"payments": {"0": end + 5}})}
+    stats = kl.ReadStats()
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        assert kl.read_table(logs, stats=stats, **past).num_rows == 0  # batch: false by default
+    assert spark in caplog.text
+    assert (stats.missing_offsets, stats.missing_ranges) == (5, 1)  # offsets 12..16
+    with pytest.raises(kl.DataLossError) as exc:
+        kl.read_table(logs, failOnDataLoss="true", **past)
+    assert spark in str(exc.value) and "payments-0" in str(exc.value)
+    assert f"{0:020d}.log" in str(exc.value)  # the file where they should be
+    # an end past the end: every record, and the offsets up to it missing
+    stats = kl.ReadStats()
+    table = kl.read_table(
+        logs,
+        stats=stats,
+        subscribe="payments",
+        endingOffsets=json.dumps({"payments": {"0": end + 7}}),
+    )
+    assert _rows(table) == _expected(archives, lambda t, p: t == "payments")
+    assert stats.missing_offsets == 7
+    with pytest.raises(kl.DataLossError, match=f"endingOffsets for payments-0 is {end + 7}"):
+        plan(batch_request(parse_options(
+            {"subscribe": "payments", "endingOffsets": json.dumps({"payments": {"0": end + 7}}),
+             "failOnDataLoss": "true"}, paths=logs)))  # fmt: skip
+    # at the end exactly: nothing to read, nothing missing
+    stats = kl.ReadStats()
+    caplog.clear()
+    at_end = {"subscribe": "payments", "startingOffsets": json.dumps({"payments": {"0": end}})}
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        assert kl.read_table(logs, stats=stats, **at_end).num_rows == 0
+    assert stats.missing_offsets == 0 and "payments-0" not in caplog.text
+    # a stream: failOnDataLoss (true by default) fails the start, Spark's sentence
+    with pytest.raises(kl.DataLossError, match=re.escape(spark)):
+        StreamSource(parse_options(past, paths=logs)).initial()
+    caplog.clear()
+    src = StreamSource(parse_options(past, paths=logs), fail_on_data_loss=False)
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        start = src.initial()
+    assert start == {("payments", 0): end} and spark in caplog.text
+    archives["payments"].append(0, batches=2, per_batch=4)  # offsets 12..19 arrive
+    archives["payments"].sync()
+    stop = src.latest(start, Limit())
+    assert stop == {("payments", 0): end + 8}
+    got = sorted(r for rows in _split_rows(src.options, src.plan(start, stop)) for r in rows)
+    assert got == [("payments", 0, o) for o in range(end, end + 8)]

@@ -243,6 +243,7 @@ def test_a_request_field_that_an_option_sets_has_the_option_table_default() -> N
     assert all(f.default == rows[f.name].default for f in shared)
     # a batch read of no option asks what a request of its defaults asks, but for the
     # startingOffsetsByTimestampStrategy a batch read takes (a stream resolves its own start)
+    # and its offsets being the user's (checked as Spark's Kafka source checks them)
     assert batch_request(parse_options(paths=str(ORDERS))) == PlanRequest(
-        Listing(paths=(str(ORDERS),)), no_time_match="error"
+        Listing(paths=(str(ORDERS),)), no_time_match="error", offsets_given=True
     )

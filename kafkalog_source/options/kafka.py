@@ -66,8 +66,8 @@ SPARK_KAFKA_OPTIONS: tuple[tuple[str, str, str], ...] = (
         "startingOffsets",
         "both",
         "The same: [`startingOffsets`](#startingoffsets), but a stream starts at `earliest` "
-        "by default (Spark's: `latest`), an archive being there to be read; partitions a JSON "
-        "map does not name start at earliest.",
+        "by default (Spark's: `latest`), an archive being there to be read. A JSON map names "
+        "every partition selected, and an offset past the end is a data loss, as in Spark.",
     ),
     ("endingTimestamp", "batch", "The same: [`endingTimestamp`](#endingtimestamp)."),
     (
@@ -75,7 +75,12 @@ SPARK_KAFKA_OPTIONS: tuple[tuple[str, str, str], ...] = (
         "batch",
         "The same: [`endingOffsetsByTimestamp`](#endingoffsetsbytimestamp).",
     ),
-    ("endingOffsets", "batch", "The same: [`endingOffsets`](#endingoffsets)."),
+    (
+        "endingOffsets",
+        "batch",
+        "The same: [`endingOffsets`](#endingoffsets); a JSON map names every partition "
+        "selected, as in Spark.",
+    ),
     (
         "failOnDataLoss",
         "both",

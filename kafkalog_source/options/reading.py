@@ -90,8 +90,14 @@ READING: tuple[OptionSpec, ...] = (
         '`earliest`, `latest` (streams), or JSON `{"topic":{"0":23}}`',
         "Where to start, per partition; inclusive.",
         '`earliest`, or JSON `{"topic":{"0":23,"1":-2}}` (-2 = earliest). Streams also take '
-        "`latest` (and -1); a batch read refuses them. A stream uses it on its first run only; "
-        "later runs resume from the checkpoint. Only one starting rule may be set "
+        "`latest` (and -1); a batch read refuses them. A JSON map names every partition the "
+        "read selects, as Spark's Kafka source asserts (an `OptionError` names those left out; "
+        "`subscribe`, `subscribePattern` or `assign` select fewer). An offset past the end of a "
+        "partition's log is a data loss, as Spark's Kafka source reports it (\"Partition "
+        "orders-0's offset was changed from 100 to 36, some data may have been missed\"): "
+        "`DataLossError` under `failOnDataLoss=true`, else a warning and the offsets counted "
+        "missing (a stream then starts at the partition's end). A stream uses it on its first "
+        "run only; later runs resume from the checkpoint. Only one starting rule may be set "
         "(`startingOffsets`, `startingTimestamp` or `startingOffsetsByTimestamp`). Offset "
         "bounds use the file names and the `.index`.",
         default="earliest",
@@ -102,8 +108,10 @@ READING: tuple[OptionSpec, ...] = (
         offsets,
         '`latest`, or JSON `{"topic":{"0":50}}`',
         "Where to stop, per partition; exclusive.",
-        '`latest`, or JSON `{"topic":{"0":50,"1":-1}}` (-1 = latest). Only one ending rule '
-        "may be set. Batch reads only: a stream refuses it (its end is what each trigger "
+        '`latest`, or JSON `{"topic":{"0":50,"1":-1}}` (-1 = latest). A JSON map names every '
+        "partition the read selects, as for `startingOffsets`. An offset past the end of a "
+        "partition's log makes the offsets from that end up to it missing (`DataLossError` "
+        "under `failOnDataLoss=true`, else a warning and counted). Only one ending rule may be set. Batch reads only: a stream refuses it (its end is what each trigger "
         "finds, as in Spark's Kafka source; use `Trigger.AvailableNow` to stop at what is "
         "there).",
         applies=(BATCH, ARROW),

@@ -7,9 +7,11 @@ It runs for every query, so it touches as few bytes as it can:
    directory (the same topic-partition found in two log dirs is two logs, each resolved on its
    own). Topic/partition filters drop partitions; the offset bounds (``startingOffsets`` /
    ``endingOffsets`` and pushed offset filters) drop segments by their file names: a segment
-   holds offsets in ``[base, next segment's base)``. Per-partition option maps apply to the
-   partitions they name; the others keep the default (earliest / latest / no timestamp), where
-   Spark's Kafka source would insist on every partition being named.
+   holds offsets in ``[base, next segment's base)``. A user's ``startingOffsets`` /
+   ``endingOffsets`` JSON must name every partition the read selects, as Spark's Kafka source
+   asserts (:func:`check_offset_maps`), and an offset in it past the end of a partition's log
+   is a data loss (:func:`_past_the_end`); the per-partition timestamp maps apply to the
+   partitions they name, the others keeping the default.
 2. **Timestamps** (``startingTimestamp``, ``endingTimestamp`` and the per-partition forms) are
    resolved per partition as Kafka's ``offsetsForTimes`` does, without decoding: the answer lies
    in the first non-empty batch, in offset order, whose ``maxTimestamp`` is >= T. Segments whose
@@ -47,19 +49,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import DataLossError
+from ..errors import DataLossError, OptionError
 from ..layout.checkpoints import (
     LogDirCheckpoints,
     one_warning_per_file,
     read_log_dir_checkpoints,
 )
 from ..layout.discovery import SegmentFile, discover, parent_directory, segment_bases
-from ..options import DEFAULT_REMOTE_CONCURRENCY, StoreOptions
+from ..options import DEFAULT_REMOTE_CONCURRENCY, StoreOptions, doc_ref
 from ..transport.fanout import bounded_map, request_limit
 from ..transport.filesystems import is_remote
 from ..transport.known import known_objects
 from ..transport.source import WarmSources, remote_totals, using_store
-from .evidence import clip, partition_evidence
+from .evidence import clip, partition_evidence, segment_end
 from .extents import Extent, bounds_for, offset_window, partition_extents
 from .fetchahead import planned_reads
 from .packing import max_split_bytes, ranges_of, splits_for
@@ -140,6 +142,8 @@ def _plan(
         if pruning.may_contain(seg.topic, seg.partition):
             groups.setdefault(_group_key(seg), []).append(seg)
     _warn_unknown_partitions(request, groups)
+    if request.offsets_given:
+        check_offset_maps(request, {(k[1], k[2]) for k in groups if k[0] == 0})
     check_replicas(groups, request)
     extents: list[Extent] = []
     probes: list[SegmentProbe] = []
@@ -298,7 +302,8 @@ def _account(
     past = _start_past_data(pkey, group, extents, request, pruning, ev.compacted_below, bases)
     if past is not None:
         missing = sorted([*missing, past], key=lambda m: m.first)
-    _report(pkey, missing, group, extents, request, pruning)
+    beyond = _past_the_end(pkey, group, request, every, missing)
+    _report(pkey, missing, group, extents, request, pruning, beyond)
 
 
 def _start_past_data(
@@ -345,6 +350,117 @@ def _start_past_data(
     return None
 
 
+def _past_the_end(
+    pkey: tuple[str, int] | None,
+    group: list[SegmentProbe],
+    request: PlanRequest,
+    every: list[int] | None,
+    known: list[MissingOffsets],
+) -> list[MissingOffsets]:
+    """The offsets a user's ``startingOffsets`` / ``endingOffsets`` JSON names past the end of
+    the partition's log (the next offset after the last batch of its last segment): missing
+    from the archive, reported as every missing offset is (failOnDataLoss). Spark's Kafka source
+    reports a start past the end as data loss in a stream ("Partition t-0's offset was changed
+    from 100 to 36, some data may have been missed", KafkaOffsetReaderAdmin.scala,
+    getOffsetRangesFromResolvedOffsets, apache/spark 05f8646f); its batch reader, given an end
+    past the latest offset, fails fetching it under failOnDataLoss (KafkaDataConsumer). The
+    offsets ``known`` already names (a last segment cut short) are not named twice; nothing is
+    said when the read's last file is not the partition's last, or its end cannot be told
+    without a long walk."""
+    if pkey is None or not request.offsets_given or not group:
+        return []
+    start = _given(request.starting_offsets, pkey)
+    stop = _given(request.ending_offsets, pkey)
+    if start is None and stop is None:
+        return []
+    last = group[-1]
+    base = last.seg.base_offset
+    if every is not None and base is not None and any(b > base for b in every):
+        return []  # the selection ends before the partition's last segment file
+    end = segment_end(last)
+    if end is None:
+        return []
+    first = max([end, *(m.last + 1 for m in known)])
+    name = last.path.rstrip("/").rsplit("/", 1)[-1]
+    where = f"the partition's log in the archive ends before it: its last segment, {name}, " + (
+        f"ends at offset {end - 1}" if end > (base or 0) else "holds no batch"
+    )
+    topic, part = pkey
+    out = []
+    if start is not None and start > first:
+        out.append(
+            MissingOffsets(
+                topic,
+                part,
+                first,
+                start - 1,
+                f"startingOffsets for {topic}-{part} is {start}, but {where} (Spark's Kafka "
+                f"source: \"Partition {topic}-{part}'s offset was changed from {start} to "
+                f'{end}, some data may have been missed")',
+                last.path,
+            )
+        )
+    lo = max(first, start or 0)
+    if stop is not None and stop > lo:
+        out.append(
+            MissingOffsets(
+                topic,
+                part,
+                lo,
+                stop - 1,
+                f"endingOffsets for {topic}-{part} is {stop}, but {where}",
+                last.path,
+            )
+        )
+    return out
+
+
+def _given(offsets: str | dict, pkey: tuple[str, int]) -> int | None:
+    """The offset a JSON map gives ``pkey`` (None: not a map, or -2/-1: earliest, latest)."""
+    if not isinstance(offsets, dict):
+        return None
+    v = offsets.get(pkey)
+    return v if v is not None and v >= 0 else None
+
+
+def check_offset_maps(request: PlanRequest, selected: set[tuple[str, int]]) -> None:
+    """A user's ``startingOffsets`` / ``endingOffsets`` JSON must name every partition the read
+    selects (``selected``: after ``subscribe``, ``subscribePattern`` or ``assign``, and the
+    pushed filters), as Spark's Kafka source asserts for a batch query: ``OptionError`` in
+    Spark's words naming the partitions left out. (KafkaOffsetReaderAdmin.scala,
+    fetchPartitionOffsets, apache/spark 05f8646f: "If startingOffsets contains specific
+    offsets, you must specify all TopicPartitions.\nUse -1 for latest, -2 for earliest.", the
+    same sentence for endingOffsets; here with the option's own name, and only the value a
+    batch read takes.) A partition named that the read does not hold is warned about."""
+    for name, value, use in (
+        ("startingOffsets", request.starting_offsets, "Use -2 for earliest."),
+        ("endingOffsets", request.ending_offsets, "Use -1 for latest."),
+    ):
+        if isinstance(value, dict):
+            check_every_partition(name, value, selected, use)
+
+
+def check_every_partition(
+    name: str, value: dict[tuple[str, int], int], selected: set[tuple[str, int]], use: str
+) -> None:
+    """``OptionError`` naming the partitions of ``selected`` that the JSON map ``value`` of
+    option ``name`` leaves out (Spark's Kafka source's assertion, see
+    :func:`check_offset_maps`); ``use`` says which special values the read takes."""
+    left_out = sorted(selected - set(value))
+    if not left_out:
+        return
+    shown = ", ".join(f"{t}-{p}" for t, p in left_out[:10])
+    if len(left_out) > 10:
+        shown += f" and {len(left_out) - 10} more"
+    raise OptionError(
+        f"option {name!r}: If {name} contains specific offsets, you must specify all "
+        f"TopicPartitions. {use} Missing: {shown} (the read selects {len(selected)} "
+        f"partition{'' if len(selected) == 1 else 's'}; subscribe, subscribePattern or assign "
+        "select fewer)",
+        doc=doc_ref(name),
+    )
+
+
 def _narrowed(request: PlanRequest) -> bool:
     """Whether the read may select part of a partition directory's segments: a file (or a
     glob of files) given as a path, or a file filter."""
@@ -376,8 +492,10 @@ def _report(
     extents: list[Extent],
     request: PlanRequest,
     pruning: Pruning,
+    asked: list[MissingOffsets] | None = None,
 ) -> None:
-    """Offsets missing from one partition, within the read's bounds: raise under
+    """Offsets missing from one partition, within the read's bounds (and ``asked``: those the
+    user's offsets name past the end of its log, whatever the bounds): raise under
     failOnDataLoss, else warn and hand them to the partition's first extent (whose reader counts
     them in ReadStats; a partition with nothing to read gets an extent of no bytes for it)."""
     b = bounds_for(pkey, request)
@@ -385,6 +503,8 @@ def _report(
     missing = clip(missing, lo, hi) if lo < hi else []
     if not extents and (b.ts_start is not None or b.ts_end is not None):
         missing = []  # nothing in the time bounds, which say nothing about the missing offsets
+    if asked:
+        missing = sorted([*missing, *asked], key=lambda m: m.first)
     if not missing:
         return
     if request.fail_on_data_loss:
@@ -422,4 +542,12 @@ def _warn_unknown_partitions(request: PlanRequest, groups: dict[tuple, list]) ->
                 log.warning("option %r names partitions with no segment to read: %s", name, shown)
 
 
-__all__ = ["MissingOffsets", "Pruning", "SegmentProbe", "max_split_bytes", "plan"]
+__all__ = [
+    "MissingOffsets",
+    "Pruning",
+    "SegmentProbe",
+    "check_every_partition",
+    "check_offset_maps",
+    "max_split_bytes",
+    "plan",
+]

@@ -81,6 +81,10 @@ class PlanRequest:
     no_time_match: str = "latest"
     # maxRecordsPerPartition: at most this many offsets in one split (packing)
     max_records_per_partition: int | None = _default("max_records_per_partition")
+    # the offset maps are the user's startingOffsets / endingOffsets: each must name every
+    # partition the read selects, and an offset past a partition's end is a data loss, as in
+    # Spark's Kafka source (a stream's micro-batch maps are its own: neither applies)
+    offsets_given: bool = False
 
     # the user's rules, as the planner applies them (isolationLevel, offsetGaps, replicas,
     # remoteHeaderWalk, openCostInBytes)
@@ -194,6 +198,7 @@ def batch_request(o: ReadOptions, files: Listing | None = None) -> PlanRequest:
         allow_empty=o.allow_empty,
         no_time_match=o.starting_offsets_by_timestamp_strategy,
         max_records_per_partition=o.max_records_per_partition,
+        offsets_given=True,
     )
 
 
@@ -221,6 +226,7 @@ def pieces_request(
         or o.max_records_per_partition is not None,
         no_time_match=o.starting_offsets_by_timestamp_strategy,
         max_records_per_partition=o.max_records_per_partition,
+        offsets_given=True,
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from ..arrow.schema import Projection
 from ..layout.checkpoints import one_warning_per_file
 from ..options import EARLIEST, LATEST, ReadOptions
-from ..planning.planner import plan
+from ..planning.planner import check_every_partition, plan
 from ..planning.request import (
     check_stream_options,
     micro_batch_request,
@@ -143,10 +143,38 @@ class StreamSource:
         self._view.take_rewrites()  # nothing was delivered yet
         o = self.options
         out: Offsets = {}
+        if isinstance(o.starting_offsets, dict):
+            # as Spark's Kafka source asserts when a stream starts (KafkaOffsetReaderAdmin.scala,
+            # fetchSpecificOffsets, apache/spark 05f8646f)
+            check_every_partition(
+                "startingOffsets",
+                o.starting_offsets,
+                set(logs),
+                "Use -1 for latest, -2 for earliest, if you don't care.",
+            )
         for key, p in logs.items():
             if isinstance(o.starting_offsets, dict):
-                v = o.starting_offsets.get(key, EARLIEST)
+                v = o.starting_offsets[key]
                 out[key] = p.earliest if v == EARLIEST else p.end if v == LATEST else v
+                if out[key] > p.end:
+                    # Spark's Kafka source plans the first micro-batch from there to the latest
+                    # offset and reports the data loss (KafkaOffsetReaderAdmin.scala,
+                    # getOffsetRangesFromResolvedOffsets, apache/spark 05f8646f); under
+                    # failOnDataLoss=false it goes on from the latest offset
+                    self._policy.report(
+                        f"Partition {key[0]}-{key[1]}'s offset was changed from {v} to "
+                        f"{p.end}, some data may have been missed (startingOffsets names an "
+                        "offset past the end of the partition's log in the archive, "
+                        + (
+                            f"whose last record is at offset {p.end - 1})"
+                            if p.end > p.earliest
+                            else "which holds no record)"
+                        ),
+                        key,
+                        p.end,
+                        None,
+                    )
+                    out[key] = p.end
             else:
                 out[key] = p.end if o.starting_offsets == "latest" else p.earliest
         ts = {k: o.starting_timestamp for k in logs} if o.starting_timestamp is not None else {}
