@@ -28,6 +28,7 @@ HEADERS = [os.path.join(HERE, "native.pxi")] + [
 # -fwrapv: int64 sums of hostile values (a base offset plus a delta) wrap, as Java's and numpy's
 # do, instead of being undefined behaviour
 COMMON = ["-O3", "-fwrapv", "-fno-strict-aliasing", "-std=gnu11", "-Wno-unused-function"]
+RELEASE = ["-g0"]  # no debug information in what users install (the sanitizer build keeps -g)
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
             "-fno-omit-frame-pointer", "-g", "-O1"]  # fmt: skip
 
@@ -52,7 +53,7 @@ variants = {
 unknown = variants - {"checked", "asan"}
 if unknown:
     raise SystemExit(f"KAFKALOG_BUILD_VARIANTS: unknown build {sorted(unknown)} (checked, asan)")
-extensions = [extension("", [], [], [])]
+extensions = [extension("", [], RELEASE, [])]
 if "checked" in variants:
     extensions.append(extension("_checked", [("KL_BOUNDSCHECK", "1")], [], []))
 if "asan" in variants:
