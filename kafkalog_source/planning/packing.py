@@ -215,14 +215,15 @@ def _range(ext: Extent, start: int, end: int) -> SegmentRange:
     )
 
 
-def _objects(path: str) -> tuple[tuple[str, int], ...]:
-    """The listed sizes of the objects a reader of ``path`` opens (none for a local file)."""
+def _objects(path: str) -> tuple[tuple[str, int, str], ...]:
+    """The listed sizes and entity tags of the objects a reader of ``path`` opens (none for a
+    local file)."""
     known = current_known()
     if known is None or not is_remote(path):
         return ()
     if is_tiered_log(path):
-        return known.sizes((path, tiered_sibling(path, MANIFEST_SUFFIX)))
-    return known.sizes((path,))
+        return known.entries((path, tiered_sibling(path, MANIFEST_SUFFIX)))
+    return known.entries((path,))
 
 
 def _end_offset(ext: Extent, end: int) -> int | None:

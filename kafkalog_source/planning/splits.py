@@ -113,10 +113,11 @@ class SegmentRange:
     # partition gets the offsets the planner reported missing (not to count them twice).
     offsets_exact: bool = True
     partition_missing: tuple[MissingOffsets, ...] = ()
-    # The listed sizes of the remote objects this range's reader opens, ``(uri, size)``: the
-    # segment's (a tiered segment's manifest and ``.log`` object), so that a reader anywhere (a
-    # Spark task) opens them with no ``HEAD`` (transport/known.py)
-    objects: tuple[tuple[str, int], ...] = ()
+    # The listed sizes and entity tags of the remote objects this range's reader opens,
+    # ``(uri, size, etag)``: the segment's (a tiered segment's manifest and ``.log`` object), so
+    # that a reader anywhere (a Spark task) opens them with no ``HEAD`` and reads them
+    # conditional on the version listed (transport/known.py, transport/remote.py)
+    objects: tuple[tuple[str, int, str], ...] = ()
     # The AWS region of the segment's bucket when the planner looked it up (an s3:// path on AWS
     # itself with no region given), ``(bucket, region)``: a reader in another process (a Spark
     # task) does not look it up again (transport/filesystems.py)

@@ -80,14 +80,15 @@ class RangePrefetch:
 
 @contextlib.contextmanager
 def range_objects(rng: SegmentRange) -> Iterator[None]:
-    """Within the block, the objects ``rng`` opens are known by their listed sizes (no
-    ``HEAD``; see :attr:`SegmentRange.objects`), unless a plan's listing is active already; the
-    regions of their buckets the plan found are known to this process."""
+    """Within the block, the objects ``rng`` opens are known by their listed sizes and entity
+    tags (no ``HEAD``, reads conditional on the version listed; see
+    :attr:`SegmentRange.objects`), unless a plan's listing is active already; the regions of
+    their buckets the plan found are known to this process."""
     note_regions(rng.regions)
     if not rng.objects or current_known() is not None:
         yield
         return
-    with KnownObjects((uri, size, 0) for uri, size in rng.objects).active():
+    with KnownObjects((uri, size, 0, etag) for uri, size, etag in rng.objects).active():
         yield
 
 

@@ -19,8 +19,9 @@ does a CLI command (one answer at one moment: ``kafkalog query`` lists once); a 
 their own, whatever is active around them, so that a later trigger or a retry sees what was
 written since (the triggers of one attempt share the attempt's); a
 range's reader holds one made of the objects its range opens (:attr:`SegmentRange.objects
-<kafkalog_source.planning.splits.SegmentRange>`), sizes only, so that a Spark task makes no
-``HEAD`` either. Nothing here makes a request or knows anything of Kafka.
+<kafkalog_source.planning.splits.SegmentRange>`), sizes and entity tags, so that a Spark task
+makes no ``HEAD`` either and its ranged reads are conditional on the version listed. Nothing
+here makes a request or knows anything of Kafka.
 """
 
 from __future__ import annotations
@@ -103,10 +104,14 @@ class KnownObjects:
             head = r + "/"
             return [(u, m) for u, m in self._objects.items() if u.startswith(head)]
 
-    def sizes(self, uris: Iterable[str]) -> tuple[tuple[str, int], ...]:
-        """``(uri, size)`` of those of ``uris`` a listing showed."""
+    def entries(self, uris: Iterable[str]) -> tuple[tuple[str, int, str], ...]:
+        """``(uri, size, etag)`` of those of ``uris`` a listing showed."""
         with self._lock:
-            return tuple((u, self._objects[u].size) for u in uris if u in self._objects)
+            return tuple(
+                (u, self._objects[u].size, self._objects[u].etag)
+                for u in uris
+                if u in self._objects
+            )
 
     @contextlib.contextmanager
     def active(self) -> Iterator[KnownObjects]:

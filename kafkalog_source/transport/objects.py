@@ -60,6 +60,11 @@ role goes through boto3's session when boto3 is installed, else through pyarrow,
 until the credentials expire), ``GOOGLE_APPLICATION_CREDENTIALS`` and the metadata server, the ``AZURE_*`` variables
 and managed identities.
 
+A ranged ``GET`` may be conditional on the object's entity tag (``If-Match`` with the ETag a
+listing or an earlier answer gave; obstore's ``if_match``): a store that finds the object
+rewritten since answers 412 Precondition Failed, raised as :class:`PreconditionFailed`
+(:class:`~.remote.RemoteFileSource` reports it as a file changed while read).
+
 Errors come out as the ``OSError`` family that :mod:`.failures` tells apart: a missing object as
 ``FileNotFoundError``, refused credentials as ``PermissionError``, the rest as ``OSError``
 carrying the client's message (which names the status, the store's error code and the URL),
@@ -100,6 +105,12 @@ class Unsupported(Exception):
 
 class RangeNotSatisfiable(OSError):
     """A ranged ``GET`` that starts at or past the object's end (HTTP 416): it shrank."""
+
+
+class PreconditionFailed(OSError):
+    """A ranged ``GET`` conditional on the object's entity tag (``If-Match``) that the store
+    refused (HTTP 412 Precondition Failed): the object is no longer the version that tag names
+    (it was rewritten or replaced)."""
 
 
 def _seconds(v: Any) -> timedelta:
@@ -448,15 +459,19 @@ def _azure_store(container: str, account: str, kwargs: dict[str, Any]) -> tuple[
 
 @dataclass(frozen=True)
 class Meta:
-    """What an answer said of the object: its size and modification time now."""
+    """What an answer said of the object: its size, modification time and entity tag now
+    (``etag`` empty where the store gives none)."""
 
     size: int
     mtime_ns: int
+    etag: str = ""
 
 
 def _meta(m: Any) -> Meta:
     lm = m.get("last_modified")
-    return Meta(int(m["size"]), int(lm.timestamp() * 1e9) if lm is not None else 0)
+    return Meta(
+        int(m["size"]), int(lm.timestamp() * 1e9) if lm is not None else 0, m.get("e_tag") or ""
+    )
 
 
 # obstore's settings whose values are credentials: scrubbed from its errors
@@ -513,6 +528,8 @@ def _translate(exc: BaseException, secrets: list[str]) -> BaseException:
         return PermissionError(text)
     if "status code: 416" in text or "Range Not Satisfiable" in text:
         return RangeNotSatisfiable(text)
+    if isinstance(exc, ox.PreconditionError) or "status code: 412" in text:
+        return PreconditionFailed(text)
     if isinstance(exc, TimeoutError):
         return TimeoutError(text)
     if isinstance(exc, ConnectionError):
@@ -534,7 +551,7 @@ class ObjectClient:
         return f"ObjectClient({self.where})"
 
     def head(self, key: str) -> Meta:
-        """The object's size and modification time (one ``HEAD``)."""
+        """The object's size, modification time and entity tag (one ``HEAD``)."""
         import obstore
 
         try:
@@ -542,13 +559,21 @@ class ObjectClient:
         except Exception as exc:  # noqa: BLE001 - translated, raised again
             raise _translate(exc, self._secrets) from None
 
-    def get(self, key: str, start: int, end: int) -> tuple[memoryview, Meta]:
+    def get(
+        self, key: str, start: int, end: int, if_match: str | None = None
+    ) -> tuple[memoryview, Meta]:
         """Bytes ``[start, end)`` (fewer where the object ends first) in one ranged ``GET``, and
-        what the answer said of the object now."""
+        what the answer said of the object now. With ``if_match`` (an entity tag a listing or
+        an earlier answer gave), the ``GET`` is conditional on it (``If-Match``, which S3, Azure
+        and GCS's XML API take; obstore's ``if_match``): :class:`PreconditionFailed` when the
+        object is no longer that version."""
         import obstore
 
+        options: dict[str, Any] = {"range": (start, end)}
+        if if_match:
+            options["if_match"] = if_match
         try:
-            r = obstore.get(self._store, key, options={"range": (start, end)})
+            r = obstore.get(self._store, key, options=options)
             data = memoryview(r.bytes())
             return data, _meta(r.meta)
         except Exception as exc:  # noqa: BLE001 - translated, raised again
@@ -601,6 +626,7 @@ __all__ = [
     "DEFAULT_ATTEMPTS",
     "Meta",
     "ObjectClient",
+    "PreconditionFailed",
     "RangeNotSatisfiable",
     "object_client",
 ]

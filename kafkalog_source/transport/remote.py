@@ -11,14 +11,14 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..errors import AccessDeniedError, StorageError
+from ..errors import AccessDeniedError, FileChangedError, StorageError
 from ..options import STORE_OF_SCHEME, StoreOptions
 from ..redact import redact_uri, scrub
 from .base import ByteSource
 from .failures import access_denied, describe, not_found, scrubbed, store_errors, transient
 from .fanout import current_limiter
 from .filesystems import Location
-from .objects import RangeNotSatisfiable
+from .objects import Meta, PreconditionFailed, RangeNotSatisfiable
 
 log = logging.getLogger("kafkalog")
 
@@ -69,13 +69,26 @@ class RemoteFileSource(ByteSource):
     """
 
     def __init__(
-        self, location: Location, store: StoreOptions | None = None, size: int | None = None
+        self,
+        location: Location,
+        store: StoreOptions | None = None,
+        size: int | None = None,
+        etag: str = "",
     ) -> None:
         """Open the object at ``location``. With ``size`` (the listed one) and an obstore client
         (:mod:`.objects`: S3, GCS, Azure), no request: the first ranged ``GET`` says what the
         object's size is now, and a size that changed since the listing, seen before any byte
         was handed out, is taken as the size at the open (what a ``HEAD`` would have said).
-        Otherwise one metadata request (pyarrow's open, or obstore's ``HEAD``)."""
+        Otherwise one metadata request (pyarrow's open, or obstore's ``HEAD``).
+
+        With an obstore client every ranged ``GET`` is conditional on the object's entity tag
+        (``If-Match``): ``etag`` (the listed one) or the ``HEAD``'s, until the first answer, then
+        the first answer's. The first answer fixes the version read: a later answer of another
+        version (the store refused the condition with 412 Precondition Failed, or, from a store
+        that ignores it, another size or entity tag) raises :class:`FileChangedError` naming the
+        object, so that bytes of two versions are never handed out as one file. An object
+        rewritten between its listing and its first answer is read as it is then (a second,
+        unconditional ``GET``), as a size changed then is."""
         self.location = location
         self.store = store or StoreOptions()
         self._shown = redact_uri(location.uri)
@@ -85,6 +98,11 @@ class RemoteFileSource(ByteSource):
         self._objects = location.objects
         self._file: Any = None
         self._fresh = True  # no byte handed out yet: an answer's size is the size at the open
+        # the version read: the entity tag every GET is conditional on (the listed one or the
+        # HEAD's until the first answer, then its), and the first answer's size and tag
+        self._etag = etag
+        self._seen: Meta | None = None
+        self._version = threading.Lock()
         asked = False
         if self._objects is None:
             self._file = self._retrying(
@@ -94,6 +112,7 @@ class RemoteFileSource(ByteSource):
         elif size is None:
             meta = self._retrying(lambda: self._objects.head(location.key), 0, 0, opening=True)
             size, asked = meta.size, True
+            self._etag = meta.etag
         super().__init__(location.uri, size)
         self._lock = threading.Lock()
         if asked:
@@ -113,7 +132,7 @@ class RemoteFileSource(ByteSource):
                     return call()
                 with self._limiter:  # one permit per request, never across a backoff
                     return call()
-            except RangeNotSatisfiable:
+            except (RangeNotSatisfiable, PreconditionFailed):
                 raise
             except FileNotFoundError as exc:
                 if self._objects is None:
@@ -202,21 +221,79 @@ class RemoteFileSource(ByteSource):
             data = self._retrying(lambda: self._file.read_at(n, pos), pos, pos + n)
             self._count(len(data))
             return data
-        key = self.location.key
         try:
-            data, meta = self._retrying(lambda: self._objects.get(key, pos, pos + n), pos, pos + n)
+            data, meta = self._get(pos, n)
         except RangeNotSatisfiable:
             # the object ends before ``pos``: it shrank since it was listed
             self._count(0)
             self._observe(self.current_size())
             return b""
         self._count(len(data))
-        self._observe(meta.size)
+        self._check_version(meta, pos, n)
         return data
+
+    def _get(self, pos: int, n: int) -> tuple[Any, Meta]:
+        """One ranged ``GET`` of ``[pos, pos + n)``, conditional on the version's entity tag
+        when one is known; a 412 before the first answer makes it again without the condition
+        (the object was rewritten since it was listed: it is read as it is now)."""
+        key = self.location.key
+        sent = self._etag
+        try:
+            return self._retrying(
+                lambda: self._objects.get(key, pos, pos + n, sent or None), pos, pos + n
+            )
+        except PreconditionFailed:
+            self._count(0)  # a request that fetched nothing
+            with self._version:
+                if self._seen is not None and self._etag == sent:
+                    raise self._changed(
+                        pos,
+                        f"the store refused bytes [{pos}, {pos + n}) of the version read so far "
+                        "(HTTP 412 Precondition Failed to a GET with If-Match: its entity tag "
+                        "changed)",
+                    ) from None
+                if self._seen is None:
+                    log.debug("%s: rewritten since it was listed; read as it is now", self._shown)
+                    self._etag = ""
+        return self._get(pos, n)  # unconditional, or conditional on the version another read saw
+
+    def _check_version(self, meta: Meta, pos: int, n: int) -> None:
+        """An answer for ``[pos, pos + n)`` said ``meta``: the first answer fixes the version
+        read (and, before any byte was handed out, the size at the open); a later answer of
+        another size or entity tag raises :class:`FileChangedError`."""
+        with self._version:
+            seen = self._seen
+            if seen is None:
+                self._seen = meta
+                if meta.etag:
+                    self._etag = meta.etag
+                self._observe(meta.size)
+                return
+        if meta.size != seen.size:
+            raise self._changed(
+                pos,
+                f"it held {seen.size} bytes at its first read, {meta.size} at the read of bytes "
+                f"[{pos}, {pos + n})",
+            )
+        if meta.etag and seen.etag and meta.etag != seen.etag:
+            raise self._changed(
+                pos,
+                f"its entity tag changed between its first read and the read of bytes "
+                f"[{pos}, {pos + n})",
+            )
+
+    def _changed(self, pos: int, why: str) -> FileChangedError:
+        """The error for an object rewritten while this source read it."""
+        return FileChangedError(
+            f"object rewritten while being read: {why}",
+            self._shown,
+            pos,
+        )
 
     def _observe(self, size_now: int) -> None:
         """An answer said the object holds ``size_now`` bytes: before any byte was handed out,
-        that is its size at the open (it changed since it was listed); after, reads show it."""
+        that is its size at the open (it changed since it was listed); after, reads show it
+        (and an answer after the first that says another size raises: :meth:`_check_version`)."""
         if self._fresh and size_now >= 0 and size_now != self.size:
             log.debug("%s: %d bytes now, %d when listed", self._shown, size_now, self.size)
             self.size = size_now

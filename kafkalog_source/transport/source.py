@@ -145,8 +145,10 @@ def open_stored(
     active :class:`WarmSources` that warmed ``path``, its source (or what opening it raised).
 
     A remote object's size comes from ``size`` or what the active listing knows
-    (:mod:`.known`), so that opening it makes no request; an object below a prefix listed whole
-    that the listing did not show raises ``FileNotFoundError`` without asking the store."""
+    (:mod:`.known`), so that opening it makes no request, and so does its entity tag, which its
+    ranged reads are conditional on (see :class:`~.remote.RemoteFileSource`); an object below a
+    prefix listed whole that the listing did not show raises ``FileNotFoundError`` without
+    asking the store."""
     warm = _warm.get()
     if warm is not None:
         found = warm.get(path)
@@ -157,9 +159,10 @@ def open_stored(
         known = lookup(path)
         if known is NOT_LISTED:
             raise FileNotFoundError(errno.ENOENT, "not in the listing", redact_uri(path))
-        if size is None and isinstance(known, Listed):
-            size = known.size
-        return RemoteFileSource(resolve(path, store), store, size)
+        etag = ""
+        if isinstance(known, Listed) and size in (None, known.size):
+            size, etag = known.size, known.etag
+        return RemoteFileSource(resolve(path, store), store, size, etag)
     return LocalFileSource(local_path(path))
 
 
