@@ -50,8 +50,8 @@ spark = local_session(app_name="coldstart", master="local[2]")
 times = []
 for _ in range(2):
     t = time.perf_counter()
-    reader = spark.read.format(sys.argv[3]) if len(sys.argv) > 3 else spark.read
-    df = reader.load(sys.argv[1])
+    fmt = sys.argv[3] if len(sys.argv) > 3 else "kafkalog"
+    df = spark.read.format(fmt).load(sys.argv[1])
     df.createOrReplaceTempView("kafkalog")
     rows = spark.sql(sys.argv[2]).collect()
     times.append(time.perf_counter() - t)
