@@ -57,6 +57,56 @@ def test_an_out_that_is_not_a_table_of_this_kind_is_refused(fmt: str, tmp_path: 
         assert _listing(out) == before
 
 
+def _crc_damaged(logs: Path) -> Path:
+    """Two sample partitions, the second with a batch whose records no longer match its CRC:
+    planning's header walks pass it, the read fails there in FAILFAST mode."""
+    for part in ("magic2-none-0", "magic2-gzip-0"):
+        shutil.copytree(SAMPLES / part, logs / part)
+    name = "magic2-gzip-0/00000000000000000000.log"
+    facts = json.loads((SAMPLES / "MANIFEST.json").read_text())["files"][name]
+    data = bytearray((logs / name).read_bytes())
+    data[facts["batches"][3]["position"] + 70] ^= 0xFF  # inside the records
+    (logs / name).write_bytes(bytes(data))
+    return logs
+
+
+@pytest.mark.parametrize("source", ["local", "s3"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_run_whose_read_fails_leaves_out_as_it_was(
+    fmt: str, source: str, tmp_path: Path, capsys: pytest.CaptureFixture, request: Any
+) -> None:
+    """A FAILFAST read error before the first commit creates nothing: no OUT, no catalog file
+    (Iceberg's embedded OUT/catalog.db or a --catalog file), an empty OUT stays empty (issue
+    40 item 7e); the archive repaired, the next run creates the table."""
+    from kafkalog_source.cli.main import main
+
+    logs = _crc_damaged(tmp_path / "logs")
+    path, options = str(logs), []
+    if source == "s3":
+        s3 = request.getfixturevalue("s3_server")
+        path = s3.upload(logs, f"kafkalog-lake-failed/{fmt}/logs")
+        options = [x for k, v in s3.options.items() for x in ("-o", f"{k}={v}")]
+    out, empty, catalog = tmp_path / "out", tmp_path / "empty", tmp_path / "cat" / "c.db"
+    empty.mkdir()
+    catalog.parent.mkdir()
+    runs = [(out, []), (empty, [])]
+    if fmt == "iceberg":
+        runs.append((tmp_path / "out2", ["--catalog", str(catalog)]))
+    for where, extra in runs:
+        code = main(["convert", path, str(where), "--format", fmt, *options, *extra])
+        err = capsys.readouterr().err
+        assert code != 0 and "record batch is corrupt" in err, err
+    assert not out.exists() and not (tmp_path / "out2").exists()
+    assert _listing(empty) == [] and _listing(catalog.parent) == []
+
+    shutil.rmtree(logs)
+    _crc_damaged(logs)  # the same archive, repaired below
+    shutil.rmtree(logs / "magic2-gzip-0")
+    shutil.copytree(SAMPLES / "magic2-gzip-0", logs / "magic2-gzip-0")
+    assert main(["convert", str(logs), str(out), "--format", fmt]) == 0
+    assert read_back(out, fmt, "SELECT count(*) AS n FROM kafkalog").column("n")[0].as_py() == 98
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_table_of_another_archive_or_other_options_is_refused(fmt: str, tmp_path: Path) -> None:
     out = tmp_path / "t"

@@ -1,5 +1,6 @@
-"""The catalogs an Iceberg run opens: the embedded SQLite catalog, and namespaces made as
-concurrent runs make them."""
+"""The catalogs an Iceberg run opens: the embedded SQLite catalog, the catalog in memory a new
+table's creation is staged on until its commit, and namespaces made as concurrent runs make
+them."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ def sqlite_catalog(path: str, props: dict[str, str]) -> Any:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def staging_catalog(props: dict[str, str]) -> Any:
+    """PyIceberg's SQL catalog on an SQLite database in memory: a new table's creation staged on
+    it writes nothing, not even a catalog file (the commit is made in the real catalog)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return SqlCatalog(CATALOG_NAME, **{**props, "uri": "sqlite:///:memory:"})
 
 
 def ensure_namespace(catalog: Any, namespace: str) -> None:

@@ -7,6 +7,10 @@ store needs). Catalog properties (``type=rest``, ``uri=...``, ``warehouse=...``,
 FileIO settings such as ``s3.endpoint``) load any catalog PyIceberg knows instead
 (``pyiceberg.catalog.load_catalog``; its ``~/.pyiceberg.yaml`` and ``PYICEBERG_CATALOG__*``
 settings apply too). A catalog that cannot be reached fails before anything is read or written.
+A SQLite file that does not exist yet is made by the run's commit, not before: a new table's
+creation is staged on a catalog in memory while the data files are written, and made in the
+file when they are committed, so that a run that fails before its commit (a read error in
+FAILFAST mode, say) leaves no catalog behind.
 
 **Writes.** Record batches are gathered into chunks of about :data:`~.sink.CHUNK_BYTES`; each
 chunk is split by partition (the spec's transforms, PyIceberg's own, computed once per batch:
@@ -38,7 +42,7 @@ import pyarrow as pa
 
 from ..redact import redact_uri, scrub
 from . import sink as hooks
-from .catalogs import CATALOG_NAME, ensure_namespace, sqlite_catalog
+from .catalogs import CATALOG_NAME, ensure_namespace, sqlite_catalog, staging_catalog
 from .schema import relaxed
 from .sink import (
     Committed,
@@ -295,7 +299,7 @@ class IcebergSink:
         old = self.table if replace == "table" else None
         if old is not None:
             self.table = None  # _transaction stages a new table
-        tx, io = self._transaction(schema, partitioning)
+        tx, io, staged = self._transaction(schema, partitioning)
         if replace == "rows" and self.table.current_snapshot() is not None:
             from pyiceberg.expressions import AlwaysTrue
 
@@ -308,6 +312,8 @@ class IcebergSink:
             for files in write_behind(chunks(batches), writer.write):
                 written += files
             hooks.before_commit(self.out.uri, [f.file_path for f in written])
+            if staged:  # the catalog's file is made now, with the table's creation
+                tx = self._created(self._commit_catalog(), schema, partitioning)
             append = _offsets_append_class()(
                 operation=Operation.APPEND, transaction=tx, io=io, snapshot_properties=props
             )
@@ -369,32 +375,53 @@ class IcebergSink:
         _delete(old.io, files)
         return table
 
-    def _transaction(self, schema: pa.Schema, partitioning: tuple[PartitionField, ...]) -> Any:
-        """The transaction of this run and the FileIO to write with: the table's, with the
-        schema change staged; or the creation of the table."""
+    def _transaction(
+        self, schema: pa.Schema, partitioning: tuple[PartitionField, ...]
+    ) -> tuple[Any, Any, bool]:
+        """The transaction of this run, the FileIO to write with, and whether the transaction
+        is staged only: the table's, with the schema change staged; or the creation of the
+        table, in its catalog, or (staged) on a catalog in memory when the catalog's SQLite
+        file does not exist yet (:meth:`_created` makes it in the file at the commit)."""
         if self.table is not None:
             tx = self.table.transaction()
             if not _same_schema(self.schema(), schema):
                 with tx.update_schema() as update:
                     update.union_by_name(schema)
-            return tx, self.table.io
+            return tx, self.table.io, False
         from pyiceberg.io import load_file_io
 
-        catalog = self.catalog or self._open_catalog(create=True)
-        self.catalog = catalog
+        staged = self.catalog is None
+        if staged:
+            catalog = staging_catalog({**self._fileio_properties(), **self.target.properties})
+        else:
+            catalog = self.catalog
+        tx = self._created(catalog, schema, partitioning)
+        io = load_file_io({**catalog.properties}, self.out.uri)
+        return tx, io, staged
+
+    def _commit_catalog(self) -> Any:
+        """The catalog a staged table's creation is committed to, its SQLite file made now."""
+        self.catalog = self._open_catalog(create=True)
+        return self.catalog
+
+    def _created(
+        self, catalog: Any, schema: pa.Schema, partitioning: tuple[PartitionField, ...]
+    ) -> Any:
+        """The transaction that creates the table in ``catalog`` (its namespace made first,
+        unless ``catalog`` only stages it). The same schema and partitioning give the same
+        field and partition ids in every catalog: data files written for a staged creation
+        belong to the one committed."""
         namespace = self.identifier.rsplit(".", 1)[0] if "." in self.identifier else None
-        if namespace:
+        if namespace and catalog is self.catalog:
             ensure_namespace(catalog, namespace)
         ischema, spec = _schema_and_spec(schema, partitioning)
-        tx = catalog.create_table_transaction(
+        return catalog.create_table_transaction(
             self.identifier,
             schema=ischema,
             location=self.out.uri,
             partition_spec=spec,
             properties=dict(_OWN_PROPERTIES),
         )
-        io = load_file_io({**catalog.properties}, self.out.uri)
-        return tx, io
 
 
 class _ChunkWriter:
