@@ -445,3 +445,30 @@ def test_a_missing_lake_library_names_the_command_that_installs_it(tmp_path: Pat
             done.stderr
         )
         assert not (tmp_path / fmt).exists()
+
+
+def test_a_query_over_a_table_it_cannot_read_names_the_path_not_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``kafkalog query PATH``: a table that cannot be opened is named as the query names it,
+    PATH (a query has no OUT), and ``convert`` into it still says OUT (issue 40 item 7b)."""
+    from kafkalog_source.cli.main import main
+
+    damaged = tmp_path / "damaged"
+    (damaged / "_delta_log").mkdir(parents=True)
+    (damaged / "_delta_log" / f"{0:020d}.json").write_text("not json\n")
+    assert main(["query", str(damaged), "SELECT 1"]) != 0
+    err = capsys.readouterr().err
+    assert f"cannot open the Delta table at {damaged}: " in err and "OUT" not in err, err
+    assert main(["convert", str(SAMPLES / "orders-0"), str(damaged), "--format", "delta"]) != 0
+    assert f"cannot open the Delta table at OUT {damaged}: " in capsys.readouterr().err
+
+    # an Iceberg table that the catalog named holds elsewhere
+    convert(SAMPLES / "orders-0", tmp_path / "ice", "iceberg")
+    other = tmp_path / "other"
+    (other / "metadata").mkdir(parents=True)
+    catalog = str(tmp_path / "ice" / "catalog.db")
+    args = ["--catalog", catalog, "--table", "kafkalog.ice"]
+    assert main(["query", str(other), "SELECT 1", *args]) != 0
+    err = capsys.readouterr().err
+    assert f"kafkalog.ice at {tmp_path / 'ice'}, not at {other}; " in err and "OUT" not in err, err

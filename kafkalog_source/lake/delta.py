@@ -96,10 +96,13 @@ def _derived_type(p: PartitionField, source: pa.DataType) -> pa.DataType:
 class DeltaSink:
     """One Delta table: opened by :meth:`open`, appended to by :meth:`append`."""
 
-    def __init__(self, target: TableTarget) -> None:
+    def __init__(self, target: TableTarget, role: str = "OUT") -> None:
+        """The table at ``target``'s location, which messages call ``role`` (``convert``'s
+        OUT; nothing for a query's PATH)."""
         self.target = target
         self.out = out_location(target.location)
         self.shown = self.out.shown
+        self.where = f"{role} {self.shown}" if role else self.shown
         self.storage = {**delta_storage_options(target.location), **target.properties}
         self.table: Any = None
         self._secrets = sorted({*self.storage.values(), *target.secrets()} - {""}, key=len)[::-1]
@@ -114,9 +117,7 @@ class DeltaSink:
                 f"another run committed to the Delta table at {self.shown} while this one "
                 f"wrote ({self._message(e)})"
             )
-        return TableError(
-            f"cannot commit to the Delta table at OUT {self.shown}: {self._message(e)}"
-        )
+        return TableError(f"cannot commit to the Delta table at {self.where}: {self._message(e)}")
 
     def open(self) -> TableState | None:
         """Load the table (if any) and return the state of its last kafkalog commit (None: no
@@ -135,13 +136,13 @@ class DeltaSink:
         if not self.out.has("_delta_log"):
             what = foreign_table(self.out, "delta")
             if what is not None:
-                raise TargetError(f"OUT {self.shown} is {what}")
+                raise TargetError(f"{self.where} is {what}")
             return False
         try:
             self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
         except Exception as e:
             raise TableError(
-                f"cannot open the Delta table at OUT {self.shown}: {self._message(e)}"
+                f"cannot open the Delta table at {self.where}: {self._message(e)}"
             ) from None
         return True
 
@@ -161,7 +162,7 @@ class DeltaSink:
         if not dt.get_add_actions(flatten=True).num_rows and version == 0:
             return TableState()
         raise TargetError(
-            f"OUT {self.shown} is a Delta table that kafkalog did not write, or whose kafkalog "
+            f"{self.where} is a Delta table that kafkalog did not write, or whose kafkalog "
             "commits were cleaned from its log: no commit says which offsets it holds; convert "
             "into another table"
         )

@@ -232,7 +232,7 @@ def iceberg_files(target: TableTarget) -> TableFiles:
 
     from .iceberg import IcebergSink, small_types
 
-    sink = IcebergSink(target)
+    sink = IcebergSink(target, role="")
     if not sink.load():
         raise TargetError(f"{sink.shown} holds no Iceberg table {sink.identifier}")
     table = sink.table
@@ -266,7 +266,7 @@ def delta_files(target: TableTarget) -> TableFiles:
     """The data files of the Delta table's current version (the ``deltalake`` package)."""
     from .delta import DeltaSink
 
-    sink = DeltaSink(target)
+    sink = DeltaSink(target, role="")
     if not sink.load():
         raise TargetError(f"{sink.shown} holds no Delta table")
     dt = sink.table

@@ -97,10 +97,13 @@ class IcebergSink:
     """One Iceberg table: opened (catalog, table, state) by :meth:`open`, appended to by
     :meth:`append`."""
 
-    def __init__(self, target: TableTarget) -> None:
+    def __init__(self, target: TableTarget, role: str = "OUT") -> None:
+        """The table ``target`` names, at its location, which messages call ``role``
+        (``convert``'s OUT; nothing for a query's PATH)."""
         self.target = target
         self.out = out_location(target.location)
         self.shown = self.out.shown
+        self.where = f"{role} {self.shown}" if role else self.shown
         self.identifier = target.table or default_identifier(self.out)
         self.catalog: Any = None
         self.table: Any = None
@@ -120,7 +123,7 @@ class IcebergSink:
             return os.path.abspath(self.target.catalog)
         if self.out.remote:
             raise TargetError(
-                f"OUT {self.shown} is in a store, where the embedded catalog's SQLite file cannot "
+                f"{self.where} is in a store, where the embedded catalog's SQLite file cannot "
                 "live: name a local one with --catalog FILE.db, or another catalog with "
                 "--table-option type=rest --table-option uri=..."
             )
@@ -198,7 +201,7 @@ class IcebergSink:
         if not _same_location(self.table.location(), self.out.uri):
             raise TargetError(
                 f"{self._catalog_shown()} has table {self.identifier} at "
-                f"{redact_uri(self.table.location())}, not at OUT {self.shown}; name another "
+                f"{redact_uri(self.table.location())}, not at {self.where}; name another "
                 "table with --table"
             )
         return True
@@ -219,7 +222,7 @@ class IcebergSink:
                     f" (or, if a replacing run was killed, register it again from {newest} "
                     "with PyIceberg's register_table)"
                 )
-        raise TargetError(f"OUT {self.shown} is {what}")
+        raise TargetError(f"{self.where} is {what}")
 
     def _newest_metadata(self) -> str | None:
         """The newest ``metadata/*.metadata.json`` under OUT (shown redacted), if any."""
@@ -249,7 +252,7 @@ class IcebergSink:
         if meta.current_snapshot() is None and OFFSETS not in meta.properties:
             return TableState()  # created (by kafkalog or not) and never written
         raise TargetError(
-            f"OUT {self.shown} is an Iceberg table ({self.identifier}) that kafkalog did not "
+            f"{self.where} is an Iceberg table ({self.identifier}) that kafkalog did not "
             "write: none of its snapshots says which offsets it holds; convert into another table"
         )
 
