@@ -92,3 +92,26 @@ def test_an_unknown_kernel_build_is_refused() -> None:
     assert "KAFKALOG_KERNELS='fast': not a build of the kernels (release, checked, asan)" in (
         out.stderr
     )
+
+
+def test_a_read_and_a_query_do_not_import_pandas() -> None:
+    """pandas costs 0.2-0.4 s of a process's start, and neither a default read nor a DuckDB
+    query needs it: pyarrow imports it only when asked to convert Python objects (pa.array,
+    Schema.empty_table), which the read path does not do (it builds arrays from buffers)."""
+    got = _run(
+        "import sys, json, io, contextlib\n"
+        "import kafkalog_source as kl\n"
+        f"t = kl.read_table({str(SAMPLES)!r})\n"
+        "after_read = 'pandas' in sys.modules\n"
+        "from kafkalog_source.cli.query_duckdb import run_query\n"
+        "from kafkalog_source.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    main.main(['query', {str(SAMPLES)!r}, 'SELECT count(*) FROM kafkalog'])\n"
+        "print(json.dumps({'rows': t.num_rows, 'after_read': after_read,\n"
+        "                  'after_query': 'pandas' in sys.modules, 'out': out.getvalue()}))"
+    )
+    assert got["rows"] > 800
+    assert "834" in got["out"]
+    assert not got["after_read"]
+    assert not got["after_query"]

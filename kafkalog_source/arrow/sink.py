@@ -434,8 +434,22 @@ def constant_string(value: str | None, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b * n)])
 
 
+def numeric_array(values: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """A fixed-width integer or boolean Arrow array (no nulls) over a numpy array's values.
+
+    Built from buffers, not with ``pa.array``: that asks whether its argument is a pandas
+    object, which imports pandas (0.25-0.4 s of a process's start) the first time.
+    """
+    n = int(values.shape[0])
+    if typ == pa.bool_():
+        bits = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+        return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(bits)])
+    data = np.ascontiguousarray(values, dtype=np.dtype(f"int{typ.bit_width}"))
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)])
+
+
 def constant_int(value: int | None, n: int, typ: pa.DataType) -> pa.Array:
     """An integer column of ``n`` copies of ``value`` (or nulls)."""
     if value is None:
         return pa.nulls(n, typ)
-    return pa.array(np.full(n, value, dtype=typ.to_pandas_dtype()), type=typ)
+    return numeric_array(np.full(n, value, dtype=np.dtype(f"int{typ.bit_width}")), typ)

@@ -9,14 +9,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..arrow.sink import constant_int, constant_string, timestamp_array
+from ..arrow.sink import constant_int, constant_string, numeric_array, timestamp_array
 from ..errors import KafkaLogError
 from ..format.batch import CODEC_MASK, TRANSACTIONAL_BIT
 from ..format.names import CODEC_NAMES, increment_sequence
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_BASE_SEQ, H_EPOCH, H_MAGIC, H_PID, H_PLE, H_POS
 from .control import control_column, is_control
 
-_CODEC_ARRAY = pa.array(list(CODEC_NAMES) + ["unknown"] * 3, pa.string())
+_CODEC_NAMES_8 = [*CODEC_NAMES, *["unknown"] * (8 - len(CODEC_NAMES))]
+# built from its buffers: pa.array() of a Python list makes pyarrow import pandas (~0.25-0.4 s
+# of every process's start) to ask whether the list is a pandas object
+_CODEC_ARRAY = pa.Array.from_buffers(
+    pa.string(),
+    len(_CODEC_NAMES_8),
+    [
+        None,
+        pa.py_buffer(np.cumsum([0] + [len(n) for n in _CODEC_NAMES_8], dtype=np.int32)),
+        pa.py_buffer("".join(_CODEC_NAMES_8).encode()),
+    ],
+)
 
 
 class ArrowOutput:
@@ -56,7 +67,9 @@ class ArrowOutput:
             if name == "key" or name == "value":
                 col = cols[name]
                 if control_mask is not None:  # control records: parsed into `control` instead
-                    col = pc.if_else(pa.array(control_mask), pa.scalar(None, pa.binary()), col)
+                    col = pc.if_else(
+                        numeric_array(control_mask, pa.bool_()), pa.scalar(None, pa.binary()), col
+                    )
                 arrays.append(col)
             elif name == "rawKey" or name == "rawValue":  # control records' bytes kept
                 arrays.append(cols["key" if name == "rawKey" else "value"])
@@ -67,17 +80,17 @@ class ArrowOutput:
             elif name == "partition":
                 arrays.append(constant_int(rng.partition, n, pa.int32()))
             elif name == "offset":
-                arrays.append(pa.array(offsets, pa.int64()))
+                arrays.append(numeric_array(offsets, pa.int64()))
             elif name == "timestamp":
                 arrays.append(timestamp_array(cols["timestamp_us"], cols["null_ts"] > 0))
             elif name == "timestampType":
-                arrays.append(pa.array(cols["ts_type"], pa.int32()))
+                arrays.append(numeric_array(cols["ts_type"], pa.int32()))
             else:
                 arrays.append(self._meta_column(name, cols, lazy.rows, n))
         batch = pa.RecordBatch.from_arrays(arrays, schema=proj.schema)
         mask = self._bounds_mask(offsets, cols["timestamp_us"])
         if mask is not None:
-            batch = batch.filter(pa.array(mask))
+            batch = batch.filter(numeric_array(mask, pa.bool_()))
         if control_mask is None:
             return batch, 0
         kept = control_mask if mask is None else control_mask & mask
@@ -86,27 +99,27 @@ class ArrowOutput:
     def _meta_column(self, name: str, cols: dict[str, Any], meta: np.ndarray, n: int) -> pa.Array:
         rng = self.rng
         if name == "producerId":
-            return pa.array(meta[:, H_PID], pa.int64())
+            return numeric_array(meta[:, H_PID], pa.int64())
         if name == "producerEpoch":
-            return pa.array(meta[:, H_EPOCH].astype(np.int32), pa.int32())
+            return numeric_array(meta[:, H_EPOCH], pa.int32())
         if name == "sequence":
             base = meta[:, H_BASE_SEQ]
             delta = cols["offset"] - meta[:, H_BASE_OFFSET]
             wrapped = increment_sequence(base, delta)
             seq = np.where((base < 0) | (meta[:, H_MAGIC] < 2), -1, wrapped)
-            return pa.array(seq.astype(np.int32), pa.int32())
+            return numeric_array(seq, pa.int32())
         if name == "isTransactional":
-            return pa.array((meta[:, H_ATTRS] & TRANSACTIONAL_BIT) != 0, pa.bool_())
+            return numeric_array((meta[:, H_ATTRS] & TRANSACTIONAL_BIT) != 0, pa.bool_())
         if name == "partitionLeaderEpoch":
-            return pa.array(meta[:, H_PLE].astype(np.int32), pa.int32())
+            return numeric_array(meta[:, H_PLE], pa.int32())
         if name == "magic":
-            return pa.array(meta[:, H_MAGIC].astype(np.int32), pa.int32())
+            return numeric_array(meta[:, H_MAGIC], pa.int32())
         if name == "codec":
-            return _CODEC_ARRAY.take(pa.array(meta[:, H_ATTRS] & CODEC_MASK))
+            return _CODEC_ARRAY.take(numeric_array(meta[:, H_ATTRS] & CODEC_MASK, pa.int64()))
         if name == "segmentPath":
             return constant_string(rng.path, n)
         if name == "batchPosition":
-            return pa.array(meta[:, H_POS], pa.int64())
+            return numeric_array(meta[:, H_POS], pa.int64())
         if name == "segmentBaseOffset":
             return constant_int(rng.segment_base_offset, n, pa.int64())
         if name == "control":
