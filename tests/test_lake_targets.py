@@ -472,3 +472,54 @@ def test_a_query_over_a_table_it_cannot_read_names_the_path_not_out(
     assert main(["query", str(other), "SELECT 1", *args]) != 0
     err = capsys.readouterr().err
     assert f"kafkalog.ice at {tmp_path / 'ice'}, not at {other}; " in err and "OUT" not in err, err
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_query_over_a_failed_tables_files_says_there_is_no_table_and_what_is_there(
+    fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run killed before its first commit leaves (its data files, copied at the point
+    between writing them and committing) is no table: ``kafkalog query`` says so and what it
+    found, not "no segment files (.log)" (issue 40 item 7a)."""
+    import kafkalog_source.lake.sink as lake_sink
+    from kafkalog_source.cli.main import main
+
+    killed = tmp_path / "killed"
+
+    def kill(location: str, files: list[str]) -> None:
+        shutil.copytree(location, killed)  # OUT as the kill leaves it
+        raise RuntimeError("killed before the commit")
+
+    monkeypatch.setattr(lake_sink, "before_commit", kill)
+    with pytest.raises(RuntimeError, match="killed"):
+        convert(SAMPLES / "orders-0", tmp_path / "out", fmt)
+    monkeypatch.undo()
+    parquet = sorted(killed.rglob("*.parquet"))
+    tops = {p.relative_to(killed).parts[0] for p in parquet}
+    assert parquet and not list(killed.rglob("*.log"))
+    n = f"{len(parquet)} Parquet file{'s' if len(parquet) > 1 else ''}"
+
+    assert main(["query", str(killed), "SELECT count(*) FROM kafkalog"]) != 0
+    err = capsys.readouterr().err
+    assert f"no Iceberg or Delta table and no segment files (.log) under {killed}: " in err, err
+    assert f"it holds {n} (in {', '.join(f'{t}/' for t in sorted(tops))})" in err, err
+    assert "other entr" not in err and "\n" not in err.strip()
+
+    # the table's own folder begun and left without a commit: named, and no table either
+    if fmt == "delta":
+        (killed / "_delta_log").mkdir()
+        (killed / "_delta_log" / "_commit_0a1b.json.tmp").write_text("{}")
+        said = (
+            f"{killed} holds no Delta table: it holds {n} (in {', '.join(f'{t}/' for t in sorted(tops))}"
+            "), a _delta_log/ with no commit (1 other file)"
+        )
+    else:
+        (killed / "metadata").mkdir()
+        (killed / "metadata" / "snap-1-0-abc.avro").write_bytes(b"Obj\x01")
+        said = (
+            f"{killed} holds no Iceberg table kafkalog.killed: no catalog records it, and it "
+            f"holds {n} (in data/), metadata/ with 1 manifest file (.avro) and no table metadata"
+        )
+    assert main(["query", str(killed), "SELECT count(*) FROM kafkalog"]) != 0
+    err = capsys.readouterr().err
+    assert said in err and "OUT" not in err, err

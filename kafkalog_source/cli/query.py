@@ -22,6 +22,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from ..errors import PathError
 from ..stats import ReadStats
 from .common import CommandError, add_common_arguments, command_options, non_negative
 from .report import print_summary, spark_task_reports
@@ -114,7 +115,11 @@ def run(args: argparse.Namespace) -> int:
     # readers apply the same rule when they plan the read).
     paths = args.paths[0] if len(args.paths) == 1 else list(args.paths)
     opts = parse_options(options, paths=paths)
-    found = views(paths, options, discover(opts))
+    try:
+        segments = discover(opts)
+    except PathError as e:
+        raise _no_table(args.paths, e) from None
+    found = views(paths, options, segments)
     if args.engine == "duckdb":
         from .query_duckdb import run_query
 
@@ -150,6 +155,27 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(table, args.max_rows, args.max_width))
     print_summary(stats)
     return 0
+
+
+def _no_table(paths: list[str], error: PathError) -> PathError:
+    """``error`` (nothing to read) for a query, when its one PATH holds the files of a lake
+    table but no table (Parquet data files with no ``_delta_log`` or Iceberg metadata): there
+    is no table here, and what was found."""
+    from ..lake.files import table_remains
+    from ..redact import redact_uri
+
+    said = str(error)
+    if len(paths) != 1 or "no segment files" not in said or "lie deeper" in said:
+        return error  # a missing path, or segment files a level down: said as for any read
+    remains = table_remains(paths[0])
+    if remains is None:
+        return error
+    return PathError(
+        f"no Iceberg or Delta table and no segment files (.log) under {redact_uri(paths[0])}: "
+        f"it holds {remains}, and no _delta_log or Iceberg metadata: data files of no table (a "
+        "convert --format iceberg|delta run that failed before its first commit leaves them), "
+        "or Parquet files, which kafkalog query does not read"
+    )
 
 
 _SPARK_MISSING_TABLE = re.compile(r"The table or view `?(?P<name>[^`\s]+)`? cannot be found")

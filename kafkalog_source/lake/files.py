@@ -18,6 +18,8 @@ constants per group of files.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
@@ -93,6 +95,107 @@ def detect(location: str) -> str | None:
     if "metadata" in names or "catalog.db" in names:
         return "iceberg"
     return None
+
+
+# at most this many entries below a folder are looked at to say what it holds of a table
+_REMAINS_LIMIT = 10_000
+# the files of a Delta log that make a version: commits and checkpoints
+_DELTA_VERSION = re.compile(r"^\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)$")
+
+
+def _entries_below(location: str) -> list[str]:
+    """The paths below ``location``, relative to it, directories ending with ``/`` (object
+    stores have none): at most :data:`_REMAINS_LIMIT`, none when it cannot be listed."""
+    out: list[str] = []
+    try:
+        if not is_remote(location):
+            root = out_location(location).path
+            for here, dirs, files in os.walk(root):
+                rel = os.path.relpath(here, root)
+                prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+                out += [f"{prefix}{d}/" for d in sorted(dirs)]
+                out += [f"{prefix}{f}" for f in sorted(files)]
+                if len(out) >= _REMAINS_LIMIT:
+                    break
+            return out[:_REMAINS_LIMIT]
+        from ..transport.known import current_known
+
+        root = location.rstrip("/")
+        known = current_known()
+        covered = known.under(root) if known is not None else None
+        if covered is not None:
+            return [u[len(root) + 1 :] for u, _ in covered][:_REMAINS_LIMIT]
+        loc = resolve(location)
+        if loc.objects is not None:
+            prefix = loc.key.rstrip("/") + "/" if loc.key else ""
+            for page in loc.objects.list(prefix):
+                out += [key[len(prefix) :] for key, _ in page]
+                if len(out) >= _REMAINS_LIMIT:
+                    break
+            return out[:_REMAINS_LIMIT]
+        from pyarrow.fs import FileSelector, FileType
+
+        where = out_location(location)
+        infos = where.fs.get_file_info(FileSelector(where.path, recursive=True))
+        for i in infos[:_REMAINS_LIMIT]:
+            rel = i.path[len(where.path) :].lstrip("/")
+            out.append(rel + "/" if i.type == FileType.Directory else rel)
+        return out
+    except Exception:  # unreadable: nothing to say about it
+        return []
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def table_remains(location: str) -> str | None:
+    """What ``location`` holds of the files of a lake table, when it is not a readable table,
+    in words ("4 Parquet files (in data/), metadata/ with 2 manifest files (.avro) and no
+    table metadata, a _delta_log/ with no commit (empty)"): the files a ``convert --format
+    iceberg|delta`` run leaves when it fails before its first commit, say. None when it holds
+    none (no Parquet file, no ``_delta_log``, ``metadata`` or ``catalog.db``)."""
+    return _remains(location)[0]
+
+
+def _remains(location: str) -> tuple[str | None, bool]:
+    """:func:`table_remains`, and whether ``location`` has a ``_delta_log`` with no commit."""
+    entries = _entries_below(location)
+    parts: list[str] = []
+    uncommitted = False
+    parquet = [
+        e
+        for e in entries
+        if e.endswith(".parquet") and not e.startswith(("_delta_log/", "metadata/"))
+    ]
+    if parquet:
+        tops = sorted({e.split("/", 1)[0] + "/" if "/" in e else "" for e in parquet})
+        shown = ", ".join(t or "its top level" for t in tops[:3]) + (
+            ", ..." if len(tops) > 3 else ""
+        )
+        parts.append(f"{_count(len(parquet), 'Parquet file')} (in {shown})")
+    log = [e for e in entries if e.startswith("_delta_log/")]
+    if log:
+        files = [e for e in log if not e.endswith("/") and e != "_delta_log/"]
+        versions = [e for e in files if _DELTA_VERSION.match(e.rsplit("/", 1)[-1])]
+        if not versions:
+            uncommitted = True
+            parts.append(
+                "a _delta_log/ with no commit "
+                + (f"({_count(len(files), 'other file')})" if files else "(empty)")
+            )
+        else:
+            parts.append(f"a _delta_log/ with {_count(len(versions), 'commit')}")
+    meta = [e for e in entries if e.startswith("metadata/") and not e.endswith("/")]
+    if meta or "metadata/" in entries:
+        tables = sum(e.endswith(".metadata.json") for e in meta)
+        manifests = sum(e.endswith(".avro") for e in meta)
+        bits = [_count(manifests, "manifest file") + " (.avro)"] if manifests else []
+        bits.append(_count(tables, "table metadata file") if tables else "no table metadata")
+        parts.append(f"metadata/ with {' and '.join(bits)}")
+    if "catalog.db" in entries:
+        parts.append("catalog.db")
+    return (", ".join(parts) if parts else None), uncommitted
 
 
 @dataclass
@@ -234,7 +337,11 @@ def iceberg_files(target: TableTarget) -> TableFiles:
 
     sink = IcebergSink(target, role="")
     if not sink.load():
-        raise TargetError(f"{sink.shown} holds no Iceberg table {sink.identifier}")
+        remains = table_remains(target.location)
+        raise TargetError(
+            f"{sink.shown} holds no Iceberg table {sink.identifier}"
+            + (f": no catalog records it, and it holds {remains}" if remains else "")
+        )
     table = sink.table
     schema = small_types(table.schema().as_arrow())
     file_schema = small_types(sanitize_column_names(table.schema()).as_arrow())
@@ -267,7 +374,17 @@ def delta_files(target: TableTarget) -> TableFiles:
     from .delta import DeltaSink
 
     sink = DeltaSink(target, role="")
-    if not sink.load():
+    try:
+        loaded = sink.load()
+    except TableError:  # a _delta_log with no commit is no table, not a damaged one
+        remains, uncommitted = _remains(target.location)
+        if not uncommitted:
+            raise
+        raise TargetError(
+            f"{sink.shown} holds no Delta table: it holds {remains} (what a convert --format "
+            "delta run that failed before its first commit may leave)"
+        ) from None
+    if not loaded:
         raise TargetError(f"{sink.shown} holds no Delta table")
     dt = sink.table
     features = set(dt.protocol().reader_features or [])
@@ -338,4 +455,11 @@ def table_files(target: TableTarget) -> TableFiles:
     return delta_files(target)
 
 
-__all__ = ["TableFiles", "delta_files", "detect", "iceberg_files", "table_files"]
+__all__ = [
+    "TableFiles",
+    "delta_files",
+    "detect",
+    "iceberg_files",
+    "table_files",
+    "table_remains",
+]
