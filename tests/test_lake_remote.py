@@ -96,3 +96,37 @@ def test_a_retried_run_lists_the_archive_again(
     assert done.returncode == 0, done.stderr
     end = nxt + 3 * 500
     assert offsets_of(out, "delta") == [("a", 0, o) for o in range(end)]
+
+
+def test_a_library_error_is_one_plain_line_when_stderr_is_not_a_terminal(
+    s3_server: Any, capsys: pytest.CaptureFixture
+) -> None:
+    """deltalake says a store's failure as a chain of causes, each marked with a red arrow
+    (``\\x1b[31m↳\\x1b[0m``): on stderr that is not a terminal (a file, a pipe, a CI log) the
+    line carries the whole chain with no escape sequence and no secret (issue 40 item 7c)."""
+    out = f"{s3_server.bucket('kafkalog-lake')}/plain-errors"
+    s3_server.put(out.removeprefix("s3://") + "/_delta_log/" + f"{0:020d}.json", b"{}\n")
+    o = [x for k, v in s3_server.options.items() for x in ("-o", f"{k}={v}")]
+    # the table's storage points deltalake at a port nothing listens on; the listing that finds
+    # the table goes to the server (-o fs.s3.*)
+    nowhere = ["--table-option", "AWS_ENDPOINT_URL=http://127.0.0.1:9"]
+    nowhere += ["--table-option", "retry_timeout=1500ms"]  # retries end after 1.5 s
+    done = cli(capsys, "query", out, "SELECT 1", *o, *nowhere)
+    assert done.returncode != 0
+    line = done.stderr.strip()
+    assert line.startswith(f"kafkalog: error: cannot open the Delta table at {out}: "), line
+    assert "\n" not in line and "\x1b" not in line and SECRET not in line, repr(line)
+    assert "Connection refused" in line or "connect" in line, line
+
+    # on a terminal the colours stay (they are colours there)
+    import io
+
+    from kafkalog_source.cli.report import for_stream
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    coloured = "a \x1b[31m↳\x1b[0m b"
+    assert for_stream(coloured, Terminal()) == coloured
+    assert for_stream(coloured, io.StringIO()) == "a ↳ b"

@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # every failure becomes one line (+ traceback with --verbose)
         if getattr(args, "verbose", False):
             traceback.print_exc()
-        print(f"kafkalog: error: {one_line(exc)}", file=sys.stderr)
+        from .report import for_stream
+
+        print(for_stream(f"kafkalog: error: {one_line(exc)}"), file=sys.stderr)
         return exit_code(exc)
 
 

@@ -25,6 +25,7 @@ says that their warnings and summaries are in their own logs.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import sys
 import tempfile
@@ -36,6 +37,23 @@ from ..stats import SUMMARY_RECORD, ReadStats
 
 PREFIX = "kafkalog: "
 WARNING = "kafkalog: warning: "
+
+# ANSI escape sequences (a library's colours and cursor moves): CSI (``\x1b[31m``), OSC
+# (``\x1b]...\x07``), and the other escapes (``\x1b(B``, ``\x1bc``)
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[ -/]+[0-~]|[0-~])")
+
+
+def for_stream(text: str, stream: TextIO | None = None) -> str:
+    """``text`` as it is written to ``stream`` (stderr by default): without ANSI escape
+    sequences (the colours a library puts in its messages, such as deltalake's red ``↳``
+    between an error's causes) unless the stream is a terminal, which shows them as colours;
+    a file, a pipe or a CI log would show them as raw codes."""
+    stream = stream if stream is not None else sys.stderr
+    try:
+        terminal = bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        terminal = False
+    return text if terminal else _ANSI.sub("", text)
 
 
 def warning_line(message: str) -> str:
@@ -67,7 +85,7 @@ class _StderrWarnings(logging.Handler):
         _SAID.add(line)
         try:
             stream = self.stream or sys.stderr
-            stream.write(line + "\n")
+            stream.write(for_stream(line, stream) + "\n")
             stream.flush()
         except Exception:  # a closed or broken stream: never fail the read for a warning
             self.handleError(record)

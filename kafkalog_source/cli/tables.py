@@ -146,7 +146,10 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
 @contextlib.contextmanager
 def _library_errors(target: Any) -> Iterator[None]:
     """A table run's or query's errors as the command says them: a target refused is a usage
-    error; a library's own error (a catalog's, a store's) a :class:`TableError`, scrubbed."""
+    error; a library's own error (a catalog's, a store's) a :class:`TableError`, scrubbed, on
+    one line (a chain of causes over several lines, as deltalake says a store's failure, is
+    joined: its last cause is the one that tells; the command strips the colours some put
+    between them when stderr is not a terminal, :func:`~.report.for_stream`)."""
     from ..errors import KafkaLogError
     from ..lake.spec import TableError, TargetError
     from ..redact import scrub
@@ -158,7 +161,8 @@ def _library_errors(target: Any) -> Iterator[None]:
     except KafkaLogError:
         raise
     except Exception as e:
-        raise TableError(f"{type(e).__name__}: {scrub(str(e), target.secrets())}") from None
+        said = " ".join(str(e).split())
+        raise TableError(f"{type(e).__name__}: {scrub(said, target.secrets())}") from None
 
 
 def _identifier(target: Any) -> str:
