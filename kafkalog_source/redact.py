@@ -3,7 +3,8 @@
 Mask by default: a store option's value is shown (in ``repr``, error messages, logs) only when
 its name is known to be harmless (an endpoint, a region, a timeout, a flag); every other value
 is shown as :data:`MASK`, whatever its name. A URI is shown with the password of its
-``user:password@`` part and the values of its query string masked. Messages written by others
+``user:password@`` part masked, and the values of the query parameters that carry credentials
+(by their names; all of a signed URL's). Messages written by others
 (a store's client, a constructor) are scrubbed of every string the masked options hold
 (:func:`scrub`).
 
@@ -16,7 +17,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus, urlsplit
 
 MASK = "****"
 
@@ -213,12 +214,34 @@ def environment_secrets() -> list[str]:
     return sorted(found, key=lambda s: (-len(s), s))
 
 
-# the query parameters of a catalog or table URI whose values are credentials (not
-# ``sslmode=require`` or ``application_name=kafkalog``, which scrubbing would cut out of every
-# message that says "required" or "kafkalog")
+# the query parameters whose values are credentials or part of one, by their names: tokens,
+# passwords, secrets, keys, signatures, credentials, ... (not ``sslmode=require``,
+# ``application_name=kafkalog``, ``list-type=2`` or ``prefix=logs/``, which say nothing secret,
+# and which scrubbing would cut out of every message that says "required" or "kafkalog"); the
+# presigned URL families' own (``X-Amz-*``, ``X-Goog-*``, ``X-Ms-*``); the fields of an Azure
+# SAS token (``sv``, ``sp``, ``se``, ...: with its ``sig`` they are the grant)
 _SECRET_QUERY_NAME = re.compile(
-    r"(?i)token|passw|pwd|secret|key|credential|sig|auth|sas|session|cookie"
+    r"(?i)token|pass|pwd|secret|key|cred|sig|auth|sas|session|cookie|jwt|ticket|hmac|assertion"
+    r"|^code$|^x-(amz|goog|ms)-"
 )
+_SAS_FIELDS = frozenset(
+    {"sv", "ss", "srt", "sp", "se", "st", "spr", "sr", "si", "sip", "sdd", "ses", "skoid",
+     "sktid", "skt", "ske", "sks", "skv", "saoid", "suoid", "scid", "sduoid", "rscc", "rscd",
+     "rsce", "rscl", "rsct"}
+)  # fmt: skip
+# the parameters that sign a URL: every parameter of a signed URL is part of what it grants
+_SIGNATURE_NAME = re.compile(r"(?i)^(sig|signature|x-amz-signature|x-goog-signature)$")
+
+
+def secret_query_names(names: Iterable[str]) -> set[str]:
+    """Those of a query string's parameter ``names`` whose values are masked: names that say
+    credential (token, password, secret, key, signature, ...), the presigned URL families'
+    ``X-Amz-*``/``X-Goog-*``/``X-Ms-*`` and an Azure SAS token's fields; every one of them when
+    one signs the URL (``sig``, ``Signature``, ``X-Amz-Signature``, ``X-Goog-Signature``)."""
+    names = list(names)
+    if any(_SIGNATURE_NAME.match(n) for n in names):
+        return set(names)
+    return {n for n in names if _SECRET_QUERY_NAME.search(n) or n.lower() in _SAS_FIELDS}
 
 
 def uri_secrets(uri: str) -> list[str]:
@@ -226,7 +249,7 @@ def uri_secrets(uri: str) -> list[str]:
     ``user:password@`` part and its query values (``?token=...``), in the forms a URL carries
     them, longest first: a message that shows them outside the URI form (an HTTP client's
     ``url: /v1/config?token=...``) is scrubbed of them by :func:`scrub`. Query values count
-    only under names that say credential (token, password, secret, key, signature, ...)."""
+    only where :func:`redact_uri` masks them (:func:`secret_query_names`)."""
     parts = _split(uri)
     if parts is None:
         return []
@@ -234,12 +257,14 @@ def uri_secrets(uri: str) -> list[str]:
     userinfo = parts.netloc.rpartition("@")[0]
     if ":" in userinfo:
         found.update(_forms(userinfo.split(":", 1)[1]))
-    for k, v in parse_qsl(parts.query, keep_blank_values=True):
-        if _SECRET_QUERY_NAME.search(k):
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    secret = secret_query_names(k for k, _ in pairs)
+    for k, v in pairs:
+        if k in secret:
             found.update(_forms(v))
     for raw in parts.query.split("&"):  # as written, however it is encoded
         k, eq, v = raw.partition("=")
-        if eq and _SECRET_QUERY_NAME.search(k):
+        if eq and unquote_plus(k) in secret:
             found.add(v)
     return sorted((f for f in found if len(f) >= _MIN_SCRUBBED), key=lambda f: (-len(f), f))
 
@@ -278,8 +303,10 @@ def _split(uri: str) -> Any:
 
 def redact_uri(uri: str) -> str:
     """``uri`` as messages show it: the password of a ``user:password@`` part and the values of
-    the query string masked (an abfs URI's ``container@account`` is not a credential and stays;
-    in other URIs the whole ``user:password@`` part is masked). A local path is returned as is."""
+    the query parameters that carry credentials masked (:func:`secret_query_names`: every one of
+    a signed URL's; ``list-type=2&prefix=logs/`` stays as it is). An abfs URI's
+    ``container@account`` is not a credential and stays; in other URIs the whole
+    ``user:password@`` part is masked. A local path is returned as is."""
     parts = _split(uri)
     if parts is None:
         return uri
@@ -293,8 +320,14 @@ def redact_uri(uri: str) -> str:
         out = out.replace(parts.netloc, f"{shown}@{host}", 1)
     if "=" in parts.query:
         head, _, _ = out.partition("?")
+        written = parts.query.split("&")
+        names = [unquote_plus(p.split("=", 1)[0]) for p in written if "=" in p]
+        secret = secret_query_names(names)
         query = "&".join(
-            f"{p.split('=', 1)[0]}={MASK}" if "=" in p else p for p in parts.query.split("&")
+            f"{p.split('=', 1)[0]}={MASK}"
+            if "=" in p and unquote_plus(p.split("=", 1)[0]) in secret
+            else p
+            for p in written
         )
         out = f"{head}?{query}" + (f"#{parts.fragment}" if parts.fragment else "")
     return out
@@ -324,6 +357,7 @@ __all__ = [
     "query_names",
     "redact_uri",
     "scrub",
+    "secret_query_names",
     "secret_strings",
     "show_value",
     "uri_password",

@@ -339,3 +339,50 @@ def test_spark_plan_strings_and_errors_show_no_secret(spark) -> None:
             str(SAMPLES / DIRECTORY)
         )
     assert "fs.s3.proxy_options" in str(exc.value) and "PROXYPW1" not in str(exc.value)
+
+
+# -- query strings in messages: credentials masked, the rest shown (issue 40 item 7d) ----------
+
+_SHOWN_QUERIES = [
+    # (URI, values that must not appear, parameters that stay as written)
+    ("http://127.0.0.1:9/b?list-type=2&prefix=logs%2F&delimiter=%2F", [], ["list-type=2",
+     "prefix=logs%2F", "delimiter=%2F"]),
+    ("https://a.blob.core.windows.net/c?restype=container&comp=list&prefix=x%2F", [],
+     ["restype=container", "comp=list", "prefix=x%2F"]),
+    ("https://a.blob.core.windows.net/c/k?sv=2022-11-02&sp=rl&se=2030-01-01T00%3A00Z"
+     "&sig=SASSIG1", ["2022-11-02", "sp=rl", "2030-01-01", "SASSIG1"], []),
+    ("https://a.blob.core.windows.net/c/k?sv=2022-11-02&ss=b&srt=sco&sp=rl&st=2030&spr=https",
+     ["2022-11-02", "sp=rl", "srt=sco", "st=2030", "spr=https"], []),
+    ("https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAX%2F2030"
+     "&X-Amz-Date=2030&X-Amz-Expires=60&X-Amz-SignedHeaders=host&X-Amz-Security-Token=SESSTOK1"
+     "&X-Amz-Signature=SIGV4SIG1", ["AKIAX", "SESSTOK1", "SIGV4SIG1", "AWS4-HMAC"], []),
+    ("https://storage.googleapis.com/b/k?X-Goog-Credential=SA%40p&X-Goog-Signature=GSIG1&x=1",
+     ["SA%40p", "GSIG1", "x=1"], []),
+    ("https://h/cat?token=TOKEN1&password=PW1&AccountKey=ACCKEY1&access_token=AT1&sslmode=require"
+     "&application_name=kafkalog&continuation-token=CT1", ["TOKEN1", "PW1", "ACCKEY1", "AT1",
+     "CT1"], ["sslmode=require", "application_name=kafkalog"]),
+    ("https://h/p?Signature=SIG2&Expires=2030&AWSAccessKeyId=AKIA2", ["SIG2", "AKIA2", "2030"], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("uri", "hidden", "kept"), _SHOWN_QUERIES)
+def test_a_uri_in_a_message_masks_credentials_and_shows_the_rest(
+    uri: str, hidden: list[str], kept: list[str]
+) -> None:
+    from kafkalog_source.redact import redact_uri, scrub
+
+    for shown in (redact_uri(uri), scrub(f"Error performing GET {uri} in 1s - 404", [])):
+        assert not [h for h in hidden if h in shown], shown
+        assert all(k in shown for k in kept), shown
+        assert shown.count("****") >= len(hidden) - 1  # masked in place, not cut out
+
+
+def test_a_store_error_shows_its_listing_request_and_no_secret(s3_server: Any) -> None:
+    """A listing the store refused (no such bucket) is said with its request's parameters as
+    sent (``list-type=2&prefix=logs%2F``, not ``list-type=****&prefix=****``), and no secret."""
+    secret = s3_server.options["fs.s3.secret_key"]
+    with pytest.raises(kl.KafkaLogError) as exc:
+        kl.read_table("s3://kafkalog-no-such-bucket/logs", **s3_server.options)
+    shown = str(exc.value)
+    assert "/kafkalog-no-such-bucket?list-type=2&prefix=logs%2F " in shown, shown
+    assert "NoSuchBucket" in shown and secret not in shown and "=****" not in shown, shown
