@@ -48,7 +48,7 @@ from .schema import relaxed
 from .sink import Committed, chunks, foreign_table, out_location, parquet_encodings, write_behind
 from .spec import ConcurrentRunError, PartitionField, TableError, TableTarget, TargetError
 from .state import OFFSETS, TXN_PREFIX, TableState, txn_app_id
-from .stores import delta_storage_options
+from .stores import delta_storage_options, probe_delta, settings_secrets
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # a null partition value in a Hive path
 HISTORY_STEP = 8  # how much further each look back for the last kafkalog commit reaches
@@ -103,9 +103,10 @@ class DeltaSink:
         self.out = out_location(target.location)
         self.shown = self.out.shown
         self.where = f"{role} {self.shown}" if role else self.shown
-        self.storage = {**delta_storage_options(target.location), **target.properties}
+        read = delta_storage_options(target.location)  # the store settings of the read
+        self.storage = {**read, **target.properties}
         self.table: Any = None
-        self._secrets = sorted({*self.storage.values(), *target.secrets()} - {""}, key=len)[::-1]
+        self._secrets = sorted({*settings_secrets(read), *target.secrets()} - {""}, key=len)[::-1]
 
     def _message(self, e: BaseException) -> str:
         return scrub(" ".join(str(e).split()) or type(e).__name__, self._secrets)[:400]
@@ -124,8 +125,22 @@ class DeltaSink:
         table yet). Raises :class:`TableError` when OUT holds something else or the table was
         not written by kafkalog."""
         if not self.load():
+            if self.out.remote:  # a commit that cannot happen, found before anything is written
+                self._probe()
             return None
         return self._state()
+
+    def _probe(self) -> None:
+        """List OUT's ``_delta_log/`` through delta-rs's own client, as the commit will: a
+        table it cannot reach there fails now, naming OUT and the cause, before anything is
+        read or written (:func:`~.stores.probe_delta`; an existing table was just opened)."""
+        try:
+            probe_delta(self.out.uri, self.storage)
+        except Exception as e:
+            raise TableError(
+                f"cannot reach the Delta table at {self.where} (through deltalake): "
+                f"{self._message(e)}; nothing was read or written"
+            ) from None
 
     def load(self) -> bool:
         """Load the table; whether there is one (:class:`TableError` when OUT holds something

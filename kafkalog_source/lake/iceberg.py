@@ -63,6 +63,7 @@ from .spec import (
     TargetError,
 )
 from .state import OFFSETS, TableState
+from .stores import iceberg_fileio_properties, probe_iceberg, settings_secrets
 
 log = logging.getLogger("kafkalog")
 
@@ -107,7 +108,12 @@ class IcebergSink:
         self.identifier = target.table or default_identifier(self.out)
         self.catalog: Any = None
         self.table: Any = None
-        self._secrets = target.secrets()
+        # the store settings of the read, for a table in a store (what the catalog properties
+        # do not already say)
+        self._fileio = iceberg_fileio_properties(target.location) if self.out.remote else {}
+        self._secrets = sorted(
+            {*target.secrets(), *settings_secrets(self._fileio)}, key=lambda v: (-len(v), v)
+        )
 
     # -- the catalog ---------------------------------------------------------------------------
     def _catalog_shown(self) -> str:
@@ -130,11 +136,9 @@ class IcebergSink:
         return os.path.join(self.out.path, EMBEDDED_CATALOG)
 
     def _fileio_properties(self) -> dict[str, str]:
-        """FileIO settings for a table in a store, from the command's fs.s3.* options (what the
-        catalog properties do not already say)."""
-        from .stores import iceberg_fileio_properties
-
-        return iceberg_fileio_properties(self.target.location) if self.out.remote else {}
+        """FileIO settings for a table in a store: the store settings the archive is read with
+        (``fs.s3.*`` options, the AWS chain's endpoint, region and keys; :mod:`.stores`)."""
+        return dict(self._fileio)
 
     def _open_catalog(self, create: bool) -> Any:
         """The catalog (None: the embedded SQLite file does not exist yet and ``create`` is
@@ -174,9 +178,36 @@ class IcebergSink:
         """Load the catalog and the table (if any) and return the state of its last kafkalog
         commit (None: no table yet). Raises :class:`TableError` when OUT holds something else,
         the catalog's table lives elsewhere, or the table was not written by kafkalog."""
-        if not self.load():
+        loaded = self.load()
+        if self.out.remote:
+            self._probe()
+        if not loaded:
             return None
         return self._state()
+
+    def _probe(self) -> None:
+        """Write and delete one empty object at OUT through the FileIO the run will write with
+        (the table's, or the one a new table's files are written with): a table whose files
+        cannot be written there fails now, naming OUT and the cause, before anything is read
+        or written (:func:`~.stores.probe_iceberg`)."""
+        from pyiceberg.io import load_file_io
+
+        if self.table is not None:
+            io = self.table.io
+        else:
+            props = (
+                self.catalog.properties
+                if self.catalog is not None
+                else {**self._fileio_properties(), **self.target.properties}
+            )
+            io = load_file_io(dict(props), self.out.uri)
+        try:
+            probe_iceberg(io, self.out.uri)
+        except Exception as e:
+            raise TableError(
+                f"cannot write the table's files at {self.where} (through PyIceberg's "
+                f"{type(io).__name__}): {self._message(e)}; nothing was read or written"
+            ) from None
 
     def load(self) -> bool:
         """Load the catalog and the table; whether there is one (:class:`TableError` as

@@ -184,6 +184,24 @@ def note_regions(pairs: tuple[tuple[str, str], ...]) -> None:
                 _regions.setdefault(bucket, region)
 
 
+def _with_chain(kwargs: dict[str, Any], bucket: str) -> dict[str, Any]:
+    """``fs.s3.*`` arguments with the endpoint and region the AWS chain gives where they say
+    none, and on AWS itself (no endpoint) the bucket's own region (:func:`_bucket_region`)."""
+    out = dict(kwargs)
+    chain = aws_settings()  # AWS_ENDPOINT_URL_S3, AWS_REGION, the profile, ...
+    if chain.endpoint and "endpoint_override" not in out:
+        out["endpoint_override"] = chain.endpoint
+    if "region" not in out:
+        region = None
+        if "endpoint_override" not in out and bucket:
+            # AWS itself: the bucket's own region, as the AWS tools follow the redirect
+            region = _bucket_region(bucket)
+        region = region or chain.region
+        if region is not None:
+            out["region"] = region
+    return out
+
+
 _current_store: contextvars.ContextVar[StoreOptions | None] = contextvars.ContextVar(
     "kafkalog_store", default=None
 )
@@ -203,6 +221,18 @@ def using_store(store: StoreOptions | None) -> Iterator[None]:
 def current_store() -> StoreOptions | None:
     """The store options of the enclosing :func:`using_store` block, if any."""
     return _current_store.get()
+
+
+def s3_arguments(uri: str, store_options: StoreOptions | None = None) -> dict[str, Any]:
+    """The S3 settings an ``s3://`` (``s3a``, ``s3n``) ``uri`` is read with, as
+    ``pyarrow.fs.S3FileSystem``'s arguments: the ``fs.s3.*`` options (by default those of the
+    enclosing :func:`using_store`), the endpoint and region of the AWS chain where they say none
+    (``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``, the profile's ``endpoint_url``, ``AWS_REGION``,
+    ...: :mod:`.aws`), and on AWS itself the bucket's own region, looked up once per process.
+    The one resolution :func:`resolve` uses, for whatever else reaches the same bucket (a lake
+    table's library). No region when none is known (the SDKs then use ``us-east-1``)."""
+    so = store_options or _current_store.get() or StoreOptions()
+    return _with_chain(so.args_for("s3"), urlsplit(uri).netloc)
 
 
 def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
@@ -227,17 +257,7 @@ def resolve(uri: str, store_options: StoreOptions | None = None) -> Location:
         if store == "s3":
             from pyarrow import fs as pafs
 
-            chain = aws_settings()  # AWS_ENDPOINT_URL_S3, AWS_REGION, the profile, ...
-            if chain.endpoint and "endpoint_override" not in kwargs:
-                kwargs["endpoint_override"] = chain.endpoint
-            if "region" not in kwargs:
-                region = None
-                if "endpoint_override" not in kwargs and parts.netloc:
-                    # AWS itself: the bucket's own region, as the AWS tools follow the redirect
-                    region = _bucket_region(parts.netloc)
-                region = region or chain.region
-                if region is not None:
-                    kwargs["region"] = region
+            kwargs = _with_chain(kwargs, parts.netloc)
             key = ("s3", frozen, kwargs.get("endpoint_override"), kwargs.get("region"))
             pa_kwargs = dict(kwargs)
             retry = pa_kwargs.pop(RETRY_ARG, None)
@@ -468,6 +488,7 @@ __all__ = [
     "note_regions",
     "regions_of",
     "resolve",
+    "s3_arguments",
     "scheme_of",
     "using_store",
 ]
