@@ -3,7 +3,8 @@ item 1): with no ``-o fs.s3.*`` option at all, the endpoint of ``AWS_ENDPOINT_UR
 profile's ``endpoint_url`` reaches PyIceberg's FileIO and delta-rs (moto's S3 server on
 127.0.0.1, the commands run in a process of their own with that environment), and a table
 location the table's library cannot write to fails before the archive is read or a data file
-is uploaded, naming OUT and the cause, no secret."""
+is uploaded, naming OUT and the cause, no secret. The region is resolved once, by the read, and
+handed on: PyIceberg does not ask AWS for the bucket's region again (issue 40 item 2)."""
 
 from __future__ import annotations
 
@@ -240,6 +241,7 @@ def test_every_s3_option_of_the_read_reaches_both_libraries(
     assert ice == {
         "s3.endpoint": "http://127.0.0.1:9000",
         "s3.region": "eu-west-3",
+        "s3.resolve-region": "false",
         "s3.access-key-id": "AKIA-one",
         "s3.secret-access-key": SECRET,
         "s3.session-token": "token-of-the-session",
@@ -306,3 +308,102 @@ def test_the_chains_endpoint_and_region_and_the_profiles_keys_reach_both_librari
     assert "AWS_ALLOW_HTTP" not in delta
     assert ice["s3.access-key-id"] == delta["AWS_ACCESS_KEY_ID"] == "key-of-the-profile"
     assert ice["s3.secret-access-key"] == delta["AWS_SECRET_ACCESS_KEY"] == SECRET
+
+
+# -- the region: resolved once, by the read, and handed on (issue 40 item 2) ------------------
+
+
+def _count_region_asks(monkeypatch: pytest.MonkeyPatch, answer: str | None) -> list[str]:
+    """Every look-up of a bucket's region in this process (kafkalog's and PyIceberg's both go
+    through pyarrow's ``resolve_s3_region``), answered ``answer`` (None: it fails, as it does
+    for any bucket not on AWS), with what both remember of earlier answers forgotten."""
+    from pyarrow import fs as pafs
+    from pyiceberg.io import pyarrow as pyiceberg_pyarrow
+
+    from kafkalog_source.transport import filesystems
+
+    asked: list[str] = []
+
+    def look_up(bucket: str) -> str:
+        asked.append(bucket)
+        if answer is None:
+            raise OSError(f"When resolving region for bucket '{bucket}': no answer")
+        return answer
+
+    monkeypatch.setattr(pafs, "resolve_s3_region", look_up)
+    monkeypatch.setattr(filesystems, "_regions", {})
+    pyiceberg_pyarrow._cached_resolve_s3_region.cache_clear()
+    return asked
+
+
+@pytest.mark.parametrize("region", ["eu-west-1", None], ids=["AWS_REGION", "no-region"])
+def test_an_iceberg_table_on_a_server_asks_no_region_and_logs_none(
+    region: str | None,
+    s3_server: Any,
+    archive: str,
+    clean_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """``AWS_ENDPOINT_URL`` (and ``AWS_REGION``, or no region at all): convert and query ask
+    nobody for the bucket's region (a server has none to give: before, PyIceberg asked AWS for
+    each file system it made and logged "Unable to resolve region for bucket ..." each time,
+    8 s longer than Delta), and nothing says it could not resolve one."""
+    import logging
+
+    from kafkalog_source.cli.main import main
+
+    env = {
+        **clean_env,
+        "AWS_ENDPOINT_URL": s3_server.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing-key",
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+    }
+    if region:
+        env["AWS_REGION"] = region
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    asked = _count_region_asks(monkeypatch, None)
+    out = f"s3://{BUCKET}-lake/region-{region or 'none'}"
+    table = ["--catalog", str(tmp_path / "catalog.db")]
+    with caplog.at_level(logging.WARNING):
+        assert main(["convert", archive, out, "--format", "iceberg", *table]) == 0
+        assert main(["query", out, "SELECT count(*) FROM kafkalog", *table]) == 0
+    said = capsys.readouterr()
+    assert f"kafkalog: wrote {out} (created iceberg table" in said.err, said.err
+    assert asked == []
+    for text in (said.err, said.out, caplog.text):
+        assert "resolve region" not in text, text
+
+
+def test_on_aws_the_buckets_region_is_asked_once_and_handed_to_both_libraries(
+    clean_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On AWS itself (no endpoint, no region given) the read looks the bucket's region up once;
+    the table's settings carry that answer, and the FileIO PyIceberg makes from them asks
+    nothing more. (pyarrow's look-up stands in: this test does not reach AWS.)"""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    from kafkalog_source.lake.stores import delta_storage_options, iceberg_fileio_properties
+    from kafkalog_source.transport.filesystems import resolve
+
+    for name, value in clean_env.items():
+        monkeypatch.setenv(name, value)
+    asked = _count_region_asks(monkeypatch, "eu-west-3")
+    bucket = "kafkalog-far-away"
+    assert resolve(f"s3://{bucket}/archive/orders-0").fs.region == "eu-west-3"  # the read
+    props = iceberg_fileio_properties(f"s3://{bucket}/lake/t")
+    assert props["s3.region"] == "eu-west-3" and props["s3.resolve-region"] == "false"
+    assert delta_storage_options(f"s3://{bucket}/lake/d")["AWS_REGION"] == "eu-west-3"
+    fs = PyArrowFileIO(props).fs_by_scheme("s3", bucket)
+    assert fs.region == "eu-west-3"
+    assert asked == [bucket]
+
+    # a bucket whose region cannot be told: the SDKs' default, still not asked again
+    asked = _count_region_asks(monkeypatch, None)
+    props = iceberg_fileio_properties("s3://kafkalog-nowhere/t")
+    assert props["s3.region"] == "us-east-1"
+    PyArrowFileIO(props).fs_by_scheme("s3", "kafkalog-nowhere")
+    assert asked == ["kafkalog-nowhere"]

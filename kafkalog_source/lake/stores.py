@@ -9,8 +9,13 @@ profile's ``endpoint_url`` in ``AWS_CONFIG_FILE``, ``AWS_REGION``, ``AWS_DEFAULT
 profile's ``region``), on AWS itself the bucket's region looked up once per process, and the
 keys of the profile in the shared files where the read uses them. Neither library reads the
 endpoint variables or the profile's endpoint as the read does (PyIceberg's PyArrow FileIO reads
-none; delta-rs reads ``AWS_ENDPOINT_URL`` but refuses an ``http://`` one unless told): so every
-setting is passed explicitly.
+none; delta-rs reads ``AWS_ENDPOINT_URL`` but refuses an ``http://`` one unless told), and
+PyIceberg looks a bucket's region up itself unless it is given one (a request to AWS per file
+system it makes, which fails on any other server, after seconds, with ``Unable to resolve
+region for bucket ...`` logged each time): so every setting is passed explicitly, the region
+always: the one the read uses (on AWS itself the bucket's, looked up once per process by
+:func:`~kafkalog_source.transport.filesystems.s3_arguments`), else :data:`DEFAULT_REGION`, the
+SDKs' and obstore's when nothing names one.
 
 ========================================  ============================  ===========================
 setting                                   PyIceberg FileIO              deltalake storage option
@@ -18,7 +23,8 @@ setting                                   PyIceberg FileIO              deltalak
 endpoint (``fs.s3.endpoint_override``,    ``s3.endpoint``               ``AWS_ENDPOINT_URL``
 ``fs.s3.scheme``, the chain)                                            (``AWS_ALLOW_HTTP`` for
                                                                         ``http://``)
-region                                    ``s3.region``                 ``AWS_REGION``
+region                                    ``s3.region``,                ``AWS_REGION``
+                                          ``s3.resolve-region=false``
 ``access_key``, ``secret_key``,           ``s3.access-key-id``, ...     ``AWS_ACCESS_KEY_ID``, ...
 ``session_token`` (or the profile's keys)
 ``anonymous``                             ``s3.anonymous``              ``AWS_SKIP_SIGNATURE``
@@ -120,10 +126,11 @@ def _keys(args: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _settings(location: str) -> tuple[dict[str, Any], str | None, str | None, dict[str, str]]:
-    """The read's S3 arguments for ``location``, its endpoint, region and keys."""
+def _settings(location: str) -> tuple[dict[str, Any], str | None, str, dict[str, str]]:
+    """The read's S3 arguments for ``location``, its endpoint, region (:data:`DEFAULT_REGION`
+    when none is known) and keys."""
     args = s3_arguments(location)
-    region = str(args["region"]) if args.get("region") else None
+    region = str(args.get("region") or DEFAULT_REGION)
     return args, _endpoint(args), region, _keys(args)
 
 
@@ -197,13 +204,17 @@ def _renamed(args: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
 
 def iceberg_fileio_properties(location: str) -> dict[str, str]:
     """PyIceberg FileIO properties for a table at ``location`` (an ``s3://`` URI; nothing for
-    others): the settings the read of the archive resolved (see the module's description)."""
+    others): the settings the read of the archive resolved (see the module's description), the
+    region always, so that PyIceberg does not look the bucket's region up again."""
     if not _is_s3(location):
         return {}
     args, endpoint, region, keys = _settings(location)
     out = {**_renamed(args, _ICEBERG_NAMES), **_renamed(keys, _ICEBERG_KEYS)}
-    if region:
-        out["s3.region"] = region
+    # a region given, and no look-up asked for: PyIceberg's PyArrow FileIO would otherwise ask
+    # AWS for the bucket's region again, once per file system it makes, and log "Unable to
+    # resolve region for bucket ..." each time the answer does not come (any server but AWS)
+    out["s3.region"] = region
+    out["s3.resolve-region"] = "false"
     if endpoint:
         out["s3.endpoint"] = endpoint
     proxy = _proxy(args.get("proxy_options"))
@@ -220,15 +231,14 @@ def delta_storage_options(location: str) -> dict[str, str]:
         return {}
     args, endpoint, region, keys = _settings(location)
     out = {**_renamed(args, _DELTA_NAMES), **_renamed(keys, _DELTA_KEYS)}
-    if region:
-        out["AWS_REGION"] = region
+    out["AWS_REGION"] = region
     if endpoint:
         out["AWS_ENDPOINT_URL"] = endpoint
         if endpoint.lower().startswith("http://"):
             out["AWS_ALLOW_HTTP"] = "true"
     elif any(os.environ.get(v) for v in _ENDPOINT_VARIABLES) and endpoints_ignored():
         # delta-rs's client reads the endpoint variables by itself: AWS's own, named, wins
-        out["AWS_ENDPOINT_URL"] = f"https://s3.{region or DEFAULT_REGION}.amazonaws.com"
+        out["AWS_ENDPOINT_URL"] = f"https://s3.{region}.amazonaws.com"
     if args.get("connect_timeout"):
         out["connect_timeout"] = f"{int(float(args['connect_timeout']) * 1000)}ms"
     proxy = _proxy(args.get("proxy_options"))
