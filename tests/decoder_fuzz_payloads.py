@@ -254,23 +254,31 @@ def first_difference(a: pa.Array, b: pa.Array) -> int | None:
         return None
     if a.type != b.type or len(a) != len(b):
         return 0
-    plain = _plain_type(a.type)  # dates and timestamps as integers: any year compares
-    x, y = a.cast(plain).to_pylist(), b.cast(plain).to_pylist()
+    x, y = _plain_list(a), _plain_list(b)  # dates and timestamps as integers: any year compares
     return next((i for i in range(len(x)) if not same_value(x[i], y[i])), None)
 
 
-def _plain_type(t: pa.DataType) -> pa.DataType:
+def _plain_list(a: pa.Array) -> list[Any]:
+    """``a.to_pylist()`` with dates and timestamps as integers, built child by child: pyarrow
+    26's cast of a nested array that holds a null-typed child (a ``map<string, null>``, say)
+    breaks its offsets, so only leaves are cast."""
+    t = a.type
     if pa.types.is_timestamp(t) or pa.types.is_date64(t):
-        return pa.int64()
+        return a.cast(pa.int64()).to_pylist()
     if pa.types.is_date32(t):
-        return pa.int32()
+        return a.cast(pa.int32()).to_pylist()
     if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _plain_type(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_type, _plain_type(t.item_type))
-    if pa.types.is_list(t):
-        return pa.list_(_plain_type(t.value_type))
-    return t
+        valid = a.is_valid().to_pylist()
+        kids = [(f.name, _plain_list(a.field(i))) for i, f in enumerate(t)]
+        return [{n: k[i] for n, k in kids} if valid[i] else None for i in range(len(a))]
+    if pa.types.is_list(t) or pa.types.is_map(t):
+        valid = a.is_valid().to_pylist()
+        offs = a.offsets.to_pylist()
+        items = _plain_list(a.values)
+        if pa.types.is_map(t):
+            items = [(e["key"], e["value"]) for e in items]
+        return [items[offs[i] : offs[i + 1]] if valid[i] else None for i in range(len(a))]
+    return a.to_pylist()
 
 
 def same_value(a: Any, b: Any) -> bool:

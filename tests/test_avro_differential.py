@@ -439,3 +439,167 @@ def test_a_map_key_twice_is_reported_alike_on_both_paths() -> None:
         assert set(got[0]) == set(want), names
         for row, (field, key) in want.items():
             assert f"{field}: a map holds a key twice ('{key}';" in got[0][row], (names, row)
+
+
+# Writer-only fields damaged as Java's decoder skips them unread (issue 40 item 10). The rules
+# are written here from Apache Avro's Java source (release-1.12.1: GenericDatumReader.skip over
+# BinaryDecoder, what a Java consumer runs for a field its reader schema does not have), not
+# from kafkalog's code: a boolean is one byte of any value; an int (and an enum or union index)
+# is readInt, at most 5 bytes, the bits past 32 dropped; a long is readLong, at most 10 bytes;
+# a string or bytes is skipped by its length, unread (a length <= 0 skips nothing); an enum
+# index is not checked; a union index must name a branch; an array or map block of a negative
+# count is skipped by its byte size, its items unread.
+
+
+def _uvarint(u: int) -> bytes:
+    out = bytearray()
+    while u >= 0x80:
+        out.append(u & 0x7F | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def _zz(v: int) -> bytes:
+    return _uvarint((v << 1) ^ (v >> 63) if v < 0 else v << 1)
+
+
+class Junk:
+    """Encodings of a writer-only field's value that Java skips without complaint, and, with
+    ``poison``, one Java refuses (the first union, enum or int met: a union index past its
+    branches, or a varint of 6 bytes where readInt takes 5)."""
+
+    def __init__(self, rnd: random.Random, poison: bool = False) -> None:
+        self.rnd = rnd
+        self.poison = poison
+        self.poisoned = False
+
+    def _take_poison(self) -> bool:
+        if self.poison and not self.poisoned:
+            self.poisoned = True
+            return True
+        return False
+
+    def varint(self, most: int) -> bytes:
+        """1 to ``most`` bytes, any bits (readInt: 5, readLong: 10)."""
+        n = self.rnd.randint(1, most)
+        body = [self.rnd.randrange(0x80, 0x100) for _ in range(n - 1)]
+        return bytes(body + [self.rnd.randrange(0x80)])
+
+    def int32(self) -> bytes:
+        if self._take_poison():
+            return b"\x80" * 5 + b"\x00"  # 6 bytes: "Invalid int encoding"
+        return self.varint(5)
+
+    def of(self, s: Any) -> bytes:
+        rnd = self.rnd
+        if isinstance(s, list):
+            if self._take_poison():
+                return _zz(rnd.choice([len(s), len(s) + 5, -1]))
+            i = rnd.randrange(len(s))
+            u = (i << 1) + (rnd.randrange(8) << 32)  # readInt keeps the low 32 bits
+            index = (
+                _uvarint(u)
+                if u < 1 << 32
+                else bytes([(u >> (7 * j)) & 0x7F | 0x80 for j in range(4)] + [u >> 28])
+            )
+            return index + self.of(s[i])
+        t = s if isinstance(s, str) else s["type"]
+        if t == "null":
+            return b""
+        if t == "boolean":
+            return bytes([rnd.randrange(256)])
+        if t == "int":
+            return self.int32()
+        if t == "long":
+            return self.varint(10)
+        if t in ("float", "double"):
+            return rnd.randbytes(4 if t == "float" else 8)
+        if t == "fixed":
+            return rnd.randbytes(s["size"])
+        if t in ("string", "bytes"):
+            if rnd.random() < 0.3:
+                return _zz(-rnd.randint(1, 300))  # skips nothing
+            n = rnd.randint(0, 6)
+            return _zz(n) + bytes(rnd.choice([0xFF, 0xC3, 0x80, 0x28, 0xED]) for _ in range(n))
+        if t == "enum":
+            return self.int32()  # any index
+        if t == "record":
+            return b"".join(self.of(f["type"]) for f in s["fields"])
+        if t in ("array", "map"):
+            items = s["items"] if t == "array" else s["values"]
+            out = b""
+            for _ in range(rnd.randint(0, 2)):
+                count = rnd.randint(1, 2)
+                if rnd.random() < 0.5:  # a sized block: its bytes skipped, never parsed
+                    size = rnd.randint(0, 6)
+                    out += _zz(-count) + _zz(size) + rnd.randbytes(size)
+                else:
+                    out += _zz(count)
+                    for _ in range(count):
+                        out += (self.of("string") if t == "map" else b"") + self.of(items)
+            return out + b"\x00"
+        raise AssertionError(s)
+
+
+def check_writer_only(seed: int) -> None:
+    """A random writer with 1-3 fields the reader does not have (and its evolutions' dropped
+    ones), each value written three ways: valid (fastavro), those fields replaced by bytes Java
+    skips (``Junk``) and by bytes Java refuses. Both paths agree on all of them and on damaged
+    copies; the skipped junk gives the valid value's row; the refused one is an error."""
+    g = Gen(random.Random(seed))
+    rnd = g.rnd
+    base = g.record(0)
+    reader = g.evolve(base)
+    fields = list(base["fields"])
+    extra = set()
+    for i in range(rnd.randint(1, 3)):
+        fields.insert(rnd.randint(0, len(fields)), {"name": f"z{i}", "type": g.schema(1)})
+        extra.add(f"z{i}")
+    writer = {**base, "fields": fields}
+    pair = _decoders(writer, reader)
+    if pair is None:
+        return
+    plain = {f["name"]: fastavro.parse_schema(strip_logical(f["type"])) for f in fields}
+    blobs: list[bytes] = []
+    triples = []
+    for _ in range(8):
+        value = g.value(writer)
+        parts = {}
+        for f in fields:
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, plain[f["name"]], value[f["name"]])
+            parts[f["name"]] = buf.getvalue()
+        junk, poison = Junk(rnd), Junk(rnd, poison=True)
+        good = b"".join(parts[f["name"]] for f in fields)
+        skipped = b"".join(
+            junk.of(f["type"]) if f["name"] in extra else parts[f["name"]] for f in fields
+        )
+        bad = b"".join(
+            poison.of(f["type"]) if f["name"] in extra else parts[f["name"]] for f in fields
+        )
+        row = len(blobs)
+        blobs += [b"\0\0\0\0\1" + good, b"\0\0\0\0\1" + skipped, b"\0\0\0\0\1" + bad]
+        triples.append((row, poison.poisoned))
+    blobs += [mutate_bytes(rnd, rnd.choice(blobs), blobs, start=5) for _ in range(12)]
+    why = _compare(*pair, blobs)
+    context = f"seed {seed}\nwriter {json.dumps(writer)}\nreader {json.dumps(reader)}"
+    assert why is None, f"{why}\n{context}"
+    rows = [blobs[row : row + 3] for row, _ in triples]  # good, skipped junk, refused junk
+    outs = [pair[0].decode(pa.array([r[i] for r in rows], pa.binary())) for i in range(3)]
+    errors = [{e.row: e.reason for e in out.errors} for out in outs]
+    assert errors[0].keys() == errors[1].keys(), (errors[0], errors[1], context)
+    same = first_difference(outs[0].values, outs[1].values)
+    assert same is None, f"value {same}: {outs[0].values[same]}\n{context}"
+    for i, (_, poisoned) in enumerate(triples):
+        if poisoned:
+            assert i in errors[2], context
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32))
+def test_paths_agree_on_damaged_writer_only_fields(seed: int) -> None:
+    """Hypothesis picks the seed of one writer with fields its reader does not have and 8
+    values written with them valid, damaged as Java skips them unread, and damaged as Java
+    refuses (see ``check_writer_only``)."""
+    check_writer_only(seed)

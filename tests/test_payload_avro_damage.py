@@ -8,9 +8,11 @@ CI runs this file again against the bounds-checked and the sanitizer builds of t
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import SchemaReference as CSchemaReference
@@ -374,3 +376,189 @@ def test_block_counts_are_bounded_on_every_path(as_json: bool, body: bytes) -> N
     assert out.values.to_pylist() == [None]
     [err] = out.errors
     assert "array or map block" in err.reason and err.schema_id == 1
+
+
+# ------------------------------------------------- fields the reader skips (issue 40 item 10)
+
+# A writer-only field is skipped as Apache Avro's Java decoder skips it (release-1.12.1:
+# GenericDatumReader.skip over BinaryDecoder, what a Java consumer runs for a field its reader
+# schema lacks): readBoolean takes any byte, skipString/skipBytes skip the length's bytes
+# unread, readEnum's index is not checked, a union index must name a branch.
+
+
+def _rec(*fields: tuple[str, Any], name: str = "R") -> dict:
+    return {"type": "record", "name": name, "fields": [{"name": n, "type": t} for n, t in fields]}
+
+
+SKIP_W = _rec(("a", "int"), ("b", "boolean"), ("s", "string"), ("c", "int"))
+SKIP_R = _rec(("a", "int"), ("c", "int"))  # b and s are writer-only
+SKIPPED = [  # a = 1, c = 2, and b and s damaged as Java skips them unread
+    b"\x02" + b"\x02" + b"\x02x" + b"\x04",  # b is the byte 2
+    b"\x02" + b"\xff" + b"\x02x" + b"\x04",  # b is the byte 255
+    b"\x02" + b"\x01" + b"\x04\xff\xfe" + b"\x04",  # s is ff fe: not UTF-8
+    b"\x02" + b"\x02" + b"\x04\xc3\x28" + b"\x04",  # both (c3 28: a cut 2-byte sequence)
+]
+
+
+def _only_path(monkeypatch: Any, kernel: str) -> None:
+    """Make ``KAFKALOG_AVRO_KERNEL`` choose the path, and the other path fail if it ran."""
+    monkeypatch.setenv("KAFKALOG_AVRO_KERNEL", kernel)
+    other = "decode_reference" if kernel == "1" else "decode_compiled"
+
+    def refuse(*a: Any, **k: Any) -> Any:
+        raise AssertionError(f"{other} ran with KAFKALOG_AVRO_KERNEL={kernel}")
+
+    monkeypatch.setattr(AvroDecoder, other, refuse)
+
+
+@pytest.mark.parametrize("kernel", ["1", "0"])
+def test_fields_the_reader_skips_are_not_looked_at(
+    tmp_path: Any, monkeypatch: Any, kernel: str
+) -> None:
+    """A writer-only boolean stored as the byte 2 or 255, and a writer-only string that is not
+    UTF-8, made the whole value malformed on both paths; a Java consumer with the same reader
+    schema reads it. Now both paths read it too (FAILFAST: no error), to the row fastavro's own
+    resolution gives (its compiled reader skips writer-only booleans and strings unread, as
+    Java does), which is {a: 1, c: 2} by hand."""
+    from test_hostile_inputs import _avro_dir, _wire
+
+    import kafkalog_source as kl
+
+    _only_path(monkeypatch, kernel)
+    w, r = fastavro.parse_schema(SKIP_W), fastavro.parse_schema(SKIP_R)
+    expected = [fastavro.schemaless_reader(io.BytesIO(p), w, r) for p in SKIPPED]
+    assert expected == [{"a": 1, "c": 2}] * len(SKIPPED)
+    d = _avro_dir(tmp_path, json.dumps(SKIP_R), json.dumps(SKIP_W), [_wire(2, p) for p in SKIPPED])
+    t = kl.read_table(d, valueFormat="avro")  # FAILFAST
+    assert t.column("value_decoded").to_pylist() == expected
+    assert t.column("value_schema_id").to_pylist() == [2] * len(SKIPPED)
+
+
+@pytest.mark.parametrize("kernel", ["1", "0"])
+@pytest.mark.parametrize(
+    "payload,words",
+    [
+        (SKIPPED[0], ["a boolean is the byte 2"]),
+        (SKIPPED[1], ["a boolean is the byte 255"]),
+        (SKIPPED[2], ["utf-8"]),  # the kernel's and fastavro's words differ but for this
+        (SKIPPED[3], ["a boolean is the byte 2"]),  # the first in the value's bytes
+    ],
+)
+def test_the_same_bytes_in_fields_the_reader_reads_are_invalid(
+    tmp_path: Any, monkeypatch: Any, kernel: str, payload: bytes, words: list[str]
+) -> None:
+    """The same bytes in fields the reader reads (the reader is the writer) stay invalid, as
+    before: FAILFAST raises naming the offset and why, PERMISSIVE keeps the row with the reason
+    in value_error, on both paths."""
+    from test_hostile_inputs import _avro_dir, _payload_modes, _wire
+
+    from kafkalog_source.errors import UndecodablePayloadError
+
+    _only_path(monkeypatch, kernel)
+    good = b"\x02" + b"\x01" + b"\x02x" + b"\x04"
+    d = _avro_dir(tmp_path, json.dumps(SKIP_W), None, [_wire(1, good), _wire(1, payload)])
+    got = _payload_modes(d, valueFormat="avro")
+    e = got["FAILFAST"]
+    assert isinstance(e, UndecodablePayloadError) and e.offset == 1 and e.schema_id == 1
+    rows, st = got["PERMISSIVE"]
+    assert rows[0]["value_decoded"] == {"a": 1, "b": True, "s": "x", "c": 2}
+    assert rows[0]["value_error"] is None
+    assert rows[1]["value_decoded"] is None and st.undecodable_payloads == 1
+    for w in words:
+        assert w in str(e).lower() and w in rows[1]["value_error"].lower(), (w, str(e))
+
+
+@pytest.mark.parametrize("kernel", ["1", "0"])
+@pytest.mark.parametrize("index", [b"\x0a", b"\x04", b"\x01"])  # branches 5, 2 and -1
+def test_a_skipped_union_with_a_branch_out_of_range_fails(
+    tmp_path: Any, monkeypatch: Any, kernel: str, index: bytes
+) -> None:
+    """Java checks what it needs to skip: a writer-only union's index must name a branch
+    (GenericDatumReader.skip: ``getTypes().get(readIndex())`` throws); fastavro's resolution
+    refuses an index past the branches too. FAILFAST raises, PERMISSIVE keeps the reason, on
+    both paths."""
+    from test_hostile_inputs import _avro_dir, _payload_modes, _wire
+
+    from kafkalog_source.errors import UndecodablePayloadError
+
+    _only_path(monkeypatch, kernel)
+    writer = _rec(("a", "int"), ("u", ["null", "int"]), ("c", "int"))
+    bad = b"\x02" + index + b"\x04"
+    branch = {b"\x0a": 5, b"\x04": 2, b"\x01": -1}[index]
+    if branch >= 0:  # fastavro takes -1 as Python does, the last branch (then ends early)
+        with pytest.raises(IndexError):
+            fastavro.schemaless_reader(
+                io.BytesIO(bad), fastavro.parse_schema(writer), fastavro.parse_schema(SKIP_R)
+            )
+    values = [_wire(2, b"\x02" + b"\x02\x06" + b"\x04"), _wire(2, bad)]  # u = 3, then bad
+    d = _avro_dir(tmp_path, json.dumps(SKIP_R), json.dumps(writer), values)
+    got = _payload_modes(d, valueFormat="avro")
+    e = got["FAILFAST"]
+    assert isinstance(e, UndecodablePayloadError) and e.offset == 1
+    assert f"union branch {branch} does not exist" in str(e)
+    rows, st = got["PERMISSIVE"]
+    assert [r["value_decoded"] for r in rows] == [{"a": 1, "c": 2}, None]
+    assert f"union branch {branch} does not exist" in rows[1]["value_error"]
+
+
+MAP_INT = {"type": "map", "values": "int"}
+ENUM2 = {"type": "enum", "name": "E", "symbols": ["X", "Y"]}
+ARRAY_LONG = {"type": "array", "items": "long"}
+
+
+@pytest.mark.parametrize(
+    "skipped,raw,why",
+    [
+        # decode: Java skips these without looking
+        ("boolean", b"\x80", None),
+        ("string", b"\x06\xed\xa0\x80", None),  # a lone surrogate's UTF-8 bytes
+        ("string", b"\x01", None),  # length -1: doSkipBytes skips nothing (1.12.1)
+        ("bytes", b"\x03", None),  # length -2
+        (MAP_INT, b"\x02\x02\xff\x02\x00", None),  # a key that is not UTF-8
+        (MAP_INT, b"\x04\x02a\x02\x02a\x04\x00", None),  # a key twice
+        (ENUM2, b"\x12", None),  # index 9 of 2 symbols: readEnum does not check it
+        (ENUM2, b"\xff\xff\xff\xff\x7f", None),  # an index past 32 bits, in 5 bytes
+        ({"type": "enum", "name": "E0", "symbols": []}, b"\x06", None),  # no symbols at all
+        ("int", b"\xfe\xff\xff\xff\x7f", None),  # past 32 bits: readInt drops the high bits
+        ("long", b"\xff" * 9 + b"\x7f", None),  # a 10th byte past bit 64: dropped
+        (["null", "int"], b"\x80\x80\x80\x80\x10", None),  # index 2**31, low 32 bits: 0
+        (ARRAY_LONG, b"\x03\x06\xff\xff\xff\x00", None),  # a sized block: bytes skipped unread
+        (ARRAY_LONG, b"\x03\x00\x00", None),  # 2 items in a block of 0 bytes: nothing read
+        (
+            _rec(("x", "boolean"), ("y", "string"), name="Q"),
+            b"\x07\x02\xff",
+            None,
+        ),  # inside a record
+        # fail: Java checks these (or cannot skip them)
+        (["null", "int"], b"\x0a", "union branch 5 does not exist"),
+        ("int", b"\x80\x80\x80\x80\x80\x00", "longer than 5 bytes"),  # readInt: 5 bytes at most
+        (ENUM2, b"\x80\x80\x80\x80\x80\x00", "longer than 5 bytes"),
+        ("long", b"\xff" * 10 + b"\x00", "longer than 10 bytes"),
+        ("string", b"\x0a", "ends early"),  # 5 bytes that are not there
+        (ARRAY_LONG, b"\x03\x0a\x00", "ends early"),  # a block of 5 bytes that are not there
+        # refused as Avro's main branch refuses them (1.12.1 skips nothing for them)
+        (ARRAY_LONG, b"\x03\x01\x00", "negative length -1"),  # a negative block size
+        (ARRAY_LONG, b"\xff" * 9 + b"\x01\x00\x00", "negative length"),  # count INT64_MIN
+    ],
+)
+def test_java_skip_rules_on_both_paths(skipped: Any, raw: bytes, why: str | None) -> None:
+    """A writer-only field ``x`` between a = 1 and c = 2, its bytes built by hand: both paths
+    decode the value to {a: 1, c: 2} exactly when Java's decoder skips ``x`` (the rules of
+    kernel/csrc/kl_avro.h), else both fail saying why."""
+    from payload_registry import FakeRegistry as Registry
+    from payload_registry import RegisteredSchema as Registered
+
+    writer = _rec(("a", "int"), ("x", skipped), ("c", "int"))
+    reg = Registry()
+    reg.add("w", 1, Registered(1, "AVRO", json.dumps(writer)))
+    reader = reg.add("r", 1, Registered(2, "AVRO", json.dumps(SKIP_R)))
+    blob = b"\0\0\0\0\1" + b"\x02" + raw + b"\x04"
+    for path in PATHS:
+        d = AvroDecoder(reg, reader)
+        d.use_kernel = path == "kernel"
+        out = d.decode(pa.array([blob], pa.binary()))
+        if why is None:
+            assert out.errors == [] and out.values.to_pylist() == [{"a": 1, "c": 2}], path
+        else:
+            [e] = out.errors
+            assert why in e.reason and out.values.to_pylist() == [None], (path, e.reason)

@@ -31,7 +31,7 @@ OP_ENUM = 8  # a = symbol map offset in aux, b = writer symbols
 OP_NULL = 9  # a writer null into a reader null column
 OP_STRUCT = 10  # a valid struct entry in col
 OP_NULLFILL = 11  # null entries in the columns aux[a : a + b]
-OP_UNION = 12  # branch index; jump to aux[a + index], b = branches
+OP_UNION = 12  # branch index; jump to aux[a + index], b = branches, c = 1: skipped (col -1)
 OP_JUMP = 13  # to a
 OP_FAIL = 14  # the value cannot be resolved: a = message index
 OP_ARRAY = 15  # block count; a = exit pc, b = minimum item bytes, c = child column, d = 1 (map)
@@ -55,7 +55,8 @@ K_NULL, K_FIXED, K_FLOAT, K_VAR, K_DEC, K_STRUCT, K_LIST = 0, 1, 2, 3, 4, 5, 6
 # row errors
 E_OK = 0
 E_TRUNCATED = 1  # a read runs past the value's end
-E_VARINT = 2  # a varint longer than 10 bytes
+E_VARINT = 2  # a varint past 64 bits (err_arg 0), or one of a skipped value longer than
+# Java reads (err_arg: 5 bytes for an int, enum or union index; 10 for a long or length)
 E_INT_RANGE = 3  # an int outside the 32-bit range (err_arg: the value)
 E_LENGTH = 4  # a negative length or block size (err_arg: it)
 E_UTF8 = 5  # a string is not UTF-8 (err_arg: its first bad byte, from the string's start)

@@ -37,9 +37,13 @@ lose digits is invalid); a union branch matching the writer's type exactly is ta
 it promotes to; a bytes or fixed default
 is its JSON string's code points 0-255, a union default fits the first branch it can. Invalid
 values: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a varint past 64 bits, an
-enum or union index out of range, a string (read or skipped) or map key that is not UTF-8, a map
-the reader reads that holds a key twice (Spark's maps refuse it; Java keeps the last; the reason
-names the map's field and the first such key in the value's bytes, on both paths).
+enum or union index out of range, a string or map key that is not UTF-8, a map that holds a key
+twice (Spark's maps refuse it; Java keeps the last; the reason names the map's field and the
+first such key in the value's bytes, on both paths). Those are checked in what the reader
+reads; a writer-only field is skipped as Java's decoder skips it, unchecked where Java does not
+look (any boolean byte, any string bytes, any enum index, the items of a sized block), with
+Java's own rules where it does (a union index must name a branch, a length must fit, an int's
+varint is at most 5 bytes): :func:`.avro_reference.check_bounds`, ``kernel/csrc/kl_avro.h``.
 
 With ``as_json=True`` the type is ``pa.string()`` and each value is decoded with its own writer
 schema (no reader) into a JSON document: records and maps as objects (field names as in the
@@ -74,7 +78,7 @@ import pyarrow as pa
 from ..format.registry import WIRE_PREFIX
 from ..kernel import avro as K
 from .avro_program import NoProgram, Program, run
-from .avro_reference import Bounds, check_bounds, converter, duplicate_key_rows
+from .avro_reference import Bounds, check_bounds, converter, duplicate_key_rows, fill_unread
 from .avro_schema import (
     Node,
     ParsedSchema,
@@ -324,7 +328,7 @@ class AvroDecoder(PayloadDecoder):
             )
         why = {
             K.E_TRUNCATED: f"the value ends early ({size} bytes)",
-            K.E_VARINT: "a varint is longer than 10 bytes or holds more than 64 bits",
+            K.E_VARINT: _varint_reason(arg),
             K.E_INT_RANGE: f"the int {arg} is out of the 32-bit range",
             K.E_LENGTH: f"negative length {arg}",
             K.E_UTF8: f"a string is not valid UTF-8 (byte {arg} of the string)",
@@ -404,13 +408,16 @@ class AvroDecoder(PayloadDecoder):
         except _Unusable as e:
             raise _RowError(str(e)) from None
         payload = memoryview(raw)[WIRE_PREFIX:]
+        body: memoryview | bytes = payload
         if writer.node.kind != "bytes":
             try:  # before fastavro, which trusts block counts: a 13-byte value could fill RAM
                 reads = None if self.as_json else self._reader_node()
-                check_bounds(writer.node, payload, reads)
+                unread = check_bounds(writer.node, payload, reads)
             except Bounds as e:
                 raise _RowError(self.parse_reason(sid, str(e))) from None
-        buf = io.BytesIO(payload)
+            if unread:  # writer-only fields: skipped as Java skips them, unseen by fastavro
+                body = fill_unread(payload, unread)
+        buf = io.BytesIO(body)
         try:
             if writer.node.kind == "bytes":
                 v = self._raw_bytes(bytes(payload), sid)
@@ -426,7 +433,7 @@ class AvroDecoder(PayloadDecoder):
             if isinstance(e, (EOFError, IndexError)) or "EOF" in why:
                 why = f"the value ends early ({len(payload)} bytes): {why}"
             raise _RowError(self.parse_reason(sid, why)) from None
-        left = len(payload) - buf.tell()
+        left = len(body) - buf.tell()
         if left:
             raise _RowError(self.parse_reason(sid, f"{left} bytes remain after the value"))
         if self.as_json:
@@ -435,6 +442,16 @@ class AvroDecoder(PayloadDecoder):
             return self._convert(sid, writer.node, v)
         except Exception as e:
             raise _RowError(self.resolve_reason(sid, f"{type(e).__name__}: {e}")) from None
+
+
+def _varint_reason(arg: int) -> str:
+    """The reason of the kernel's ``E_VARINT`` (``arg``: 0, or the bytes Java reads at most of a
+    skipped value's varint)."""
+    if arg == 5:
+        return "an int's varint is longer than 5 bytes (Java's readInt)"
+    if arg == 10:
+        return "a varint is longer than 10 bytes"
+    return "a varint is longer than 10 bytes or holds more than 64 bits"
 
 
 def pc_if_else(keep: np.ndarray, values: pa.Array) -> pa.Array:

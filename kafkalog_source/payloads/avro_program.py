@@ -5,6 +5,12 @@ mirrors its Arrow type) and the instructions of every (writer, reader) pair comp
 pair compiles once, on the first value of its writer id. :func:`run` decodes a column with it
 and builds the Arrow array from the column buffers (no Python object per value).
 
+Instructions with ``col = -1`` are values the reader skips (a writer-only field, all of it):
+the kernel reads them as Apache Avro's Java decoder skips them, unchecked where Java does not
+look (a boolean's byte, a string's UTF-8, an enum index, the items of a sized block; the rules
+and the Avro version they come from are in ``kernel/csrc/kl_avro.h``); ``OP_UNION`` says it
+with ``c = 1``.
+
 What the kernel does not run: a writer schema that is recursive (a record that contains itself)
 has no finite program; :class:`NoProgram` says so and the decoder takes the fastavro path for
 that batch.
@@ -332,7 +338,8 @@ class Program:
     def _emit(self, w: Node, r: Node | None, col: Col | None, raw: bool = False) -> None:
         cid = -1 if col is None else col.id
         if w.kind == "union":
-            at = self._op(K.OP_UNION, -1, len(self.aux), len(w.branches))
+            # c = 1: a union the reader skips (its index read as Java's readIndex)
+            at = self._op(K.OP_UNION, -1, len(self.aux), len(w.branches), int(col is None))
             table = len(self.aux)
             self.aux += [0] * len(w.branches)
             jumps = []
@@ -385,8 +392,8 @@ class Program:
             )
             self._depth += 1
             self.depth = max(self.depth, self._depth + 1)
-            if k == "map":
-                self._op(K.OP_BYTES, child, 1)  # map keys are strings, read or skipped
+            if k == "map":  # map keys are strings (checked when read; skipped unchecked)
+                self._op(K.OP_BYTES, child, int(child >= 0))
             self._emit(w.items, None if r is None else r.items, body_col)
             self._op(K.OP_LOOP, -1, arr + 1)
             self._depth -= 1
@@ -435,9 +442,10 @@ class Program:
         elif k == "fixed":
             self._op(K.OP_FIXED, cid, w.size)
         else:  # string, bytes
-            # Avro's strings are UTF-8: a writer string (read, promoted to bytes or skipped) or
-            # bytes read into a string that is not is an invalid value
-            utf8 = int(k == "string" or (col is not None and col.role == "string"))
+            # Avro's strings are UTF-8: a writer string (read, or promoted to bytes) or bytes
+            # read into a string that is not is an invalid value; one the reader skips is not
+            # looked at, as Java's decoder skips it (kernel/csrc/kl_avro.h lists those rules)
+            utf8 = int(col is not None and (k == "string" or col.role == "string"))
             self._op(K.OP_RAW if raw else K.OP_BYTES, cid, utf8)
 
     def _record(self, w: Node, r: Node | None, col: Col | None) -> None:

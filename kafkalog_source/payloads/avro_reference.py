@@ -28,11 +28,16 @@ refuses what the kernel refuses: a length or block count past the bytes there, v
 past :data:`MAX_DEPTH`, a varint past 64 bits, a boolean byte other than 0 and 1, an ``int``
 past 32 bits, an enum or union index out of range, a map that holds a key twice (by its text).
 :func:`duplicate_key_rows` finds the last in the kernel's output, whose maps keep every entry.
+A writer-only field (the reader skips it) is walked as Java's decoder skips it instead, as the
+kernel does (the rules and their Avro version: ``kernel/csrc/kl_avro.h``): its booleans, string
+bytes and enum indexes are not looked at, a sized block's items are not parsed. fastavro then
+reads the value with each such field's bytes replaced by :func:`filler` (fastavro would look).
 """
 
 from __future__ import annotations
 
 import decimal
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -54,19 +59,26 @@ MAX_DEPTH = 256  # nested values (recursive schemas) a value may hold
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
-def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = None) -> None:
+Span = tuple[int, int, Node]
+"""The bytes ``[start, end)`` of a writer-only field's value, and its writer schema."""
+
+
+def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = None) -> list[Span]:
     """Walk an Avro value of ``node`` without building it, and raise :class:`Bounds` when a
     length or block count asks for more than the bytes left could hold (the kernel's rules:
     ``n`` items of at least ``min_size`` bytes each, at most ``ZERO_SIZE_ITEMS`` items of zero
     bytes), when nesting goes deeper than :data:`MAX_DEPTH`, or where the kernel refuses a
-    value: a boolean byte other than 0 and 1, an ``int`` past 32 bits, a map key twice in a map
-    that ``reader`` (default: ``node``, every map) reads, the first in the value's bytes, named
-    by its field path in the reader (a map the reader drops is skipped, as the kernel skips
-    it). What it does not check (UTF-8, enum and union indexes, ...) fastavro reports
-    itself."""
+    value: a boolean byte other than 0 and 1, an ``int`` past 32 bits, an enum or union index
+    out of range, a map key twice in a map that ``reader`` (default: ``node``, all of it) reads,
+    the first in the value's bytes, named by its field path in the reader. A field of a record
+    the reader reads that the reader does not have is walked as Java's decoder skips it
+    (``skip_unread``: unchecked but for what Java checks, see ``kernel/csrc/kl_avro.h``), and
+    its span returned, in the value's order, for :func:`fill_unread`. What it does not check
+    (the UTF-8 of strings read, ...) fastavro reports itself."""
     buf = bytes(payload)
     end = len(buf)
     zero = [0]
+    spans: list[Span] = []
 
     def long_at(p: int) -> tuple[int, int]:
         shift = result = 0
@@ -86,6 +98,83 @@ def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = 
         if size > end - p:
             raise Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
         return p + size
+
+    def java_varint(p: int, most: int, bits: int) -> tuple[int, int]:
+        """Java's BinaryDecoder.readInt (``most`` 5, ``bits`` 32) or readLong (10, 64): at most
+        ``most`` bytes, the bits past ``bits`` dropped, zig-zag decoded."""
+        u = 0
+        for i in range(most):
+            if p >= end:
+                raise Bounds(f"the value ends early ({end} bytes) at byte {p + WIRE_PREFIX}")
+            b = buf[p]
+            p += 1
+            u |= (b & 0x7F) << (7 * i)
+            if b < 0x80:
+                u &= (1 << bits) - 1
+                return (u >> 1) ^ -(u & 1), p
+        if most == 5:
+            raise Bounds("an int's varint is longer than 5 bytes (Java's readInt)")
+        raise Bounds("a varint is longer than 10 bytes")
+
+    def fits(count: int, least: int, p: int) -> None:
+        """A block of ``count`` items of at least ``least`` bytes each (the kernel's limits)."""
+        if least == 0:
+            zero[0] += count
+            if zero[0] > K.ZERO_SIZE_ITEMS:
+                raise Bounds(f"an array or map block of {count} items of no bytes")
+        elif count > (end - p) // least:
+            raise Bounds(f"an array or map block of {count} items does not fit in the value")
+
+    def skip_unread(n: Node, p: int, depth: int) -> int:
+        """A value the reader skips, walked as Java's decoder skips it (kl_avro.h's rules)."""
+        if depth > MAX_DEPTH:
+            raise Bounds(f"values nested deeper than {MAX_DEPTH}")
+        k = n.kind
+        if k == "null":
+            return p
+        if k == "boolean":
+            return need(p, 1)  # readBoolean: any byte
+        if k in ("int", "enum"):
+            return java_varint(p, 5, 32)[1]  # readInt; an enum's index is not checked
+        if k == "long":
+            return java_varint(p, 10, 64)[1]
+        if k == "float":
+            return need(p, 4)
+        if k == "double":
+            return need(p, 8)
+        if k == "fixed":
+            return need(p, n.size)
+        if k in ("bytes", "string"):  # doSkipBytes(readLong()): no UTF-8 check
+            size, p = java_varint(p, 10, 64)
+            return need(p, size) if size > 0 else p
+        if k == "record":
+            for f in n.fields:
+                p = skip_unread(f.node, p, depth + 1)
+            return p
+        if k == "union":
+            i, p = java_varint(p, 5, 32)
+            if not 0 <= i < len(n.branches):
+                raise Bounds(f"union branch {i} does not exist")
+            return skip_unread(n.branches[i], p, depth + 1)
+        assert n.items is not None  # an array or a map: doSkipItems
+        least = min_size(n.items) + (1 if k == "map" else 0)
+        while True:
+            count, p = java_varint(p, 10, 64)
+            while count < 0:  # a sized block: its bytes are skipped, its items not parsed
+                if count == -(1 << 63):
+                    raise Bounds(f"negative length {count}")
+                size, p = java_varint(p, 10, 64)
+                if size < 0:
+                    raise Bounds(f"negative length {size}")
+                p = need(p, size)
+                count, p = java_varint(p, 10, 64)
+            if count == 0:
+                return p
+            fits(count, least, p)
+            for _ in range(count):
+                if k == "map":  # the key: skipString
+                    p = skip_unread(_STRING, p, depth + 1)
+                p = skip_unread(n.items, p, depth + 1)
 
     def skip(n: Node, r: Node | None, p: int, depth: int, path: str) -> int:
         if depth > MAX_DEPTH:
@@ -133,6 +222,11 @@ def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = 
             pairs = _pairs(n, r) if r is not None else {}
             for f in n.fields:
                 rf = pairs.get(f.name)
+                if r is not None and rf is None:  # a writer-only field: skipped as Java skips
+                    q = skip_unread(f.node, p, depth + 1)
+                    spans.append((p, q, f.node))
+                    p = q
+                    continue
                 sub = None if rf is None else (f"{path}.{rf.name}" if path else rf.name)
                 p = skip(f.node, None if rf is None else rf.node, p, depth + 1, sub or "")
             return p
@@ -154,14 +248,7 @@ def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = 
                     size, p = long_at(p)  # the block's size in bytes
                     if size < 0:
                         raise Bounds(f"negative length {size}")
-                if least == 0:
-                    zero[0] += count
-                    if zero[0] > K.ZERO_SIZE_ITEMS:
-                        raise Bounds(f"an array or map block of {count} items of no bytes")
-                elif count > (end - p) // least:
-                    raise Bounds(
-                        f"an array or map block of {count} items does not fit in the value"
-                    )
+                fits(count, least, p)
                 for _ in range(count):
                     if k == "map":  # the key's text, however its length is encoded
                         size, q = long_at(p)
@@ -176,6 +263,72 @@ def check_bounds(node: Node, payload: memoryview | bytes, reader: Node | None = 
         return p
 
     skip(node, node if reader is None else reader, 0, 0, "")
+    return spans
+
+
+_STRING = Node("string")
+_FILLERS: weakref.WeakKeyDictionary[Node, bytes | None] = weakref.WeakKeyDictionary()
+
+
+def filler(node: Node) -> bytes | None:
+    """The shortest encoding of a value of ``node`` (zeros, empty strings and containers, a
+    union's first branch that has one; None for a record that contains itself without a way
+    out, whose values check_bounds never passes): what fastavro reads in place of a writer-only
+    field, whose bytes it would check where Java does not."""
+    got = _FILLERS.get(node, b"?")
+    if got != b"?":
+        return got
+
+    def make(n: Node, seen: frozenset[int]) -> bytes | None:
+        k = n.kind
+        if k == "null":
+            return b""
+        if k in ("boolean", "int", "long", "string", "bytes", "array", "map"):
+            return b"\x00"
+        if k == "enum":  # (one of no symbols has a placeholder in fastavro's schema)
+            return b"\x00"
+        if k in ("float", "double", "fixed"):
+            return bytes({"float": 4, "double": 8}.get(k, n.size))
+        if k == "record":
+            if id(n) in seen:
+                return None
+            out = b""
+            for f in n.fields:
+                part = make(f.node, seen | {id(n)})
+                if part is None:
+                    return None
+                out += part
+            return out
+        for i, b in enumerate(n.branches):  # a union: its index, zig-zag varint
+            part = make(b, seen)
+            if part is not None:
+                index, u = bytearray(), i << 1
+                while u >= 0x80:
+                    index.append(u & 0x7F | 0x80)
+                    u >>= 7
+                return bytes(index) + bytes([u]) + part
+        return None
+
+    got = _FILLERS[node] = make(node, frozenset())
+    return got
+
+
+def fill_unread(payload: memoryview | bytes, spans: list[Span]) -> bytes:
+    """``payload`` with each writer-only field's bytes (``spans``, from :func:`check_bounds`)
+    replaced by :func:`filler`'s value of its type: the reader never uses them, and fastavro
+    would refuse what Java's decoder skips unread (a boolean byte 2, a string that is not
+    UTF-8, an enum index out of range, a sized block's bytes)."""
+    out = bytearray()
+    at = 0
+    for start, stop, node in spans:
+        fill = filler(node)
+        if fill is None:  # no finite value (check_bounds passes none): leave the bytes
+            continue
+        out += payload[at:start]
+        out += fill
+        at = stop
+    out += payload[at:]
+    return bytes(out)
 
 
 def _pairs(w: Node, r: Node) -> dict[str, FieldNode]:

@@ -429,11 +429,35 @@ def strip_logical(schema: Any) -> Any:
     return out
 
 
+def _fillable(schema: Any) -> Any:
+    """``schema`` (checked JSON) with one placeholder symbol in each enum that has none: the
+    fastavro path reads a writer-only field's bytes replaced by a value of its type
+    (:func:`.avro_reference.filler`), and an enum of no symbols has none (Java skips its index
+    unread). An enum the reader reads still has no value: its index is refused before fastavro
+    reads it."""
+    if isinstance(schema, list):
+        return [_fillable(b) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if out.get("type") == "enum" and out.get("symbols") == []:
+        out["symbols"] = ["KAFKALOG_NO_SYMBOL"]
+    for k in ("items", "values"):
+        if k in out:
+            out[k] = _fillable(out[k])
+    if isinstance(out.get("type"), (dict, list)):
+        out["type"] = _fillable(out["type"])
+    if isinstance(out.get("fields"), list):
+        out["fields"] = [_fillable(f) if isinstance(f, dict) else f for f in out["fields"]]
+    return out
+
+
 def _parse_all(texts: list[Any], main: Any, plain: bool) -> Any:
     """fastavro's form of ``main`` (checked JSON) with the referenced schemas ``texts``
-    (checked JSON) known by name; without logical types when ``plain``."""
+    (checked JSON) known by name; without logical types and with a symbol in every enum
+    (:func:`_fillable`) when ``plain``."""
     named: dict[str, Any] = {}
-    pending = [strip_logical(t) if plain else t for t in texts]
+    pending = [_fillable(strip_logical(t)) if plain else t for t in texts]
     while pending:  # references may name each other: parse those whose names are known first
         left = []
         last: Exception | None = None
@@ -449,7 +473,7 @@ def _parse_all(texts: list[Any], main: Any, plain: bool) -> Any:
         if len(left) == len(pending):
             raise SchemaError(f"a referenced schema does not parse: {last}")
         pending = left
-    return fastavro.parse_schema(strip_logical(main) if plain else main, named), named
+    return fastavro.parse_schema(_fillable(strip_logical(main)) if plain else main, named), named
 
 
 def parse_registered(registry: Registry, schema: RegisteredSchema) -> ParsedSchema:

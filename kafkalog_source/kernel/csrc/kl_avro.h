@@ -49,6 +49,68 @@ KL_INLINE int64_t kl_avro_long(kl_bytes buf, int64_t *p, int64_t end, int64_t *e
     return 0;
 }
 
+/* Values the reader skips (instructions with col < 0: a writer-only field, all of it) are read
+ * as Apache Avro's Java decoder skips them, not checked as values the reader takes. The rules
+ * are Avro 1.12.1's (git tag release-1.12.1, lang/java/avro/src/main/java/org/apache/avro/):
+ * generic/GenericDatumReader.java `skip`, what the fast reader (io/FastReaderBuilder.java, on
+ * by default since 1.12.1) runs for a writer-only field, over io/BinaryDecoder.java; the
+ * resolving path (io/ResolvingDecoder.java, io/ParsingDecoder.java `skipTopSymbol`,
+ * io/parsing/SkipParser.java, io/parsing/ResolvingGrammarGenerator.java: Symbol.skipAction)
+ * skips alike:
+ *   boolean       readBoolean: one byte, any value (not checked to be 0 or 1)
+ *   int           readInt: at most 5 bytes (a fifth byte >= 0x80 is "Invalid int encoding"),
+ *                 the bits past 32 dropped, no range check
+ *   long          readLong: at most 10 bytes (a tenth byte >= 0x80 is invalid), bits past 64
+ *                 dropped
+ *   float, double, fixed   their 4, 8 or size bytes
+ *   string, bytes skipString/skipBytes = doSkipBytes(readLong()): a length > 0 must fit (else
+ *                 EOF), a length <= 0 skips nothing; no UTF-8 check
+ *   enum          readEnum = readInt: the index is not checked against the symbols
+ *   union         readIndex = readInt: the index must name a branch (getTypes().get(i)
+ *                 throws), which is skipped
+ *   array, map    skipArray/skipMap = doSkipItems: a count (readLong) < 0 is followed by a
+ *                 byte size (readLong), and that many bytes are skipped unread (items not
+ *                 parsed); a count > 0 is that many items, each skipped (a map's key as a
+ *                 string: skipString); 0 ends
+ * Kept from Avro's main branch (1.13.0-SNAPSHOT, AVRO-4300 in BinaryDecoder.doSkipItems): a
+ * block count of INT64_MIN and a negative block byte size are refused (1.12.1 skips no bytes
+ * for a negative size and takes INT64_MIN as a sized block). Main's resolving path also checks
+ * a skipped enum index, its default fast reader does not: not checked here. Kept as kafkalog's
+ * own limits: a block count must fit in the bytes left, at most ZERO_SIZE_ITEMS items of no
+ * bytes per value (main bounds both too). Avro 1.11 (no fast reader by default) skips as
+ * 1.12.1 but for a negative length, which moves its position back. */
+
+/* a varint of at most maxb (5: Java's readInt, 10: readLong) bytes, the bits past 64 dropped,
+ * not zig-zag decoded; a longer one is AE_VARINT with *arg = maxb */
+KL_INLINE uint64_t kl_avro_jvarint(kl_bytes buf, int64_t *p, int64_t end, int maxb, int64_t *err,
+                                   int64_t *arg) {
+    uint64_t u = 0;
+    int64_t q = *p;
+    for (int i = 0; i < maxb; i++) {
+        if (q >= end) { *p = q; *err = AE_TRUNCATED; return 0; }
+        uint64_t c = IX(buf, q);
+        q++;
+        u |= (c & 0x7F) << (7 * i); /* i <= 9: the shift stays below 64 */
+        if (c < 0x80) { *p = q; *err = AE_OK; return u; }
+    }
+    *p = q;
+    *err = AE_VARINT;
+    *arg = maxb;
+    return 0;
+}
+
+/* Java's readInt of a skipped value: 5 bytes at most, zig-zag over the low 32 bits */
+KL_INLINE int64_t kl_avro_jint(kl_bytes buf, int64_t *p, int64_t end, int64_t *err, int64_t *arg) {
+    uint32_t w = (uint32_t)kl_avro_jvarint(buf, p, end, 5, err, arg);
+    return (int64_t)((int32_t)(w >> 1) ^ -(int32_t)(w & 1));
+}
+
+/* Java's readLong of a skipped value: 10 bytes at most, zig-zag over the low 64 bits */
+KL_INLINE int64_t kl_avro_jlong(kl_bytes buf, int64_t *p, int64_t end, int64_t *err, int64_t *arg) {
+    uint64_t u = kl_avro_jvarint(buf, p, end, 10, err, arg);
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
 /* the little-endian integer of n (4 or 8) bytes at buf[p] (callers check bounds) */
 KL_INLINE uint64_t kl_le_bits(kl_bytes buf, int64_t p, int n) {
     uint64_t u = 0;
@@ -224,7 +286,12 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
             int64_t op = MX(prog, pc, 0), col = MX(prog, pc, 1);
             if (col >= ncols) { err = AE_RESOLVE; arg = -1; break; }
             if (op == OP_END) break;
-            if (op == OP_LONG || op == OP_INT) {
+            if ((op == OP_LONG || op == OP_INT) && col < 0) { /* skipped: readInt/readLong */
+                if (op == OP_INT) kl_avro_jint(buf, &pos, end, &err, &arg);
+                else kl_avro_jlong(buf, &pos, end, &err, &arg);
+                if (err != AE_OK) break;
+                pc++;
+            } else if (op == OP_LONG || op == OP_INT) {
                 int64_t v = kl_avro_long(buf, &pos, end, &err);
                 if (err != AE_OK) break;
                 if (op == OP_INT && (v < -((int64_t)1 << 31) || v >= ((int64_t)1 << 31))) {
@@ -244,6 +311,14 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
                 pc++;
             } else if (op == OP_BYTES || op == OP_RAW) {
                 int64_t n;
+                if (op == OP_BYTES && col < 0) { /* skipped: skipString/skipBytes, unchecked */
+                    n = kl_avro_jlong(buf, &pos, end, &err, &arg);
+                    if (err != AE_OK) break;
+                    if (n > end - pos) { err = AE_TRUNCATED; arg = n; break; }
+                    if (n > 0) pos += n; /* a length <= 0 skips nothing */
+                    pc++;
+                    continue;
+                }
                 if (op == OP_RAW) {
                     n = end - pos;
                 } else {
@@ -272,8 +347,9 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
             } else if (op == OP_STRUCT) {
                 if (col >= 0 && !kl_put_valid(o, col)) { full = col; break; }
                 pc++;
-            } else if (op == OP_UNION) {
-                int64_t k = kl_avro_long(buf, &pos, end, &err);
+            } else if (op == OP_UNION) { /* c = 1: a union the reader skips (readIndex) */
+                int64_t k = MX(prog, pc, 4) == 1 ? kl_avro_jint(buf, &pos, end, &err, &arg)
+                                                 : kl_avro_long(buf, &pos, end, &err);
                 if (err != AE_OK) break;
                 if (k < 0 || k >= MX(prog, pc, 3)) { err = AE_BRANCH; arg = k; break; }
                 pc = IX(aux, MX(prog, pc, 2) + k);
@@ -287,6 +363,10 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
                 }
                 if (full >= 0) break;
                 pc++;
+            } else if (op == OP_ENUM && col < 0) { /* skipped: readEnum, the index unchecked */
+                kl_avro_jint(buf, &pos, end, &err, &arg);
+                if (err != AE_OK) break;
+                pc++;
             } else if (op == OP_ENUM) {
                 int64_t k = kl_avro_long(buf, &pos, end, &err);
                 if (err != AE_OK) break;
@@ -298,7 +378,8 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
             } else if (op == OP_BOOL) {
                 if (pos >= end) { err = AE_TRUNCATED; arg = 1; break; }
                 int64_t bit = IX(buf, pos);
-                if (bit > 1) { err = AE_BOOL; arg = bit; break; } /* the spec's bytes 0 and 1 only */
+                if (bit > 1 && col >= 0) { err = AE_BOOL; arg = bit; break; } /* the spec's 0 and 1 */
+                /* skipped (col < 0): readBoolean takes any byte */
                 if (col >= 0 && !kl_put_int(o, col, bit)) { full = col; break; }
                 pos++;
                 pc++;
@@ -308,13 +389,29 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
                     MX(stack, sp - 1, 0) -= 1;
                     if (MX(stack, sp - 1, 0) > 0) { pc = MX(stack, sp - 1, 1); continue; }
                 }
-                int64_t n = kl_avro_long(buf, &pos, end, &err);
-                if (err != AE_OK) break;
-                if (n < 0) {
-                    n = (int64_t)(0 - (uint64_t)n); /* INT64_MIN stays negative: E_LENGTH */
-                    int64_t size = kl_avro_long(buf, &pos, end, &err);
+                int64_t n;
+                if ((op == OP_ARRAY ? col : MX(stack, sp - 1, 2)) < 0) {
+                    /* skipped: doSkipItems, each sized block's bytes skipped unread */
+                    n = kl_avro_jlong(buf, &pos, end, &err, &arg);
+                    while (err == AE_OK && n < 0) {
+                        if (n == INT64_MIN) { err = AE_LENGTH; arg = n; break; }
+                        int64_t size = kl_avro_jlong(buf, &pos, end, &err, &arg);
+                        if (err != AE_OK) break;
+                        if (size < 0) { err = AE_LENGTH; arg = size; break; }
+                        if (size > end - pos) { err = AE_TRUNCATED; arg = size; break; }
+                        pos += size;
+                        n = kl_avro_jlong(buf, &pos, end, &err, &arg);
+                    }
                     if (err != AE_OK) break;
-                    if (size < 0 || n < 0) { err = AE_LENGTH; arg = size < 0 ? size : n; break; }
+                } else {
+                    n = kl_avro_long(buf, &pos, end, &err);
+                    if (err != AE_OK) break;
+                    if (n < 0) {
+                        n = (int64_t)(0 - (uint64_t)n); /* INT64_MIN stays negative: E_LENGTH */
+                        int64_t size = kl_avro_long(buf, &pos, end, &err);
+                        if (err != AE_OK) break;
+                        if (size < 0 || n < 0) { err = AE_LENGTH; arg = size < 0 ? size : n; break; }
+                    }
                 }
                 int64_t a_pc = op == OP_ARRAY ? pc : MX(stack, sp - 1, 1) - 1;
                 int64_t minb = MX(prog, a_pc, 3);
