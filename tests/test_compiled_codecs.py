@@ -491,3 +491,106 @@ def test_zstd_payloads_that_need_more_room_say_so() -> None:
     assert bytes(dst[:90_000]) == b"kafkalog " * 10000
     assert zstd_payload(src, 0, len(data) - 3, dst, 0, 150_000) == NEEDS_LIBRARY  # cut short
     assert zstd_payload(src, 0, len(data), dst, 10, 150_000) == 90_010
+
+
+def test_a_zstd_window_over_the_limit_goes_to_the_library_path(tmp_path: Path) -> None:
+    """libzstd's one-pass shortcut would decode a frame whose content size is stored even when
+    its window is over the 128 MiB + 1 limit zstd-jni keeps; the fast path walks the frame
+    headers first and leaves such a payload to the library path, so both paths give the same
+    error (found in review)."""
+    recs = b"\x28\x00\x00\x00\x02k\x28" + b"v" * 20 + b"\x00"
+    frame = (
+        (0xFD2FB528).to_bytes(4, "little")
+        + bytes([0x80, 20 << 3])  # a window descriptor of 1 GiB, a 4-byte content size
+        + len(recs).to_bytes(4, "little")
+        + ((len(recs) << 3) | 1).to_bytes(4, "little")[:3]  # one raw block, the last
+        + recs
+    )
+    src = np.frombuffer(frame + bytes(16), np.uint8)
+    dst = np.empty(1 << 16, np.uint8)
+    assert zstd_payload(src, 0, len(frame), dst, 0, 60_000) == NEEDS_LIBRARY
+    with pytest.raises(KafkaLogError, match="1073741824-byte window"):
+        decompress(4, frame, 2, 1 << 20)
+
+
+def test_zstd_contexts_of_ended_threads_are_freed() -> None:
+    """Each decoding thread's zstd context is freed when the thread ends (the reader starts
+    threads per read): 60 short-lived threads each decoding a frame with a 4 MiB window leave
+    the process's memory about where one thread leaves it (found in review: +84 MiB for 40)."""
+    import threading
+
+    payload = zstandard.ZstdCompressor(write_content_size=False).compress(
+        random.Random(3).randbytes(3 << 20)
+    )
+    src = np.frombuffer(payload + bytes(16), np.uint8)
+
+    def decode() -> None:
+        dst = np.empty(4 << 20, np.uint8)
+        assert zstd_payload(src, 0, len(payload), dst, 0, (4 << 20) - 16) == 3 << 20
+
+    def rss_mib() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+
+    if not os.path.exists("/proc/self/statm"):
+        pytest.skip("needs /proc")
+    if os.environ.get("KAFKALOG_KERNELS") == "asan":
+        pytest.skip("AddressSanitizer's quarantine holds freed memory: RSS says nothing here")
+    for _ in range(3):  # the first threads, allocator arenas warm
+        t = threading.Thread(target=decode)
+        t.start()
+        t.join()
+    before = rss_mib()
+    for _ in range(60):
+        t = threading.Thread(target=decode)
+        t.start()
+        t.join()
+    assert rss_mib() - before < 40
+
+
+def test_bad_kernel_arguments_are_refused_not_used() -> None:
+    """The entry points check what the C code would index with: a source without padding after
+    a batch's records, a CRC span before the source, a span past the end, an Avro layout outside
+    its buffers or a program writing a column of another kind are errors, never memory outside
+    an array (found in review)."""
+    from kafkalog_source.arrow.schema import projection_for
+    from kafkalog_source.arrow.sink import ColumnSink
+    from kafkalog_source.kernel import avro as A
+    from kafkalog_source.kernel.compiled import native
+
+    sink = ColumnSink(projection_for(["offset", "key", "value"]))
+    sink.reserve(16)
+    src = np.zeros(100, np.uint8)
+    bp = np.zeros((1, 9), np.int64)
+    bp[0, :3] = (61, 99, 1)  # ends 1 byte before the source does: no room for the padding
+    with pytest.raises(IndexError, match="padding"):
+        native.decode_v2(src, bp, 3, False, 10, 1 << 20, *sink.v2_args())
+    bp[0, :3] = (10, 20, 1)  # verify: the CRC would start 30 bytes before the source
+    with pytest.raises(IndexError):
+        native.decode_v2(src, bp, 3, True, 10, 1 << 20, *sink.v2_args())
+    with pytest.raises(IndexError):
+        native.xxh32_short(src, (1 << 63) - 4, 8)
+
+    def avro(lay: np.ndarray, kinds: list[int], prog: np.ndarray, top_fill: list[int]) -> object:
+        n = 1
+        return native.decode_avro(
+            np.zeros(32, np.uint8), np.zeros(16, np.uint8), np.zeros(n, np.int64),
+            np.ones(n, np.int64), np.zeros(n, np.int64), 0, prog, np.zeros(1, np.int64),
+            np.zeros(39, np.int64), np.zeros(39, np.int64), np.array(top_fill, np.int64),
+            np.array(kinds, np.int64), lay, np.zeros(len(kinds), np.int64),
+            np.zeros(len(kinds), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64),
+            np.zeros(1, np.float64), np.zeros(1, np.uint8), np.zeros((2, 4), np.int64),
+            *(np.zeros(n, np.int64) for _ in range(4)),
+        )  # fmt: skip
+
+    big = np.zeros((1, A.LAYOUT_WIDTH), np.int64)
+    big[0, A.L_CAP] = 1000  # 1,000 entries in 1-entry buffers
+    prog = np.array([[A.OP_INT, 0, A.CV_INT, 0, 0, 0, 0], [A.OP_END, -1, 0, 0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="layout"):
+        avro(big, [A.K_FIXED], prog, [0])
+    ok = np.zeros((1, A.LAYOUT_WIDTH), np.int64)
+    ok[0, A.L_CAP] = 1
+    with pytest.raises(ValueError, match="top_fill"):
+        avro(ok, [A.K_FIXED], prog, [5])
+    with pytest.raises(ValueError, match="cannot hold"):
+        avro(ok, [A.K_STRUCT], prog, [0])  # an integer into a column without integer entries

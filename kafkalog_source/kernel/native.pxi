@@ -8,6 +8,8 @@
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
+import os as _os
+
 import numpy as _np
 
 cdef extern from "csrc/kl_all.h" nogil:
@@ -96,6 +98,8 @@ cdef extern from "csrc/kl_all.h" nogil:
 
 
 BUILD = KL_BUILD.decode()
+
+kl_crc_init(1, 1)  # the tables, and every CPU path this CPU has: configure_crc may turn some off
 """Which build this is: "release", "checked" (every index checked) or "asan" (sanitizers)."""
 
 cdef uint8_t _empty_byte = 0
@@ -210,8 +214,8 @@ def bind_libraries(lz4_path, zstd_path):
     """Bind liblz4's block decoder and libzstd's stream decoder from the files of the lz4 and
     zstandard packages' extension modules (either may be None). Returns ``(lz4 bound, zstd
     bound)``; an unbound one leaves its batches to the library path."""
-    cdef bytes a = lz4_path.encode() if lz4_path else None
-    cdef bytes b = zstd_path.encode() if zstd_path else None
+    cdef bytes a = _os.fsencode(lz4_path) if lz4_path else None
+    cdef bytes b = _os.fsencode(zstd_path) if zstd_path else None
     cdef int got = kl_bind_libs(<const char *>a if a is not None else NULL,
                                 <const char *>b if b is not None else NULL)
     return bool(got & 1), bool(got & 2)
@@ -358,6 +362,14 @@ def decode_v2(const uint8_t[::1] src, bp_in, int64_t want, bint verify,
     cdef int64_t code
     if m.rows and m.cols < 9:
         raise ValueError("decode_v2: the batch parameter matrix needs 9 columns")
+    cdef Py_ssize_t r
+    for r in range(bp.shape[0]):  # the records and the padding the varints may read after them
+        if (bp[r, 0] < (40 if verify else 0) or bp[r, 1] < bp[r, 0]
+                or bp[r, 1] > b.n - 16):
+            raise IndexError(
+                f"decode_v2: batch {r}'s records {bp[r, 0]}..{bp[r, 1]} do not lie in the "
+                f"{b.n}-byte source with 16 bytes of padding after them"
+            )
     with nogil:
         _start()
         code = kl_decode_v2(b, m, want, verify, row_limit, byte_limit, s)
@@ -439,7 +451,7 @@ def decode_wrapped(const uint8_t[::1] src, wp_in, bint verify, int64_t want,
 
 def xxh32_short(const uint8_t[::1] src, int64_t start, int64_t n):
     """XXH32 (seed 0) of ``src[start:start + n]`` for ``n < 16`` (LZ4 frame descriptors)."""
-    if n < 0 or n >= 16 or start < 0 or start + n > src.shape[0]:
+    if n < 0 or n >= 16 or start < 0 or start > src.shape[0] - n:
         raise IndexError("xxh32_short: span outside the buffer, or 16 bytes or more")
     cdef int64_t h
     cdef kl_bytes s = _ro(src)
@@ -559,6 +571,24 @@ def decode_avro(const uint8_t[::1] src, const uint8_t[::1] consts, starts_in,
     cdef kl_ci64 pl = _ci64(pow_lo)
     cdef kl_ci64 tf = _ci64(top_fill)
     cdef kl_mat st = _mat(stack)
+    cdef Py_ssize_t col, ncols = cnt.shape[0]
+    cdef int64_t k
+    if row0 < 0:
+        raise IndexError(f"decode_avro: row {row0}")
+    if lay.shape[0] < ncols or col_kind.shape[0] < ncols or dlen.shape[0] < ncols:
+        raise ValueError("decode_avro: the layout, kinds and lengths must cover every column")
+    for col in range(ncols):  # each column's entries and bytes lie inside the flat buffers
+        k = col_kind[col]
+        if (lay[col, 4] < 0 or lay[col, 5] < 0 or cnt[col] < 0 or cnt[col] > lay[col, 4] or dlen[col] < 0
+                or dlen[col] > lay[col, 5] or lay[col, 0] < 0 or lay[col, 0] > valid.shape[0] - lay[col, 4]
+                or (k in (1, 3, 6) and (lay[col, 1] < 0 or lay[col, 1] > ival.shape[0] - lay[col, 4]))
+                or (k == 2 and (lay[col, 2] < 0 or lay[col, 2] > fval.shape[0] - lay[col, 4]))
+                or (k in (3, 4) and (lay[col, 3] < 0
+                                     or lay[col, 3] > data.shape[0] - lay[col, 5] - 128))):
+            raise ValueError(f"decode_avro: column {col}'s layout lies outside its buffers")
+    for col in range(top_fill.shape[0]):
+        if top_fill[col] < 0 or top_fill[col] >= ncols:
+            raise ValueError(f"decode_avro: top_fill names column {top_fill[col]}")
     cdef int64_t row, full = -1
     with nogil:
         _start()
@@ -568,4 +598,6 @@ def decode_avro(const uint8_t[::1] src, const uint8_t[::1] consts, starts_in,
         raise MemoryError("decode_avro: no memory for the row rollback")
     if full == -3:
         raise ValueError("decode_avro: the column or error arrays are too short")
+    if full == -4:
+        raise ValueError("decode_avro: the program writes a column that cannot hold its values")
     return row, full

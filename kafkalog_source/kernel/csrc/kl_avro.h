@@ -248,6 +248,44 @@ typedef struct { kl_i64 code, pos, arg, pc; } kl_avro_errs;
  * ENTRY_ERROR: a null value) into the columns, from row row0. Returns the row that found a
  * column full (*full = the column; its partial output rolled back), or the number of rows with
  * *full = -1 when every row is done. *full = -2: out of memory for the scratch arrays. */
+/* whether every instruction of the program writes only columns that exist and whose kind has
+ * the buffers it writes (the layout gives each kind only its own: an integer written into a
+ * float column would land in another column's entries), and every aux range it reads exists */
+static int kl_avro_program_ok(kl_cmat prog, kl_ci64 aux, const kl_avro_cols *o, int64_t ncols) {
+    for (int64_t pc = 0; pc < prog.rows; pc++) {
+        const int64_t op = MX(prog, pc, 0), col = MX(prog, pc, 1);
+        const int64_t a = MX(prog, pc, 2), b = MX(prog, pc, 3);
+        if (col < -1 || col >= ncols) return 0;
+        const int64_t kind = col >= 0 ? IX(o->col_kind, col) : -1;
+        /* the buffers each kind has (avro_program.Buffers._layout): integers for fixed-width,
+         * variable-width and list columns, floats for float columns, bytes for variable-width
+         * and decimal columns; validity for every kind */
+        const int ints = kind == K_FIXED || kind == K_VAR || kind == K_LIST;
+        int ok = 1;
+        switch (op) {
+        case OP_INT: case OP_LONG: ok = a == CV_FLOAT ? kind == K_FLOAT : ints; break;
+        case OP_FLOAT: case OP_DOUBLE: ok = kind == K_FLOAT; break;
+        case OP_BOOL: case OP_ENUM: ok = ints; break;
+        case OP_BYTES: case OP_RAW: case OP_FIXED: ok = kind == K_VAR; break;
+        case OP_DEC_BYTES: case OP_DEC_FIXED: ok = kind == K_VAR || kind == K_DEC; break;
+        case OP_ARRAY:
+            ok = ints;
+            /* the child column is read only for an array the reader keeps */
+            if (col >= 0 && (MX(prog, pc, 4) < 0 || MX(prog, pc, 4) >= ncols)) return 0;
+            break;
+        default: break;
+        }
+        if (col >= 0 && !ok) return 0;
+        if (op == OP_NULLFILL || op == OP_UNION || op == OP_ENUM) {
+            if (a < 0 || b < 0 || b > aux.n || a > aux.n - b) return 0;
+            if (op == OP_NULLFILL)
+                for (int64_t k = 0; k < b; k++)
+                    if (IX(aux, a + k) < 0 || IX(aux, a + k) >= ncols) return 0;
+        }
+    }
+    return 1;
+}
+
 static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_ci64 ends,
                               kl_ci64 entry, int64_t row0, kl_cmat prog, kl_ci64 aux,
                               kl_ci64 pow_hi, kl_ci64 pow_lo, kl_ci64 top_fill, kl_avro_cols *o,
@@ -263,6 +301,10 @@ static int64_t kl_decode_avro(kl_bytes src, kl_bytes consts, kl_ci64 starts, kl_
     if (o->dlen.n < ncols || o->col_kind.n < ncols || o->lay.rows < ncols || o->lay.cols < LAYOUT_WIDTH ||
         prog.cols < AVRO_WIDTH || stack.cols < 4) {
         *full_out = -3;
+        return 0;
+    }
+    if (!kl_avro_program_ok(prog, aux, o, ncols)) {
+        *full_out = -4;
         return 0;
     }
     int64_t *save = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(ncols > 0 ? ncols : 1));

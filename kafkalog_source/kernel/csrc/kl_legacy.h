@@ -124,8 +124,8 @@ static void kl_check_wrappers(kl_bytes src, kl_ci64 wpos, kl_ci64 sizes, int ver
         int64_t p = IX(wpos, i);
         int64_t size = IX(sizes, i) - LOG_OVERHEAD;
         if (size < LEGACY_MIN_SIZE) continue;
+        if (p < 0 || p > src.n || size > src.n - p - LEGACY_MESSAGE_AT) continue;
         int64_t msg_end = p + LEGACY_MESSAGE_AT + size;
-        if (p < 0 || msg_end > src.n) continue;
         int64_t magic = IX(src, p + LEGACY_MAGIC_AT);
         int64_t attrs = IX(src, p + LEGACY_ATTRIBUTES_AT);
         if (magic > 1 || (attrs & CODEC_MASK) == 0) continue;

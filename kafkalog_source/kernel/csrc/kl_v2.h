@@ -259,9 +259,10 @@ static int64_t kl_decode_v2(kl_bytes src, kl_cmat bp, int64_t want, int verify,
     return OK;
 failed:
     /* A bad CRC is the batch's error whatever else is wrong with it, as when the CRC was checked
-     * before the walk: a structure error found first is replaced by E_CRC when the CRC fails.
-     * Not for E_CAPACITY: the caller grows the buffer and walks the batch again. */
-    if (verify && err != E_CRC && err != E_CAPACITY && b < bp.rows) {
+     * before the walk: a structure error found first, or a buffer too small for the batch
+     * (E_CAPACITY: the caller would grow it for a batch it then rejects), is replaced by E_CRC
+     * when the CRC fails. */
+    if (verify && err != E_CRC && b < bp.rows) {
         const int64_t st = MX(bp, b, BP_START), en = MX(bp, b, BP_END);
         if (st >= V2_CRC_BEFORE_RECORDS && en >= st && en <= src.n) {
             int64_t crc = kl_crc32c(src, st - V2_CRC_BEFORE_RECORDS, en);
