@@ -68,6 +68,7 @@ cdef extern from "csrc/kl_all.h" nogil:
     void kl_crc_init(int allow_hw_crc32c, int allow_clmul)
     int kl_cpu_features()
     int kl_bind_libs(const char *lz4_path, const char *zstd_path)
+    int64_t kl_zstd_live
     int64_t kl_zstd_payload(kl_bytes src, int64_t start, int64_t end, kl_u8 dst, int64_t dp,
                             int64_t dlimit)
     int64_t kl_crc32c(kl_bytes a, int64_t start, int64_t end)
@@ -219,6 +220,16 @@ def bind_libraries(lz4_path, zstd_path):
     cdef int got = kl_bind_libs(<const char *>a if a is not None else NULL,
                                 <const char *>b if b is not None else NULL)
     return bool(got & 1), bool(got & 2)
+
+
+def zstd_contexts():
+    """How many threads' zstd decompression contexts are alive (each is freed when its thread
+    ends)."""
+    return __atomic_live()
+
+
+cdef int64_t __atomic_live() noexcept nogil:
+    return kl_zstd_live
 
 
 def zstd_payload(const uint8_t[::1] src, int64_t start, int64_t end, uint8_t[::1] dst,

@@ -79,8 +79,13 @@ static pthread_key_t kl_zstd_key;
 static pthread_once_t kl_zstd_once = PTHREAD_ONCE_INIT;
 static int kl_zstd_key_ok = 0;
 
+static int64_t kl_zstd_live = 0; /* contexts made and not yet freed (tests read it) */
+
 static void kl_zstd_release(void *dctx) {
-    if (dctx && kl_zstd_free) kl_zstd_free(dctx);
+    if (dctx && kl_zstd_free) {
+        kl_zstd_free(dctx);
+        __atomic_sub_fetch(&kl_zstd_live, 1, __ATOMIC_RELAXED);
+    }
 }
 
 static void kl_zstd_key_init(void) {
@@ -93,8 +98,9 @@ static void *kl_zstd_context(void) {
     void *dctx = pthread_getspecific(kl_zstd_key);
     if (!dctx) {
         dctx = kl_zstd_create();
+        if (dctx) __atomic_add_fetch(&kl_zstd_live, 1, __ATOMIC_RELAXED);
         if (dctx && pthread_setspecific(kl_zstd_key, dctx) != 0) {
-            kl_zstd_free(dctx);
+            kl_zstd_release(dctx);
             dctx = NULL;
         }
     }
