@@ -34,6 +34,8 @@ def test_the_release_build_is_the_default() -> None:
     assert compiled.BUILD == (os.environ.get("KAFKALOG_KERNELS") or "release")
     a = np.arange(8, dtype=np.uint8)
     assert _build("_native").probe_index(a, 7) == 7
+    with pytest.raises(IndexError, match="index 8 outside 8 bytes"):  # refused, never read
+        _build("_native").probe_index(a, 8)
 
 
 def test_the_checked_build_turns_an_out_of_bounds_read_into_an_index_error() -> None:

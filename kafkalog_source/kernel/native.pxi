@@ -194,10 +194,13 @@ cdef int _checked(str name) except -1:
 
 def probe_index(const uint8_t[::1] a, int64_t i):
     """``a[i]`` read the way the kernels read (tests of the builds only): the checked build
-    raises IndexError outside ``a``; the sanitizer build reports the overflow and aborts; the
-    release build reads whatever is there, so callers keep ``i`` inside ``a`` there."""
+    raises IndexError outside ``a`` from its kernel-side check; the sanitizer build reports the
+    overflow and aborts; the release build, whose kernels check nothing here, refuses ``i``
+    outside ``a`` before reading."""
     cdef kl_bytes b = _ro(a)
     cdef int64_t v
+    if BUILD == "release" and not 0 <= i < b.n:
+        raise IndexError(f"probe_index: index {i} outside {b.n} bytes")
     _start()
     v = IX(b, i)
     _checked("probe_index")
@@ -225,10 +228,6 @@ def bind_libraries(lz4_path, zstd_path):
 def zstd_contexts():
     """How many threads' zstd decompression contexts are alive (each is freed when its thread
     ends)."""
-    return __atomic_live()
-
-
-cdef int64_t __atomic_live() noexcept nogil:
     return kl_zstd_live
 
 
@@ -252,42 +251,34 @@ def cpu_features():
     return bool(f & 1), bool(f & 2)
 
 
-def crc32c_spans(const uint8_t[::1] src, starts_in, ends_in,
-                 int64_t[::1] out):
+cdef int _crc_spans(str name, const uint8_t[::1] src, object starts_in, object ends_in,
+                    int64_t[::1] out, bint castagnoli) except -1:
+    """``out[i]`` = the CRC of ``src[starts[i]:ends[i]]``, every span checked first."""
+    cdef const int64_t[::1] starts = _c64(starts_in)
+    cdef const int64_t[::1] ends = _c64(ends_in)
+    cdef kl_bytes s = _ro(src)
+    cdef Py_ssize_t i, n = starts.shape[0]
+    if ends.shape[0] < n or out.shape[0] < n:
+        raise ValueError(f"{name}: starts, ends and out differ in length")
+    for i in range(n):
+        if starts[i] < 0 or ends[i] < starts[i] or ends[i] > s.n:
+            raise IndexError(f"{name}: span {starts[i]}..{ends[i]} outside {s.n} bytes")
+    with nogil:
+        _start()
+        for i in range(n):
+            out[i] = (kl_crc32c if castagnoli else kl_crc32)(s, starts[i], ends[i])
+    _checked(name)
+    return 0
+
+
+def crc32c_spans(const uint8_t[::1] src, starts, ends, int64_t[::1] out):
     """``out[i]`` = CRC-32C of ``src[starts[i]:ends[i]]`` for every i."""
-    cdef const int64_t[::1] starts = _c64(starts_in)
-    cdef const int64_t[::1] ends = _c64(ends_in)
-    cdef kl_bytes s = _ro(src)
-    cdef Py_ssize_t i, n = starts.shape[0]
-    if ends.shape[0] < n or out.shape[0] < n:
-        raise ValueError("crc32c_spans: starts, ends and out differ in length")
-    for i in range(n):
-        if starts[i] < 0 or ends[i] < starts[i] or ends[i] > s.n:
-            raise IndexError(f"crc32c_spans: span {starts[i]}..{ends[i]} outside {s.n} bytes")
-    with nogil:
-        _start()
-        for i in range(n):
-            out[i] = kl_crc32c(s, starts[i], ends[i])
-    _checked("crc32c_spans")
+    _crc_spans("crc32c_spans", src, starts, ends, out, True)
 
 
-def crc32_spans(const uint8_t[::1] src, starts_in, ends_in,
-                int64_t[::1] out):
+def crc32_spans(const uint8_t[::1] src, starts, ends, int64_t[::1] out):
     """``out[i]`` = CRC-32 (IEEE, as ``zlib.crc32``) of ``src[starts[i]:ends[i]]``."""
-    cdef const int64_t[::1] starts = _c64(starts_in)
-    cdef const int64_t[::1] ends = _c64(ends_in)
-    cdef kl_bytes s = _ro(src)
-    cdef Py_ssize_t i, n = starts.shape[0]
-    if ends.shape[0] < n or out.shape[0] < n:
-        raise ValueError("crc32_spans: starts, ends and out differ in length")
-    for i in range(n):
-        if starts[i] < 0 or ends[i] < starts[i] or ends[i] > s.n:
-            raise IndexError(f"crc32_spans: span {starts[i]}..{ends[i]} outside {s.n} bytes")
-    with nogil:
-        _start()
-        for i in range(n):
-            out[i] = kl_crc32(s, starts[i], ends[i])
-    _checked("crc32_spans")
+    _crc_spans("crc32_spans", src, starts, ends, out, False)
 
 
 def scan_window(const uint8_t[::1] buf, int64_t limit, int64_t file_pos, int64_t[:, ::1] out):

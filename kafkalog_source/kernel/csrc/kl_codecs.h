@@ -277,8 +277,6 @@ static int64_t kl_snappy_raw(kl_bytes src, int64_t sp, int64_t send, kl_u8 dst, 
     return dp != oend ? NEEDS_LIBRARY : dp;
 }
 
-KL_INLINE int64_t kl_be32u_at(kl_bytes src, int64_t pos) { return BE32U(src, pos); }
-
 /* Decode a raw or xerial-framed snappy payload src[start:end] to dst[dp:] */
 static int64_t kl_snappy_payload(kl_bytes src, int64_t start, int64_t end, kl_u8 dst,
                                  int64_t dp, int64_t dlimit) {
@@ -292,7 +290,7 @@ static int64_t kl_snappy_payload(kl_bytes src, int64_t start, int64_t end, kl_u8
     int64_t pos = start + 16, bound = 0, chunks = 0;
     /* the chunks' declared lengths first: the output bound, and a well-formed stream */
     while (end - pos >= 4) {
-        int64_t length = kl_be32u_at(src, pos);
+        int64_t length = BE32U(src, pos);
         if (length == 0x82534E41 || length >= 0x80000000LL || length == 0)
             return NEEDS_LIBRARY; /* a concatenated stream, or an error the library reports */
         if (pos + 4 + length > end) return NEEDS_LIBRARY;
@@ -306,7 +304,7 @@ static int64_t kl_snappy_payload(kl_bytes src, int64_t start, int64_t end, kl_u8
     if (bound > dlimit - dp) return ARENA_FULL;
     pos = start + 16;
     for (int64_t c = 0; c < chunks; c++) {
-        int64_t length = kl_be32u_at(src, pos);
+        int64_t length = BE32U(src, pos);
         dp = kl_snappy_raw(src, pos + 4, pos + 4 + length, dst, dp, dlimit);
         if (dp < 0) return NEEDS_LIBRARY;
         pos += 4 + length;
