@@ -8,6 +8,7 @@ exactly once, and read back.
   another run commits first);
 * :mod:`.iceberg` (PyIceberg) and :mod:`.delta` (the ``deltalake`` package): the formats;
 * :mod:`.files`: a table's current data files, for DuckDB (``kafkalog query``);
+* :mod:`.fieldids`: which Iceberg field id each of kafkalog's columns is (renames);
 * :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings.
 
 Above the reader and the streaming layer, below ``spark`` and ``cli``; PyIceberg and deltalake are

@@ -15,7 +15,8 @@ FAILFAST mode, say) leaves no catalog behind.
 **Writes.** Record batches are gathered into chunks of about :data:`~.sink.CHUNK_BYTES`; each
 chunk is split by partition (the spec's transforms, PyIceberg's own, computed once per batch:
 a batch of one topic and day stays whole) and each part written as one Parquet data file with
-PyIceberg's writer (field ids, column statistics). The files are added in one fast append, in
+PyIceberg's writer (field ids, column statistics), each column into the field id it had, even
+after another writer renamed it (:mod:`.fieldids`). The files are added in one fast append, in
 the same transaction as any schema change and the table properties, with the run's state
 (:mod:`.state`) in the snapshot summary.
 
@@ -43,6 +44,7 @@ import pyarrow as pa
 from ..redact import redact_uri, scrub
 from . import sink as hooks
 from .catalogs import CATALOG_NAME, ensure_namespace, sqlite_catalog, staging_catalog
+from .fieldids import FIELDS, FieldMap, kafkalog_ids, to_json
 from .schema import relaxed
 from .sink import (
     Committed,
@@ -108,6 +110,8 @@ class IcebergSink:
         self.identifier = target.table or default_identifier(self.out)
         self.catalog: Any = None
         self.table: Any = None
+        # kafkalog's column paths -> the table's field ids (:mod:`.fieldids`)
+        self.ids: dict[str, int] = {}
         # the store settings of the read, for a table in a store (what the catalog properties
         # do not already say)
         self._fileio = iceberg_fileio_properties(target.location) if self.out.remote else {}
@@ -227,6 +231,7 @@ class IcebergSink:
                     f"{self._message(e)}"
                 ) from None
         if self.table is None:
+            self.ids = {}
             self._check_empty()
             return False
         if not _same_location(self.table.location(), self.out.uri):
@@ -235,7 +240,12 @@ class IcebergSink:
                 f"{redact_uri(self.table.location())}, not at {self.where}; name another "
                 "table with --table"
             )
+        self.ids = kafkalog_ids(self.table.metadata)
         return True
+
+    def _field_map(self) -> FieldMap:
+        """kafkalog's columns and the table's current fields, tied by field id."""
+        return FieldMap(self.table.schema(), self.ids, f"table {self.identifier}")
 
     def _check_empty(self) -> None:
         own = () if self.target.properties or self.target.catalog else (EMBEDDED_CATALOG,)
@@ -288,10 +298,14 @@ class IcebergSink:
         )
 
     def schema(self) -> pa.Schema | None:
-        """The table's columns as Arrow types, relaxed (None: no table yet)."""
+        """The table's columns as Arrow types, relaxed, under kafkalog's names (a column another
+        writer renamed is kafkalog's by its field id; :mod:`.fieldids`), None: no table yet.
+        Raises :class:`~.spec.SchemaChangeError` when a kafkalog column was dropped and its name
+        taken by another field."""
         if self.table is None:
             return None
-        return relaxed(small_types(self.table.schema().as_arrow()))
+        arrow = small_types(self.table.schema().as_arrow())
+        return relaxed(self._field_map().as_kafkalog(arrow))
 
     def partitioning(self) -> tuple[PartitionField, ...] | None:
         """The table's partition fields (None: no table yet)."""
@@ -299,8 +313,9 @@ class IcebergSink:
             return None
         schema = self.table.schema()
         out = []
+        names = self._field_map()
         for f in self.table.spec().fields:
-            name = schema.find_column_name(f.source_id)
+            name = names.kafkalog_name(f.source_id, schema.find_column_name(f.source_id))
             kind = type(f.transform).__name__.replace("Transform", "").lower()
             out.append(PartitionField(name, kind))
         return tuple(out)
@@ -339,7 +354,8 @@ class IcebergSink:
 
             tx.delete(AlwaysTrue())  # whole files: no data file is rewritten
         props = state.to_properties()
-        writer = _ChunkWriter(tx.table_metadata, io)
+        ids = self.ids if self.table is not None else {}  # "table": a new table's own
+        writer = _ChunkWriter(tx.table_metadata, io, ids)
         written: list[Any] = []
         committing = False
         try:
@@ -348,6 +364,8 @@ class IcebergSink:
             hooks.before_commit(self.out.uri, [f.file_path for f in written])
             if staged:  # the catalog's file is made now, with the table's creation
                 tx = self._created(self._commit_catalog(), schema, partitioning)
+            now = tx.table_metadata.schema()
+            props[FIELDS] = to_json(FieldMap(now, ids, self.identifier).written(schema, now))
             append = _offsets_append_class()(
                 operation=Operation.APPEND, transaction=tx, io=io, snapshot_properties=props
             )
@@ -419,8 +437,10 @@ class IcebergSink:
         if self.table is not None:
             tx = self.table.transaction()
             if not _same_schema(self.schema(), schema):
+                # by the table's current names: a column kafkalog wrote keeps its field id
+                current = self._field_map().as_current(schema)
                 with tx.update_schema() as update:
-                    update.union_by_name(schema)
+                    update.union_by_name(current)
             return tx, self.table.io, False
         from pyiceberg.io import load_file_io
 
@@ -468,7 +488,9 @@ class _ChunkWriter:
     structs (a v0/v1 record's ``headers``) into an empty one (apache/iceberg-python#3833, open
     in 0.12)."""
 
-    def __init__(self, metadata: Any, io: Any) -> None:
+    def __init__(self, metadata: Any, io: Any, ids: dict[str, int]) -> None:
+        """Files of the table ``metadata`` describes, written with ``io``; ``ids``: kafkalog's
+        column paths to field ids (:func:`~.fieldids.kafkalog_ids`; empty for a new table)."""
         from pyiceberg.schema import sanitize_column_names
         from pyiceberg.table.locations import load_location_provider
 
@@ -479,6 +501,7 @@ class _ChunkWriter:
         self.spec = metadata.spec()
         self.schema = metadata.schema()
         self.file_schema = sanitize_column_names(self.schema)
+        self.map = FieldMap(self.schema, ids, "")
         self.locations = load_location_provider(metadata.location, metadata.properties)
         self.arrow_schema: pa.Schema | None = None  # the files' (Iceberg's sanitized names)
         self.source_schema: pa.Schema | None = None  # the batches' (the table's names)
@@ -492,7 +515,11 @@ class _ChunkWriter:
             self.properties.setdefault(_LEVEL, "1")
         self.row_group_rows = int(self.properties.get(_ROW_GROUP, _ROW_GROUP_DEFAULT))
         self.fields = [
-            (f, self.schema.find_column_name(f.source_id), self.schema.find_field(f.source_id))
+            (
+                f,
+                self.map.kafkalog_name(f.source_id, self.schema.find_column_name(f.source_id)),
+                self.schema.find_field(f.source_id),
+            )
             for f in self.spec.fields
         ]
 
@@ -528,31 +555,34 @@ class _ChunkWriter:
         return out
 
     def _with_ids(self, schema: pa.Schema) -> pa.Schema:
-        """``schema`` with each field's Iceberg field id (and the file's sanitized name)."""
-        from pyiceberg.types import ListType, MapType, StructType
+        """``schema`` (kafkalog's names) with each field's Iceberg field id, found by kafkalog's
+        column path (a field another writer renamed keeps being written; :mod:`.fieldids`),
+        under the file's name for it (the current one, sanitized)."""
 
-        def field(f: pa.Field, ice: Any) -> pa.Field:
-            name = self.file_schema.find_field(ice.field_id).name
+        def field(f: pa.Field, path: str) -> pa.Field:
+            fid = self.map.id_of(path)
+            if fid is None:  # the schema update added every column: not reached
+                raise TableError(f"column {path} has no field in the table's schema")
+            name = self.file_schema.find_field(fid).name
             return pa.field(
                 name,
-                typ(f.type, ice.field_type),
+                typ(f.type, path),
                 nullable=f.nullable,
-                metadata={b"PARQUET:field_id": str(ice.field_id).encode()},
+                metadata={b"PARQUET:field_id": str(fid).encode()},
             )
 
-        def typ(t: pa.DataType, ice: Any) -> pa.DataType:
-            if pa.types.is_struct(t) and isinstance(ice, StructType):
-                by_name = {c.name: c for c in ice.fields}
-                return pa.struct([field(c, by_name[c.name]) for c in t])
-            if pa.types.is_list(t) and isinstance(ice, ListType):
-                return pa.list_(field(t.value_field, ice.element_field))
-            if pa.types.is_map(t) and isinstance(ice, MapType):
+        def typ(t: pa.DataType, path: str) -> pa.DataType:
+            if pa.types.is_struct(t):
+                return pa.struct([field(c, f"{path}.{c.name}") for c in t])
+            if pa.types.is_list(t):
+                return pa.list_(field(t.value_field, f"{path}.element"))
+            if pa.types.is_map(t):
                 return pa.map_(
-                    field(t.key_field, ice.key_field), field(t.item_field, ice.value_field)
+                    field(t.key_field, f"{path}.key"), field(t.item_field, f"{path}.value")
                 )
             return t
 
-        return pa.schema([field(f, self.schema.find_field(f.name)) for f in schema])
+        return pa.schema([field(f, f.name) for f in schema])
 
     def _write_one(self, key: tuple[Any, ...], parts: list[pa.RecordBatch], task: int) -> Any:
         import pyarrow.parquet as pq

@@ -183,6 +183,7 @@ def _attempt(
 ) -> TableRun:
     where = f"OUT {sink.shown}"
     state = sink.open()
+    _check_columns(sink, target, where)
     if state is not None and target.mode == "error":
         raise TargetError(
             f"{where} is already a table; convert without --mode error to add what is new to it, "
@@ -273,6 +274,24 @@ def _attempt(
         schema_changed=table_schema is not None and not table_schema.equals(schema),
         attempts=attempt,
     )
+
+
+def _check_columns(sink: Any, target: TableTarget, where: str) -> None:
+    """Refuse, before reading, a Delta table with column mapping (its columns renamed or dropped
+    by another engine): the ``deltalake`` package cannot write into it by the columns' ids.
+    (Iceberg tables are written by field id: :mod:`.fieldids`.)"""
+    if target.format != "delta" or getattr(sink, "table", None) is None:
+        return
+    from .files import delta_column_mapping
+
+    mode = delta_column_mapping(sink.table)
+    if mode:
+        raise TargetError(
+            f"{where} is a Delta table with column mapping (delta.columnMapping.mode={mode}: "
+            "its columns may have been renamed or dropped by another engine), which the "
+            "deltalake package cannot write by column id; convert into another table, or "
+            "write this one with Spark's Delta connector"
+        )
 
 
 def _selected(state: TableState, selection: TopicSelection | None) -> TableState:
