@@ -143,7 +143,7 @@ def test_a_table_of_the_first_layout_is_read_with_the_defaults(
     monkeypatch.setattr(run, "read_identity", full)
     from deltalake import DeltaTable
 
-    info = DeltaTable(str(out)).history(1)[0]
+    info = next(h for h in DeltaTable(str(out)).history() if "kafkalog.read" in h)
     assert set(json.loads(info["kafkalog.read"])) == set(first)
     with pytest.raises(TargetError, match=r"not recorded: the default then"):
         convert(SAMPLES / "orders-0", out, "delta", includeHeaders="false")
