@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from .common import CommandError
 
 # Subcommand modules, in help order.
-COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert", "warmup")
+COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert", "maintain", "warmup")
 
 EXIT_OK = 0
 EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)
