@@ -22,6 +22,7 @@ from .run import ATTEMPTS, TableRun, convert_table
 from .spec import (
     DEFAULT_PARTITIONING,
     FORMATS,
+    CommitUnknownError,
     ConcurrentRunError,
     PartitionField,
     SchemaChangeError,
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_PARTITIONING",
     "FORMATS",
     "LAKE_HINT",
+    "CommitUnknownError",
     "ConcurrentRunError",
     "PartitionField",
     "SchemaChangeError",

@@ -14,7 +14,18 @@ the commit info, plus one app transaction per topic-partition):
 * ``kafkalog.schemas``: per decoded payload column, the subject, version and schema id of the
   reader schema that typed it (named when a schema change is refused);
 * ``kafkalog.archive``: the archive converted (as messages show it; not checked: archives move);
-* ``kafkalog.version``: the layout of these properties (1).
+* ``kafkalog.version``: the layout of these properties (1);
+* ``kafkalog.run``: the id of the run that made the commit (a UUID, new for each ``convert``;
+  :data:`RUN`). A commit whose reply is lost (a connection reset, a timeout, a catalog's
+  "commit state unknown") may have landed or not: the run reloads the table and looks for its
+  id. Found, the run succeeded; absent after a rejection the library reports as such (another
+  commit took the version first), the run deletes its files and starts over or fails; absent
+  after any other error, the run keeps its files (a commit that lands late names them) and
+  fails with "commit outcome unknown", naming the id. Run the same convert again: it reads the
+  table as it is, so it goes on after the offsets of that run if its commit landed and converts
+  them again if not (the history shows which: the id is in the commit's Delta commit info or
+  Iceberg snapshot summary). Files of a commit that never landed are then orphans, which no
+  snapshot names; table maintenance deletes them.
 
 The offsets change in the same atomic commit as the data they describe, so no separate
 checkpoint can disagree with the table.
@@ -43,6 +54,7 @@ READ = "kafkalog.read"
 SCHEMAS = "kafkalog.schemas"
 ARCHIVE = "kafkalog.archive"
 VERSION = "kafkalog.version"
+RUN = "kafkalog.run"  # the run's id, in its commit: found after an error, the commit landed
 LAYOUT_VERSION = "1"
 # a Delta app transaction per topic-partition: its version is the next offset to convert
 TXN_PREFIX = "kafkalog:"
@@ -154,6 +166,7 @@ class TableState:
     read: dict[str, str] = field(default_factory=dict)
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
     archive: str = ""
+    run: str = ""  # the id of the run committing it (:data:`RUN`), when it is a run's
 
     def to_properties(self) -> dict[str, str]:
         """The commit properties that hold this state."""
@@ -163,6 +176,7 @@ class TableState:
             SCHEMAS: json.dumps(self.schemas, sort_keys=True),
             ARCHIVE: self.archive,
             VERSION: LAYOUT_VERSION,
+            **({RUN: self.run} if self.run else {}),
         }
 
     @classmethod
@@ -182,6 +196,7 @@ class TableState:
                 read={str(k): str(v) for k, v in read.items()},
                 schemas=schemas if isinstance(schemas, dict) else {},
                 archive=str(props.get(ARCHIVE) or ""),
+                run=str(props.get(RUN) or ""),
             )
         except (ValueError, TypeError, AttributeError) as e:
             raise TableError(
@@ -249,6 +264,7 @@ __all__ = [
     "OFFSETS",
     "PREFIX",
     "READ",
+    "RUN",
     "SCHEMAS",
     "IDENTITY",
     "NOT_IDENTITY",
