@@ -159,6 +159,54 @@ def test_maintain_compacts_many_small_runs_and_the_next_convert_goes_on(
     assert offsets_of(out, fmt) == want(13)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_compaction_keeps_null_headers_and_files_of_older_schemas(fmt: str, tmp_path: Path) -> None:
+    """An unpartitioned table of v0/v1 records (null headers) and v2 ones, then Avro values
+    whose second schema version adds a column: compacted, every value reads as before (a null
+    list stays null; the files written before the column was added read it as NULL)."""
+    import shutil
+
+    from conftest import SAMPLES
+    from lake_support import _avro_archive, _record
+
+    out = tmp_path / "t"
+    logs = tmp_path / "logs"
+    target = TableTarget(fmt, str(out), partitioning=())
+    from kafkalog_source.lake import convert_table
+
+    for name in ("magic0-none-0", "magic1-none-0", "magic2-none-0"):
+        shutil.copytree(SAMPLES / name, logs / name)
+        convert_table(logs, target)
+    key = 'ORDER BY topic, partition, "offset"'
+    before = read_back(out, fmt, f"SELECT * FROM kafkalog {key}")
+    assert None in before.column("headers").to_pylist()
+    actions = maintain_table(target, timedelta(hours=1), force=True)
+    assert "3 files in 1 partition(s) rewritten as 1" in str(actions[0]), actions
+    assert current_files(out, fmt) == 1
+    assert read_back(out, fmt, f"SELECT * FROM kafkalog {key}").equals(before)
+
+    out = tmp_path / "avro"
+    target = TableTarget(fmt, str(out), partitioning=())
+    v1 = _record("int")
+    v2 = {**v1, "fields": [*v1["fields"], {"name": "note", "type": "string", "default": "-"}]}
+    opts = {"valueFormat": "avro", "schemaRegistry": str(tmp_path / "a" / "schemas")}
+    values = [(1, {"id": 1, "amount": 5})]
+    part = _avro_archive(tmp_path / "a", [v1], values)
+    convert_table(part, target, opts)
+    for i in (2, 3):
+        values.append((2, {"id": i, "amount": 7, "note": str(i)}))
+        part = _avro_archive(tmp_path / "a", [v1, v2], values)
+        convert_table(part, target, opts)
+    before = read_back(out, fmt, f"SELECT * FROM kafkalog {key}")
+    maintain_table(target, timedelta(hours=1), force=True)
+    # Iceberg: the first file (the older schema) is left, the two others rewritten as one
+    assert current_files(out, fmt) == (2 if fmt == "iceberg" else 1)
+    after = read_back(out, fmt, f"SELECT * FROM kafkalog {key}")
+    assert after.equals(before)
+    notes = [v and v.get("note") for v in after.column("value_decoded").to_pylist()]
+    assert notes == [None, "2", "3"]
+
+
 def test_iceberg_time_travel_within_the_retention_and_expired_snapshots_gone(
     tmp_path: Path,
 ) -> None:

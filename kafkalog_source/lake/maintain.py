@@ -434,9 +434,10 @@ class _Rewriter:
         by_schema: dict[Any, list[tuple[Any, Any]]] = {}
         offset = self.table.schema().find_field("offset").field_id if _has(self.table) else None
         for f in sorted(files, key=lambda f: _order(f, offset)):
-            pf = pq.ParquetFile(self.io.new_input(f.file_path).open())
-            schema = pf.schema_arrow
-            by_schema.setdefault(schema.to_string(show_field_metadata=True), []).append((f, pf))
+            with self.io.new_input(f.file_path).open() as stream:  # the footer only
+                schema = pq.read_schema(stream)
+            key = schema.to_string(show_field_metadata=True)
+            by_schema.setdefault(key, []).append((f, schema))
         old: list[Any] = []
         new: list[Any] = []
         for group in by_schema.values():
@@ -464,7 +465,7 @@ class _Rewriter:
         from .sink import parquet_encodings
 
         first = group[0][0]
-        arrow = group[0][1].schema_arrow
+        arrow = group[0][1]
         try:
             fschema = pyarrow_to_schema(arrow)
         except Exception as e:  # a file without field ids: left as it is
@@ -491,8 +492,9 @@ class _Rewriter:
                 )
                 with writer:
                     while pending and (written == 0 or written < self.size):
-                        f, pf = pending.pop(0)
-                        writer.write_table(pf.read())
+                        f, _ = pending.pop(0)
+                        with self.io.new_input(f.file_path).open() as source:
+                            writer.write_table(pq.read_table(source, schema=arrow))
                         written += f.file_size_in_bytes
             stats = data_file_statistics_from_parquet_metadata(
                 parquet_metadata=writer.writer.metadata,
