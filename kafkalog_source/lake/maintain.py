@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pyarrow as pa
+
 from ..transport.filesystems import is_remote, resolve
 from .spec import TableError, TableTarget, TargetError
 
@@ -426,6 +428,7 @@ class _Rewriter:
         self.codec = "none" if codec == "uncompressed" else codec
         self.level = int(level) if level is not None else None
         self.properties = props
+        self.row_group_rows = int(props.get("write.parquet.row-group-limit", 1 << 20))
 
     def rewrite(self, files: list[Any]) -> tuple[list[Any], list[Any]]:
         """Rewrite ``files`` (one partition's); the files rewritten and the new DataFiles."""
@@ -462,7 +465,7 @@ class _Rewriter:
         )
         from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
-        from .sink import parquet_encodings
+        from .sink import CHUNK_BYTES, parquet_encodings
 
         first = group[0][0]
         arrow = group[0][1]
@@ -491,11 +494,24 @@ class _Rewriter:
                     **parquet_encodings(arrow),
                 )
                 with writer:
+                    # the files' rows gathered into row groups of the table's row-group limit
+                    # (or CHUNK_BYTES of Arrow data): a row group per small file would make
+                    # the compacted file as slow to scan as the small ones
+                    buffered: list[pa.Table] = []
+                    rows = nbytes = 0
                     while pending and (written == 0 or written < self.size):
                         f, _ = pending.pop(0)
                         with self.io.new_input(f.file_path).open() as source:
-                            writer.write_table(pq.read_table(source, schema=arrow))
+                            t = pq.read_table(source, schema=arrow)
                         written += f.file_size_in_bytes
+                        buffered.append(t)
+                        rows += t.num_rows
+                        nbytes += t.nbytes
+                        if rows >= self.row_group_rows or nbytes >= CHUNK_BYTES:
+                            writer.write_table(pa.concat_tables(buffered), self.row_group_rows)
+                            buffered, rows, nbytes = [], 0, 0
+                    if buffered:
+                        writer.write_table(pa.concat_tables(buffered), self.row_group_rows)
             stats = data_file_statistics_from_parquet_metadata(
                 parquet_metadata=writer.writer.metadata,
                 stats_columns=stats_plan,
