@@ -157,6 +157,7 @@ class _Delta:
         from deltalake import CommitProperties, WriterProperties
 
         from .delta import COPIED_FROM, configuration_of
+        from .state import RUN
 
         sink = self.sink
         if not sink.load():
@@ -203,17 +204,17 @@ class _Delta:
             )
         )
         interval = f"interval {hours} hours"
+        copy = state.to_properties()
+        copy.pop(RUN, None)  # the run that committed the state is not this commit's
         props = {
-            **configuration_of(state.to_properties()),
+            **configuration_of(copy),
             "delta.logRetentionDuration": interval,
             "delta.deletedFileRetentionDuration": interval,
         }
         sink.table.alter.set_table_properties(
             props,
             raise_if_not_exists=False,
-            commit_properties=CommitProperties(
-                custom_metadata={**state.to_properties(), COPIED_FROM: str(read_at)}
-            ),
+            commit_properties=CommitProperties(custom_metadata={**copy, COPIED_FROM: str(read_at)}),
         )
         sink.load()
         before = self._log_files()
