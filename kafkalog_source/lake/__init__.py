@@ -9,6 +9,8 @@ exactly once, and read back.
 * :mod:`.iceberg` (PyIceberg) and :mod:`.delta` (the ``deltalake`` package): the formats;
 * :mod:`.files`: a table's current data files, for DuckDB (``kafkalog query``);
 * :mod:`.fieldids`: which Iceberg field id each of kafkalog's columns is (renames);
+* :mod:`.maintain`: compaction, snapshot expiry or vacuum, and orphan files (``kafkalog
+  maintain``);
 * :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings.
 
 Above the reader and the streaming layer, below ``spark`` and ``cli``; PyIceberg and deltalake are
