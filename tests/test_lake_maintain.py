@@ -388,6 +388,13 @@ def test_maintain_a_table_in_a_bucket(fmt: str, s3_server: Any, tmp_path: Path) 
             # the orphan, and the files only the 4 expired snapshots named: their data files
             # (8), manifest lists (4) and manifests (4)
             assert "17 files no snapshot names removed" in str(done[2]), done
+        if fmt == "delta":  # the app transactions of the checkpoint maintain wrote, listed
+            from kafkalog_source.lake.delta import DeltaSink  # through the bucket
+
+            sink = DeltaSink(target)
+            assert sink.load()
+            assert sink._app_ids() == {"kafkalog:t:0", "kafkalog:t:1", "kafkalog:u:0"}
+            assert sink._from_transactions().offsets == {("t", 0): 20, ("t", 1): 20, ("u", 0): 20}
     if fmt == "iceberg":
         assert not s3_server.fs.get_file_info(key).is_file
     grow(logs, 4)
