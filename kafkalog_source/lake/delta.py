@@ -401,7 +401,17 @@ class DeltaSink:
                 pass
             hooks.before_commit(self.out.uri, [a.path for a in writer.actions])
             if self.table is not None and not replace and not _same(self.schema(), schema):
+                apps = [txn_app_id(t, p) for t, p in sorted(state.offsets)]
+                seen = [self.table.transaction_version(a) for a in apps]  # as the run read them
                 self._merge_schema(schema, full, columns, state.run)
+                # the data commit is made on the table as it is now, whose commits delta-rs
+                # does not check: one of another run since this run read the table is caught
+                # here (its app transactions moved)
+                if [self.table.transaction_version(a) for a in apps] != seen:
+                    raise ConcurrentRunError(
+                        f"another run committed to the Delta table at {self.shown} while this "
+                        "one wrote; this run's files were removed"
+                    )
         except BaseException:
             writer.delete()  # no commit names the files: they are no part of the table
             raise
