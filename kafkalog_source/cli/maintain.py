@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt is None and (args.table or args.catalog or args.table_option):
         fmt = "iceberg"  # a table another catalog names, at OUT
     if fmt is None:
-        raise CommandError(f"OUT {redact_uri(args.out)} holds {not_a_table(args.out)}")
+        raise CommandError(f"OUT {redact_uri(args.out)} {not_a_table(args.out)}")
     import_lake(fmt)
     target = table_target(args, fmt, args.out)
     with _library_errors(target):

@@ -564,19 +564,31 @@ def _order(f: Any, offset: int | None) -> tuple[int, str]:
 
 
 def not_a_table(location: str) -> str:
-    """What ``location`` holds when it is no table (for a one-line refusal)."""
+    """What ``location`` is when it is no table, as the rest of "OUT <location> ..." (for a
+    one-line refusal)."""
     from .files import _entries_below, table_remains
 
     entries = _entries_below(location)
     if any(e.endswith((".log", ".index", ".timeindex")) for e in entries):
         return (
-            "Kafka segment files (an archive, not a table); maintain takes the OUT of "
+            "holds Kafka segment files (an archive, not a table); maintain takes the OUT of "
             "convert --format iceberg|delta"
         )
     remains = table_remains(location)
     if remains:
-        return f"no table, only {remains}"
-    return "nothing (no _delta_log, no metadata/)" if not entries else "no table"
+        return f"holds no table, only {remains}"
+    if entries:
+        return "holds no table (no _delta_log, no metadata/)"
+    from pyarrow.fs import FileType
+
+    from .sink import out_location
+
+    try:
+        out = out_location(location)
+        gone = out.fs.get_file_info(out.path).type == FileType.NotFound
+    except Exception:  # unreachable: said as empty
+        gone = False
+    return "does not exist" if gone else "is empty: no table there"
 
 
 __all__ = [
