@@ -414,7 +414,8 @@ class _Rewriter:
     """Data files of one partition rewritten into files of about ``size`` bytes: the rows of
     each file read with pyarrow as they are and written under the same Arrow schema (field ids,
     names, types), so that files of another schema version than the table's are rewritten among
-    themselves and read as before; statistics as PyIceberg computes them."""
+    themselves and read as before; statistics as PyIceberg computes them (:mod:`.compat`, as
+    a run's files)."""
 
     def __init__(self, table: Any, size: int) -> None:
         self.table = table
@@ -423,11 +424,13 @@ class _Rewriter:
         self.uuid = uuid.uuid4()
         self.count = 0
         self.paths: list[str] = []
+        from .iceberg import writer_kwargs
+
         props = dict(table.metadata.properties)
-        codec = props.get("write.parquet.compression-codec", "zstd")
-        level = props.get("write.parquet.compression-level", "1" if codec == "zstd" else None)
-        self.codec = "none" if codec == "uncompressed" else codec
-        self.level = int(level) if level is not None else None
+        # as a run writes them: the table's writer properties, zstd at level 1 unless it says
+        if props.get("write.parquet.compression-codec", "zstd") == "zstd":
+            props.setdefault("write.parquet.compression-level", "1")
+        self.writer_kwargs = writer_kwargs(props)
         self.properties = props
         self.row_group_rows = int(props.get("write.parquet.row-group-limit", 1 << 20))
 
@@ -458,14 +461,9 @@ class _Rewriter:
         import os
 
         import pyarrow.parquet as pq
-        from pyiceberg.io.pyarrow import (
-            compute_statistics_plan,
-            data_file_statistics_from_parquet_metadata,
-            parquet_path_to_id_mapping,
-            pyarrow_to_schema,
-        )
-        from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+        from pyiceberg.io.pyarrow import pyarrow_to_schema
 
+        from .compat import data_file
         from .sink import CHUNK_BYTES, parquet_encodings
 
         first = group[0][0]
@@ -474,8 +472,6 @@ class _Rewriter:
             fschema = pyarrow_to_schema(arrow)
         except Exception as e:  # a file without field ids: left as it is
             raise _Unmapped(str(e)) from None
-        stats_plan = compute_statistics_plan(fschema, self.properties)
-        mapping = parquet_path_to_id_mapping(fschema)
         directory = os.path.dirname(first.file_path)
         out: list[Any] = []
         pending = list(group)
@@ -489,9 +485,8 @@ class _Rewriter:
                 writer = pq.ParquetWriter(
                     stream,
                     schema=arrow,
-                    compression=self.codec,
-                    compression_level=self.level,
                     store_decimal_as_integer=True,
+                    **self.writer_kwargs,
                     **parquet_encodings(arrow),
                 )
                 with writer:
@@ -513,23 +508,15 @@ class _Rewriter:
                             buffered, rows, nbytes = [], 0, 0
                     if buffered:
                         writer.write_table(pa.concat_tables(buffered), self.row_group_rows)
-            stats = data_file_statistics_from_parquet_metadata(
-                parquet_metadata=writer.writer.metadata,
-                stats_columns=stats_plan,
-                parquet_column_mapping=mapping,
-            )
             out.append(
-                DataFile.from_args(
-                    content=DataFileContent.DATA,
-                    file_path=path,
-                    file_format=FileFormat.PARQUET,
+                data_file(
+                    path=path,
+                    size=len(output),
+                    parquet_metadata=writer.writer.metadata,
+                    file_schema=fschema,
+                    properties=self.properties,
                     partition=first.partition,
-                    file_size_in_bytes=len(output),
-                    sort_order_id=None,
                     spec_id=first.spec_id,
-                    equality_ids=None,
-                    key_metadata=None,
-                    **stats.to_serialized_dict(),
                 )
             )
         return out
