@@ -493,7 +493,11 @@ def delta_files(target: TableTarget) -> TableFiles:
     schema = pa.schema(dt.schema().to_arrow())
     schema = pa.schema([pa.field(f.name, _plain(f.type)) for f in schema])
     parts = list(dt.metadata().partition_columns)
-    actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    # through the C stream interface: pa.table() would first ask whether it is a pandas
+    # DataFrame, which imports pandas (0.3-0.5 s of a query's start)
+    added = pa.RecordBatchReader.from_stream(dt.get_add_actions(flatten=True)).read_all()
+    wanted = ["path", *(f"partition.{c}" for c in parts)]
+    actions = added.select([c for c in wanted if c in added.column_names]).to_pylist()
     out = sink.out
     groups: dict[tuple[Any, ...], list[str]] = {}
     values_of: dict[tuple[Any, ...], dict[str, str | None]] = {}
