@@ -223,7 +223,11 @@ def test_an_iceberg_catalog_commit_that_applied_then_failed_is_a_success(
 @pytest.mark.parametrize("fmt", ["iceberg", "delta"])
 @pytest.mark.parametrize("which", ["first", "later"])
 def test_a_commit_whose_outcome_is_unknown_keeps_its_files_and_names_the_run(
-    fmt: str, which: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fmt: str,
+    which: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
 ) -> None:
     """The commit fails with an I/O error before it applied: the table does not show the run's
     id, the error is no definite rejection, so the run keeps its data files (a commit that lands
@@ -237,6 +241,10 @@ def test_a_commit_whose_outcome_is_unknown_keeps_its_files_and_names_the_run(
     before = {p for p in out.rglob("*.parquet")}
 
     def lost(*args: Any, **kwargs: Any) -> Any:
+        if fmt == "iceberg" and which == "later":  # a REST catalog's word for it
+            from pyiceberg.exceptions import CommitStateUnknownException
+
+            raise CommitStateUnknownException("502 Bad Gateway")
         raise TimeoutError("the catalog did not answer in time")
 
     if fmt == "iceberg":
@@ -253,6 +261,13 @@ def test_a_commit_whose_outcome_is_unknown_keeps_its_files_and_names_the_run(
         monkeypatch.setattr(DeltaTable, "create_write_transaction", lost)
     with pytest.raises(CommitUnknownError) as e:
         convert(str(arc.root), out, fmt)
+    if which == "later":  # the command says it in one line, exit code 1
+        from kafkalog_source.cli.main import main
+
+        assert main(["convert", str(arc.root), str(out), "--format", fmt, "-q"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("kafkalog: error: commit outcome unknown: the commit of run "), err
+        assert "\n" not in err
     monkeypatch.undo()
     text = str(e.value)
     assert text.startswith("commit outcome unknown: the commit of run "), text
