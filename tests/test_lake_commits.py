@@ -350,3 +350,42 @@ def test_overwrite_with_nothing_to_read_empties_the_table(
     assert offsets_of(out, fmt) == []
     # the table's offsets are the empty archive's: a run from it finds nothing new
     assert convert(str(empty), out, fmt).committed is None
+
+
+def test_an_iceberg_table_created_elsewhere_gets_no_retry_on_top_of_another_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table another tool created (PyIceberg's default: 4 commit retries, and its fast append
+    checks nothing on a retry) is given ``commit.retry.num-retries=0`` in a commit before the
+    run's first: a run that another kafkalog run beats starts over from that run's offsets,
+    and does not land on top of it with the same offsets (doubled rows)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from kafkalog_source.lake import sink as lake_sink
+    from kafkalog_source.lake.files import table_files
+
+    arc = Archive(tmp_path / "logs").add(3)
+    probe = tmp_path / "probe"
+    convert(str(arc.root), probe, "iceberg")
+    schema = table_files(TableTarget("iceberg", str(probe))).schema
+    out = tmp_path / "t"
+    out.mkdir()
+    catalog = SqlCatalog("kafkalog", uri=f"sqlite:///{out / 'catalog.db'}")
+    catalog.create_namespace("kafkalog")
+    created = catalog.create_table("kafkalog.t", schema=schema, location=str(out))
+    assert "commit.retry.num-retries" not in created.properties
+    calls: list[int] = []
+    real = lake_sink.before_commit
+
+    def rival_first(location: str, files: list[str]) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            monkeypatch.setattr(lake_sink, "before_commit", real)
+            convert(str(arc.root), out, "iceberg")
+            monkeypatch.setattr(lake_sink, "before_commit", rival_first)
+
+    monkeypatch.setattr(lake_sink, "before_commit", rival_first)
+    run = convert(str(arc.root), out, "iceberg")
+    assert run.attempts == 2 and run.committed is None
+    assert catalog.load_table("kafkalog.t").properties["commit.retry.num-retries"] == "0"
+    assert offsets_of(out, "iceberg") == arc.expected()
