@@ -11,7 +11,8 @@ exactly once, and read back.
 * :mod:`.fieldids`: which Iceberg field id each of kafkalog's columns is (renames);
 * :mod:`.maintain`: compaction, snapshot expiry or vacuum, and orphan files (``kafkalog
   maintain``);
-* :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings.
+* :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings;
+* :mod:`.compat`: what the Iceberg writer takes from PyIceberg beyond its documented API.
 
 Above the reader and the streaming layer, below ``spark`` and ``cli``; PyIceberg and deltalake are
 imported only when a table of their format is used (``pip install -e '.[lake]'`` in the
