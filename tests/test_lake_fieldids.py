@@ -254,3 +254,39 @@ def test_a_delta_table_with_column_mapping_is_refused_clearly(tmp_path: Path) ->
         convert(part.parent, out, "delta", stats=stats)
     assert stats.records == 0 and stats.segments == 0  # refused before reading
     assert sorted(str(p) for p in out.rglob("*")) == before
+
+
+def test_a_renamed_column_of_a_table_in_a_bucket(
+    s3_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """In a store the files are read through a pyarrow dataset, which binds by name: after a
+    rename the table is read file by file, every field bound by id."""
+    from kafkalog_source.cli.main import main
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.transport.filesystems import using_store
+
+    o = [x for k, v in s3_server.options.items() for x in ("-o", f"{k}={v}")]
+    out = f"{s3_server.bucket('kafkalog-fieldids')}/t"
+    catalog = str(tmp_path / "catalog.db")
+    part = tmp_path / "logs" / "t-0"
+    write_segment(part, 0, 3)
+    assert (
+        main(["convert", str(part.parent), out, "--format", "iceberg", "--catalog", catalog, *o])
+        == 0
+    )
+    with using_store(parse_options(dict(s3_server.options), paths=out).store):
+        sink = IcebergSink(TableTarget("iceberg", out, catalog=catalog))
+        assert sink.load()
+        with sink.table.update_schema() as u:
+            u.rename_column("value", "payload")
+    write_segment(part, 3, 2, value=b"w")
+    assert (
+        main(["convert", str(part.parent), out, "--format", "iceberg", "--catalog", catalog, *o])
+        == 0
+    )
+    capsys.readouterr()
+    sql = 'SELECT "offset", payload FROM kafkalog ORDER BY 1'
+    assert main(["query", out, sql, "--catalog", catalog, *o]) == 0
+    text = capsys.readouterr().out
+    for v in ("v0", "v1", "v2", "w0", "w1"):
+        assert v in text, text
