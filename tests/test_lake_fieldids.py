@@ -129,9 +129,11 @@ def test_a_dropped_column_is_gone_and_a_convert_that_writes_it_is_refused(
     assert "timestampType" not in rows[0]
     write_segment(part, 3, 2)
     snapshot = _table(out).current_snapshot().snapshot_id
+    files = sorted(out.rglob("*.parquet"))
     with pytest.raises(SchemaChangeError, match=r"column timestampType .*field id 7.* dropped"):
         convert(logs, out, "iceberg")
     assert _table(out).current_snapshot().snapshot_id == snapshot
+    assert sorted(out.rglob("*.parquet")) == files  # nothing written
     assert len(_same_as_pyiceberg(out)) == 3
 
 

@@ -149,12 +149,12 @@ class FieldMap:
         self.path_of = {fid: p for p, fid in self.current.items()}  # id -> current path
         self.kafkalog_of = {fid: p for p, fid in self.ids.items() if fid in self.path_of}
 
-    def _refuse(self, path: str, why: str) -> SchemaChangeError:
+    def _refuse(self, path: str, why: str, renamed: bool = False) -> SchemaChangeError:
+        back = "rename it back, or " if renamed else ""
         return SchemaChangeError(
             f"column {path} of {self.where} {why}; kafkalog writes each of its columns into "
-            "the field id it was created as and never adds it again as a new column: rename "
-            "the field back, or convert into a new table (or replace this one with --mode "
-            "overwrite)"
+            f"the field id it was created as and never adds one again as a new column: {back}"
+            "convert into a new table (or replace this one with --mode overwrite)"
         )
 
     def check(self) -> None:
@@ -235,6 +235,7 @@ class FieldMap:
                     p,
                     f"(field id {fid}) was renamed to {now} by another writer, and another "
                     f"field is now named {p}",
+                    renamed=True,
                 )
             seen.add(f.name)
             if pa.types.is_struct(f.type):
