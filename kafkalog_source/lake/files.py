@@ -14,13 +14,15 @@ names columns by field id: the files are read with ``read_parquet(..., schema = 
 {name, type, default_value}})``, which binds each top-level column by its Parquet field id, so
 a column another writer renamed reads under its new name, a dropped one is gone, and one added
 (again) under an old name, a new field id, reads NULL in files written before. DuckDB binds
-fields inside a struct by name; a table in which a nested field was renamed (or dropped and
-added again), one whose files may lack field ids (a name mapping: files added from elsewhere),
-or, in a store, one with any rename, is read through PyIceberg's own scan (which binds every
-field by id), materialized once per query (:mod:`.fieldids`). Delta files are read with
-``union_by_name = true``, so files written before a column was added give NULL there. Delta files do not hold the partition columns: they come from
-each file's partition values, from the Hive-style paths when every path says them, else as
-constants per group of files.
+fields inside a struct by name, and a pyarrow dataset (a table in a store) binds every column
+by name: a table in which a nested field was renamed (or dropped and added again), or, in a
+store, one with any rename, is read file by file with every field bound by id
+(:func:`~.fieldids.by_id`), in memory, once per query; one whose files may lack field ids (a
+name mapping: files added from elsewhere) is read through PyIceberg's scan, which applies it.
+Delta files are read with ``union_by_name = true``, so files written before a column was added
+give NULL there. Delta files do not hold the partition columns: they come from each file's
+partition values, from the Hive-style paths when every path says them, else as constants per
+group of files.
 """
 
 from __future__ import annotations
