@@ -67,8 +67,9 @@ class ArrowOutput:
             if name == "key" or name == "value":
                 col = cols[name]
                 if control_mask is not None:  # control records: parsed into `control` instead
+                    # a null scalar taken from an array: pa.scalar() imports pandas
                     col = pc.if_else(
-                        numeric_array(control_mask, pa.bool_()), pa.scalar(None, pa.binary()), col
+                        numeric_array(control_mask, pa.bool_()), pa.nulls(1, col.type)[0], col
                     )
                 arrays.append(col)
             elif name == "rawKey" or name == "rawValue":  # control records' bytes kept
