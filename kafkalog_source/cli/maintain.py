@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ..lake.spec import TargetError
     from ..redact import redact_uri
     from .main import STORE_OPTIONS
-    from .tables import _library_errors, import_lake, table_target
+    from .tables import library_errors, import_lake, table_target
 
     reader = [
         item
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"OUT {redact_uri(args.out)} {not_a_table(args.out)}")
     import_lake(fmt)
     target = table_target(args, fmt, args.out)
-    with _library_errors(target):
+    with library_errors(target):
         actions = maintain_table(target, retain, force=args.force, target_bytes=size)
     if not args.quiet:
         for a in actions:

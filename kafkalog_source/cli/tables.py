@@ -113,7 +113,7 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
         progress.update(st.bytes_read, f"{rows} rows")
 
     try:
-        with _library_errors(target):
+        with library_errors(target):
             run = convert_table(args.path, target, options, stats, show)
     finally:
         progress.close()
@@ -144,7 +144,7 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
 
 
 @contextlib.contextmanager
-def _library_errors(target: Any) -> Iterator[None]:
+def library_errors(target: Any) -> Iterator[None]:
     """A table run's or query's errors as the command says them: a target refused is a usage
     error; a library's own error (a catalog's, a store's) a :class:`TableError`, scrubbed, on
     one line (a chain of causes over several lines, as deltalake says a store's failure, is
@@ -213,7 +213,7 @@ def query(args: argparse.Namespace, fmt: str) -> Any:
         )
     import_lake(fmt)
     target = table_target(args, fmt, args.paths[0])
-    with _library_errors(target):
+    with library_errors(target):
         files = table_files(target)
     return run_table_query(files, args.sql, args.max_rows)
 

@@ -115,7 +115,7 @@ _REMAINS_LIMIT = 10_000
 _DELTA_VERSION = re.compile(r"^\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)$")
 
 
-def _entries_below(location: str) -> list[str]:
+def entries_below(location: str) -> list[str]:
     """The paths below ``location``, relative to it, directories ending with ``/`` (object
     stores have none): at most :data:`_REMAINS_LIMIT`, none when it cannot be listed."""
     out: list[str] = []
@@ -172,7 +172,7 @@ def table_remains(location: str) -> str | None:
 
 def _remains(location: str) -> tuple[str | None, bool]:
     """:func:`table_remains`, and whether ``location`` has a ``_delta_log`` with no commit."""
-    entries = _entries_below(location)
+    entries = entries_below(location)
     parts: list[str] = []
     uncommitted = False
     parquet = [

@@ -545,17 +545,20 @@ def _has(table: Any, name: str = "offset") -> bool:
 def _order(f: Any, offset: int | None) -> tuple[int, str]:
     """Data files in the order of their lowest offset (the order their rows were written in,
     within a Kafka partition), then by path."""
+    from pyiceberg.conversions import from_bytes
+    from pyiceberg.types import LongType
+
     low = (f.lower_bounds or {}).get(offset) if offset is not None else None
-    value = int.from_bytes(low, "little", signed=True) if low and len(low) == 8 else 0
+    value = from_bytes(LongType(), low) if low and len(low) == 8 else 0
     return value, f.file_path
 
 
 def not_a_table(location: str) -> str:
     """What ``location`` is when it is no table, as the rest of "OUT <location> ..." (for a
     one-line refusal)."""
-    from .files import _entries_below, table_remains
+    from .files import entries_below, table_remains
 
-    entries = _entries_below(location)
+    entries = entries_below(location)
     if any(e.endswith((".log", ".index", ".timeindex")) for e in entries):
         return (
             "holds Kafka segment files (an archive, not a table); maintain takes the OUT of "
