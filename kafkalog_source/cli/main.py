@@ -29,8 +29,9 @@ from typing import Any, NoReturn
 
 from .common import CommandError
 
-# Subcommand modules, in help order.
-COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert", "warmup")
+# Subcommand modules, in help order (archive_report is `kafkalog report`; report.py is the
+# summary lines of the reading commands).
+COMMANDS: tuple[str, ...] = ("dump", "verify", "archive_report", "query", "convert", "warmup")
 
 EXIT_OK = 0
 EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)

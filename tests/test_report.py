@@ -1,0 +1,468 @@
+"""``kafkalog report`` (issue 43): the page and its JSON against verify, the reader and the samples'
+manifest (written by their generator, not by kafkalog); a damaged archive's every gap on the
+page; the internal topics of real brokers; bad input; and the page in a real browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BROKER_WRITTEN, ROOT, SAMPLES
+from report_support import DAMAGES, damaged_archive, manifest
+
+import kafkalog_source as kl
+from kafkalog_source.cli.archive_report import gather as gather_mod
+from kafkalog_source.cli.archive_report.gather import RATIO_EDGES, SIZE_EDGES, UNITS, Series
+from kafkalog_source.cli.main import main
+
+vl_convert = pytest.importorskip("vl_convert", reason="the report extra (vl-convert-python)")
+
+DOCS_IMAGES = ROOT / "docs" / "images"
+
+
+def _report(tmp_path: Path, *args: str, name: str = "r") -> tuple[int, dict[str, Any], str]:
+    """Run ``kafkalog report`` in-process; its exit code, JSON and page."""
+    page, js = tmp_path / f"{name}.html", tmp_path / f"{name}.json"
+    code = main(["report", *args, "-o", str(page), "--json", str(js), "-q"])
+    return code, json.loads(js.read_text()), page.read_text()
+
+
+def _verify(capsys, *args: str) -> tuple[int, list[str]]:
+    capsys.readouterr()
+    code = main(["verify", *args])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def _totals(line: str) -> tuple[int, int, int, int]:
+    """(batches, records, control records, bytes) of a verify summary line."""
+    m = re.search(
+        r"(\d+) batch(?:es)?, (\d+) records?(?: \((\d+) control records?\))?, (\d+) bytes", line
+    )
+    assert m, line
+    return int(m[1]), int(m[2]), int(m[3] or 0), int(m[4])
+
+
+# ------------------------------------------------------------------------------ the samples
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory) -> tuple[int, dict[str, Any], str]:
+    if not (SAMPLES / "MANIFEST.json").is_file():
+        pytest.skip("sample_segments/ not present")
+    return _report(tmp_path_factory.mktemp("samples"), str(SAMPLES))
+
+
+def test_samples_numbers_are_verifys_and_the_readers(samples, capsys) -> None:
+    """The JSON's counts are verify's (per segment and in total) and the reader's."""
+    code, data, _ = samples
+    vcode, lines = _verify(capsys, str(SAMPLES))
+    assert code == vcode == 0
+    o = data["overview"]
+    assert (o["batches"], o["records"], o["control_records"], o["bytes"]) == _totals(lines[-1])
+    assert lines[-1].startswith(f"total: {o['segments']} segments in {o['partitions']} partition")
+    per_segment = {line.split(": ", 1)[0]: _totals(line) for line in lines[:-1]}
+    assert {
+        s["path"]: (s["batches"], s["records"], s["control_records"], s["bytes"])
+        for s in data["segments"]
+    } == per_segment
+    stats = kl.ReadStats()
+    assert kl.read_table(str(SAMPLES), stats=stats).num_rows == o["records"]
+    assert data["read_stats"]["records"] == stats.records == o["records"]
+    assert data["verify"]["problems"] == [] and data["gaps"] == []
+    assert data["system"] == o["system"] == "kafka"
+    # every data record is in the series once (drawn or not), or counted as untimed
+    s = data["series"]
+    timed = sum(r[1] for rows in s["topics"].values() for r in rows)
+    assert timed + sum(u["records"] for u in s["untimed"].values()) == o["records"]
+    assert (
+        sum(r[2] for rows in s["topics"].values() for r in rows)
+        + sum(u["bytes"] for u in s["untimed"].values())
+        == o["bytes"]
+    )
+
+
+def test_samples_batches_producers_and_transactions_are_the_manifests(samples) -> None:
+    """Codecs, formats, batch sizes, key + value bytes, producers and transaction markers, from
+    the samples' manifest."""
+    _, data, _ = samples
+    files = manifest()
+    batches = [b for f in files.values() for b in f["batches"]]
+    data_batches = [b for b in batches if not b["isControl"]]
+    assert data["overview"]["codecs"] == dict(Counter(b["codec"] for b in data_batches))
+    assert data["overview"]["magics"] == {
+        str(k): v for k, v in sorted(Counter(b["magic"] for b in batches).items())
+    }
+    sizes: dict[str, list[int]] = {}
+    for b in data_batches:
+        h = sizes.setdefault(b["codec"], [0] * (len(SIZE_EDGES) + 1))
+        h[sum(1 for e in SIZE_EDGES if b["sizeInBytes"] >= e)] += 1
+    assert data["batch_sizes"]["counts"] == sizes
+    # key + value bytes per codec, from the manifest's rows (hex)
+    kv: Counter[str] = Counter()
+    for f in files.values():
+        for r in f["rows"]:
+            if r["isControl"]:
+                continue
+            codec = f["batches"][r["batch"]]["codec"]
+            kv[codec] += len(r["key"] or "") // 2 + len(r["value"] or "") // 2
+    got = data["compression"]["codecs"]
+    assert {c: x["key_value_bytes"] for c, x in got.items()} == {c: kv[c] for c in got}
+    assert set(got) == set(kv)
+    assert all(sum(h) == got[c]["batches"] for c, h in data["compression"]["counts"].items())
+    assert len(data["compression"]["counts"]["none"]) == len(RATIO_EDGES) + 1
+    # producers: v2 data batches with a producer id
+    pids: Counter[int] = Counter()
+    for b in data_batches:
+        if b["magic"] == 2 and b["producerId"] >= 0:
+            pids[b["producerId"]] += b["count"]
+    assert data["producers"]["count"] == len(pids)
+    assert {p["producer_id"]: p["records"] for p in data["producers"]["listed"]} == dict(pids)
+    # transactions: one per marker; the one left open is the manifest's "open" rows'
+    rows = [r for f in files.values() for r in f["rows"]]
+    markers = Counter(r["controlType"] for r in rows if r["isControl"])
+    t = data["transactions"]
+    assert (t["committed"], t["aborted"]) == (markers["COMMIT"], markers["ABORT"])
+    assert t["markers"] == dict(markers)
+    open_rows = {r["offset"] for r in rows if r["txn"] == "open"}
+    assert t["open"] == 1 and t["open_listed"][0]["first_offset"] == min(open_rows)
+
+
+def test_samples_page_holds_its_numbers(samples) -> None:
+    """The page is one file that names no URL to fetch, and shows the overview's numbers."""
+    _, data, page = samples
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
+    assert "<link" not in page and "@import" not in page and "url(http" not in page
+    o = data["overview"]
+    for n in (o["records"], o["batches"], o["partitions"], o["segments"]):
+        assert f">{n:,}<" in page
+    for topic in o["topic_names"]:
+        assert topic in page
+
+
+# ------------------------------------------------------------------------------ damage
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory) -> tuple[Path, dict[str, Any], int, dict[str, Any], str]:
+    if not (SAMPLES / "MANIFEST.json").is_file():
+        pytest.skip("sample_segments/ not present")
+    root = tmp_path_factory.mktemp("damaged")
+    archive = root / "archive"
+    archive.mkdir()
+    done = damaged_archive(archive)
+    code, data, page = _report(root, str(archive))
+    return archive, done, code, data, page
+
+
+def test_damaged_report_is_verifys_evidence(damaged, capsys) -> None:
+    """Over a damaged archive: verify's exit status, verify's problem lines and totals, and a
+    gap for every event of the reader's own read (the same read as verify's)."""
+    archive, done, code, data, _ = damaged
+    vcode, lines = _verify(capsys, str(archive))
+    assert code == vcode == 1
+    assert data["verify"]["exit_code"] == 1
+    problems = [x for x in lines if ": error: " in x or ": warning: " in x]
+    assert data["verify"]["problems"] == problems
+    o = data["overview"]
+    assert (o["batches"], o["records"], o["control_records"], o["bytes"]) == _totals(lines[-1])
+    assert o["errors"] == sum(": error: " in x for x in problems)
+    # the reader's own account of the same read
+    stats = kl.ReadStats()
+    kl.read_table(
+        str(archive),
+        stats=stats,
+        mode="DROPMALFORMED",
+        includeControlRecords="true",
+        failOnDataLoss="false",
+    )
+    assert o["missing_offsets"] == stats.missing_offsets == 48 + 10
+    assert o["malformed_batches"] == stats.malformed_batches == 1
+    events = {
+        (e.kind, e.path, e.position)
+        for e in stats.events
+        if e.kind in ("malformed", "truncated tail", "zero tail", "missing offsets")
+    }
+    assert {(g["kind"], g["path"], g["position"]) for g in data["gaps"]} == events
+    missing = {
+        (g["first_offset"], g["last_offset"])
+        for g in data["gaps"]
+        if g["kind"] == "missing offsets"
+    }
+    assert missing == {(1048, 1095), (20, 29)}
+
+
+def test_damaged_page_shows_every_gap(damaged) -> None:
+    """Every gap is listed on the page with its file and byte, and drawn on the timeline."""
+    archive, done, _, data, page = damaged
+    flipped, pos = done["flipped"]
+    cut, cut_at, _ = done["cut"]
+    zeros, zero_at = done["zeros"]
+    for path, byte in ((flipped, pos), (cut, cut_at), (zeros, zero_at)):
+        assert f"title='{path}'" in page
+        assert f"<td>{byte:,}</td>" in page
+    assert "1,048..1,095" in page and "20..29" in page
+    specs = json.loads(
+        page.split("id='kafkalog-specs'>", 1)[1].split("</script>", 1)[0].replace("<\\/", "</")
+    )
+    drawn = {
+        (v["lane"], v["kind"])
+        for v in specs["chart-timeline"]["data"]["values"]
+        if v["kind"] != "records"
+    }
+    listed = {(f"{g['topic']}-{g['partition']}", g["title"]) for g in data["gaps"]}
+    assert drawn == listed and len(listed) == 5
+    assert "verify: 5 error(s), 2 warning(s), exit 1" in page
+    assert set(DAMAGES) == {p["directory"].rsplit("/", 1)[-1] for p in data["partitions"]}
+
+
+# ------------------------------------------------------------------------------ internal topics
+
+
+def _internal_dirs() -> list[Path]:
+    if not BROKER_WRITTEN.is_dir():
+        pytest.skip(f"shared fixtures not present: {BROKER_WRITTEN}")
+    out = sorted(
+        {
+            p.parent
+            for p in BROKER_WRITTEN.rglob("__*-[0-9]*")
+            if p.is_dir()
+            and p.name.rsplit("-", 1)[0] in ("__consumer_offsets", "__cluster_metadata")
+        }
+    )
+    return out
+
+
+def test_internal_topics_of_real_brokers(tmp_path, capsys) -> None:
+    """Every broker-written log directory holding __consumer_offsets or __cluster_metadata: the
+    groups' committed offsets are the reader's last commits, the lag is the log end of the
+    partition in the archive (its last offset + 1, from verify's walk and the reader's rows)
+    less the commit; brokers, topics and configuration changes are the decoded records'; the
+    counts are verify's and the exit status is verify's."""
+    dirs = _internal_dirs()
+    assert len(dirs) >= 10
+    lags = 0
+    for i, d in enumerate(dirs[:12]):
+        code, data, page = _report(tmp_path, str(d), name=f"r{i}")
+        vcode, lines = _verify(capsys, str(d))
+        assert code == vcode, d
+        o = data["overview"]
+        assert (o["batches"], o["records"], o["control_records"], o["bytes"]) == _totals(lines[-1])
+        offsets = [p for p in d.glob("__consumer_offsets-*") if p.is_dir()]
+        if offsets:
+            t = kl.read_table(
+                [str(p) for p in offsets],
+                decode="consumer_offsets",
+                mode="DROPMALFORMED",
+                failOnDataLoss="false",
+            )
+            last: dict[tuple, int] = {}
+            for r in t.to_pylist():
+                if r["record_type"] == "OffsetCommit" and r["committed_topic"] is not None:
+                    key = (r["group"], r["committed_topic"], r["committed_partition"])
+                    if r["tombstone"]:
+                        last.pop(key, None)
+                    else:
+                        last[key] = r["committed_offset"]
+            got = {
+                (g["group"], x["topic"], x["partition"]): x
+                for g in data["consumer_groups"]["groups"]
+                for x in g["offsets"]
+            }
+            assert {k: x["committed_offset"] for k, x in got.items()} == last, d
+            for (_, topic, part), x in got.items():
+                pdir = d / f"{topic}-{part}"
+                if not pdir.is_dir():
+                    assert x["log_end_offset"] is None and x["lag"] is None
+                    continue
+                end = (
+                    max(
+                        kl.read_table(
+                            str(pdir),
+                            includeControlRecords="true",
+                            failOnDataLoss="false",
+                            columns=["offset"],
+                        )
+                        .column("offset")
+                        .to_pylist()
+                    )
+                    + 1
+                )
+                assert x["log_end_offset"] >= end
+                assert x["lag"] == x["log_end_offset"] - x["committed_offset"]
+                lags += 1
+            for g in data["consumer_groups"]["groups"]:
+                assert g["group"] in page
+        else:
+            assert data["consumer_groups"] is None
+        meta = d / "__cluster_metadata-0"
+        if meta.is_dir():
+            t = kl.read_table(
+                str(meta), decode="cluster_metadata", mode="DROPMALFORMED", failOnDataLoss="false"
+            )
+            rows = [r for r in t.to_pylist() if not r["error"]]
+            cm = data["cluster_metadata"]
+            assert cm["record_types"] == dict(
+                sorted(Counter(r["record_type"] for r in rows).items())
+            )
+            assert {x["topic"] for x in cm["topics"]} == {
+                r["topic_name"] for r in rows if r["record_type"] == "TopicRecord"
+            }
+            assert len(cm["config_changes"]) == sum(
+                r["record_type"] == "ConfigRecord" for r in rows
+            )
+            assert {b["broker_id"] for b in cm["brokers"]} >= {
+                r["broker_id"] for r in rows if r["record_type"] == "RegisterBrokerRecord"
+            }
+            for x in cm["topics"]:
+                assert x["topic"] in page
+    assert lags >= 1  # at least one committed partition is in its archive
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+def test_nothing_readable_and_unwritable_outputs(tmp_path, capsys) -> None:
+    """A path with nothing to read fails as verify does (exit 1, one line); an output that
+    cannot be written is a usage error (2) found before anything is read."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(empty), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kafkalog: error: ") and str(empty) in err[0]
+    assert main(["verify", str(empty)]) == 1
+    assert not out.exists()
+    for bad in (tmp_path / "no" / "such" / "dir.html", tmp_path):
+        capsys.readouterr()
+        assert main(["report", str(SAMPLES / "orders-0"), "-o", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert "cannot write output" in err or "is a directory" in err, err
+    assert (
+        main(
+            [
+                "report",
+                str(SAMPLES / "orders-0"),
+                "-o",
+                str(out),
+                "--json",
+                str(tmp_path / "x" / "y.json"),
+            ]
+        )
+        == 2
+    )
+    assert not out.exists()
+    # reader options: verify's, and only those
+    assert (
+        main(["report", str(SAMPLES / "orders-0"), "-o", str(out), "--option", "mode=FAILFAST"])
+        == 2
+    )
+    assert (
+        main(
+            [
+                "report",
+                str(SAMPLES / "orders-0"),
+                "-o",
+                str(out),
+                "--option",
+                "isolationLevel=read_committed",
+            ]
+        )
+        == 2
+    )
+    assert (
+        main(
+            [
+                "report",
+                str(SAMPLES / "orders-0"),
+                "-q",
+                "-o",
+                str(out),
+                "--option",
+                "maxBatchBytes=1m",
+            ]
+        )
+        == 0
+    )
+    assert out.stat().st_mode & 0o044  # readable as a file open() creates
+
+
+def test_without_the_extra_the_command_says_how_to_install_it(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "vl_convert", None)  # import fails
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    capsys.readouterr()
+    assert main(["report", str(SAMPLES / "orders-0"), "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'kafkalog[report]'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ten_million_batches_draw_an_aggregated_series() -> None:
+    """A partition with 10 million batches over three years (one timestamp each): the buckets
+    kept stay bounded during the pass, the page draws at most MAX_POINTS points, and the
+    unit is coarsened and said."""
+    import numpy as np
+
+    s = Series()
+    start = 1_600_000_000_000
+    step = 3 * 365 * 86_400_000 // 10_000_000
+    for i in range(0, 10_000_000, 1_000_000):
+        ms = start + np.arange(i, i + 1_000_000, dtype=np.int64) * step
+        s.add(s.records, "t", ms, np.ones(len(ms), np.int64))
+        s.add(s.bytes, "t", ms, np.full(len(ms), 16384, np.int64))
+        assert sum(len(c) for c in s.records.values()) <= gather_mod.MAX_KEPT_BUCKETS
+    out = s.finish()
+    rows = out["topics"]["t"]
+    assert len(rows) <= gather_mod.MAX_POINTS
+    assert sum(r[1] for r in rows) == 10_000_000 and sum(r[2] for r in rows) == 16384 * 10_000_000
+    assert out["unit"] == "day" and out["unit_ms"] == dict(UNITS)["day"]
+
+
+def test_a_coarse_archive_says_so(tmp_path, monkeypatch) -> None:
+    """An archive with more buckets than the page draws is aggregated, and the notes (on the
+    page, in the JSON and on stderr) say so; here the points a topic are capped at 2."""
+    monkeypatch.setattr(gather_mod, "MAX_POINTS", 2)
+    code, data, page = _report(tmp_path, str(SAMPLES))
+    assert code == 0
+    assert data["series"]["unit"] not in ("minute",)
+    assert all(len(rows) <= 2 for rows in data["series"]["topics"].values())
+    assert any("too many finer buckets to draw" in n for n in data["notes"])
+    assert "too many finer buckets to draw" in page
+
+
+# ------------------------------------------------------------------------------ the browser
+
+
+def test_pages_in_headless_chromium(samples, damaged, tmp_path) -> None:
+    """The samples' page and the damaged archive's load in headless Chromium with no console
+    error and no request but the page itself, draw every chart, show every gap's file; their
+    screenshots are docs/images/report-samples.png and report-damaged.png (written there when
+    KAFKALOG_SCREENSHOTS=docs, else beside the test's files)."""
+    from browser_support import find_chromium, load_page
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium installed (CI installs Debian's chromium)")
+    where = DOCS_IMAGES if os.environ.get("KAFKALOG_SCREENSHOTS") == "docs" else tmp_path
+    archive, done, _, data, page = damaged
+    for name, html, gaps in (("samples", samples[2], []), ("damaged", page, data["gaps"])):
+        f = tmp_path / f"{name}.html"
+        f.write_text(html)
+        shot = where / f"report-{name}.png"
+        r = load_page(chromium, f, shot, max_height=2600 if name == "damaged" else 2200)
+        assert r.rendered == "yes", (name, r.errors, r.console)
+        assert r.errors == [], (name, r.errors)
+        assert r.fetched(f.resolve().as_uri()) == [], (name, r.requests)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        for gp in gaps:
+            assert Path(gp["path"]).name in r.text
+        n_charts = html.count('class="chart"')
+        assert n_charts >= 5
