@@ -59,3 +59,30 @@ def damaged_archive(dest: Path) -> dict[str, Any]:
         f.write(bytes(4096))
     done["zeros"] = (str(log), end)
     return done
+
+
+def disagreeing_copies(dest: Path) -> tuple[Path, Path, int, int]:
+    """Two brokers' copies of multi-segment-0 (``dest/b1``, ``dest/b2``) that disagree in one
+    batch: in b2, the first record value of the batch at base offset 1054 has another first byte,
+    and the batch's CRC-32C is made again, so that each copy is sound on its own (as after an
+    unclean leader election). Returns the two partition directories, the base and last offset
+    of that batch."""
+    import struct
+
+    import crc32c
+
+    m = manifest()["multi-segment-0/00000000000000001048.log"]
+    b1, b2 = dest / "b1" / "multi-segment-0", dest / "b2" / "multi-segment-0"
+    shutil.copytree(SAMPLES / "multi-segment-0", b1)
+    shutil.copytree(SAMPLES / "multi-segment-0", b2)
+    batch = next(b for b in m["batches"] if b["codec"] == "none" and b["baseOffset"] > 1048)
+    value = bytes.fromhex(next(r["value"] for r in m["rows"] if r["offset"] == batch["baseOffset"]))
+    log = b2 / "00000000000000001048.log"
+    data = bytearray(log.read_bytes())
+    start, end = batch["position"], batch["position"] + batch["sizeInBytes"]
+    at = data.find(value, start + 61, end)
+    assert at > 0 and value
+    data[at] ^= 0x20
+    struct.pack_into(">I", data, start + 17, crc32c.crc32c(bytes(data[start + 21 : end])))
+    log.write_bytes(bytes(data))
+    return b1, b2, batch["baseOffset"], batch["lastOffset"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import BROKER_WRITTEN, ROOT, SAMPLES
-from report_support import DAMAGES, damaged_archive, manifest
+from report_support import DAMAGES, damaged_archive, disagreeing_copies, manifest
 
 import kafkalog_source as kl
 from kafkalog_source.cli.archive_report import gather as gather_mod
@@ -216,10 +216,55 @@ def test_damaged_page_shows_every_gap(damaged) -> None:
         for v in specs["chart-timeline"]["data"]["values"]
         if v["kind"] != "records"
     }
-    listed = {(f"{g['topic']}-{g['partition']}", g["title"]) for g in data["gaps"]}
+    listed = {(g["label"], g["title"]) for g in data["gaps"]}
     assert drawn == listed and len(listed) == 5
     assert "verify: 5 error(s), 2 warning(s), exit 1" in page
     assert set(DAMAGES) == {p["directory"].rsplit("/", 1)[-1] for p in data["partitions"]}
+
+
+def test_replicas_that_disagree(tmp_path, capsys) -> None:
+    """Two brokers' copies of a partition read with replicas=separate: each is its own lane
+    (named by its directory), and the batch where they hold different data at the same offsets
+    is a gap of both, with each file and byte; the exit status is verify's (which checks each
+    copy alone: both are sound). Without replicas=separate the copies are refused, as by
+    verify (exit 1)."""
+    b1, b2, first, last = disagreeing_copies(tmp_path)
+    paths = [str(b1.parent), str(b2.parent)]
+    code, data, page = _report(tmp_path, *paths, "--option", "replicas=separate")
+    vcode, _ = _verify(capsys, *paths, "-o", "replicas=separate")
+    assert code == vcode == 0
+    assert data["overview"]["replica_disagreements"] == 1
+    gaps = [g for g in data["gaps"] if g["kind"] == "replicas disagree"]
+    assert {(g["directory"], g["first_offset"], g["last_offset"]) for g in gaps} == {
+        (str(b1), first, last),
+        (str(b2), first, last),
+    }
+    assert {g["label"] for g in gaps} == {"multi-segment-0 @ b1", "multi-segment-0 @ b2"}
+    for g in gaps:
+        assert g["path"].endswith("00000000000000001048.log") and g["position"] > 0
+        assert f"title='{g['path']}'" in page
+    assert data["overview"]["records"] == 2 * 144
+    capsys.readouterr()
+    assert main(["report", *paths, "-o", str(tmp_path / "x.html")]) == 1
+    assert "replicas=separate" in capsys.readouterr().err
+    assert main(["verify", *paths]) == 1
+
+
+def test_a_damaged_archive_in_a_bucket(damaged, s3_server, tmp_path) -> None:
+    """The damaged archive read from a bucket (moto's S3 on 127.0.0.1, the store options given
+    with --option): the same numbers, gaps and exit status as read from the disk."""
+    archive, _, code, local, _ = damaged
+    uri = s3_server.upload(archive, "kafkalog-report/archive")
+    store = [x for k, v in s3_server.options.items() for x in ("--option", f"{k}={v}")]
+    rcode, remote, page = _report(tmp_path, uri, *store)
+    assert rcode == code == 1
+    assert remote["overview"] | {"topic_names": None} == local["overview"] | {"topic_names": None}
+    assert [
+        (g["kind"], g["position"], g["first_offset"], g["last_offset"]) for g in remote["gaps"]
+    ] == [(g["kind"], g["position"], g["first_offset"], g["last_offset"]) for g in local["gaps"]]
+    for g in remote["gaps"]:
+        assert g["path"].startswith("s3://") and f"title='{g['path']}'" in page
+    assert not any("secret" in str(v).lower() for v in remote["options"].values())
 
 
 # ------------------------------------------------------------------------------ internal topics

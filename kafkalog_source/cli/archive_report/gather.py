@@ -68,6 +68,7 @@ GAP_TITLES = {
     "corrupt file": "unreadable file",
     "missing file": "file gone",
     "stopped": "read stopped",
+    "replicas disagree": "replicas disagree",
 }
 
 
@@ -278,6 +279,11 @@ class Gatherer:
     markers: Counter[str] = field(default_factory=Counter)
     gaps: list[dict[str, Any]] = field(default_factory=list)
     gaps_dropped: int = 0
+    # replicas=separate: the batch headers of every copy of a partition held in several
+    # directories: (topic, partition) -> directory -> [header arrays, segment paths]
+    replicated: set[tuple[str | None, int | None]] = field(default_factory=set)
+    copies: dict[tuple[Any, Any], dict[str, list[Any]]] = field(default_factory=dict)
+    disagreements: int = 0
 
     # ---------------------------------------------------------------- the reader's rows
     def tap(
@@ -352,6 +358,14 @@ class Gatherer:
             ],
             np.int64,
         )
+        key = (part.topic, part.partition)
+        if key in self.replicated:
+            held = self.copies.setdefault(key, {}).setdefault(part.directory, [[], []])
+            index = np.full(len(headers), len(held[1]), np.int64)
+            held[0].append(
+                np.column_stack([a[:, 1], a[:, 2], [h.crc for h in headers], a[:, 0], index])
+            )
+            held[1].append(path)
         pos, base, last, size, magic, attrs = (a[:, i] for i in range(6))
         max_ts, base_ts, pid, epoch, count = (a[:, i] for i in range(6, 11))
         codec = attrs & CODEC_MASK
@@ -451,6 +465,35 @@ class Gatherer:
             elif p not in part.open_txns:
                 part.open_txns[p] = [int(base[k]), path, int(pos[k])]
 
+    def compare_copies(self) -> None:
+        """replicas=separate: batches of two copies of a partition at the same base offset
+        that differ (last offset or CRC: different data at the same offsets, as after an
+        unclean leader election) are gaps of both copies, "replicas disagree"."""
+        for held in self.copies.values():
+            dirs = list(held)
+            arrays = {d: np.concatenate(held[d][0]) for d in dirs}
+            ref = dirs[0]
+            a = arrays[ref]
+            for other in dirs[1:]:
+                b = arrays[other]
+                _, ia, ib = np.intersect1d(a[:, 0], b[:, 0], return_indices=True)
+                bad = (a[ia, 1] != b[ib, 1]) | (a[ia, 2] != b[ib, 2])
+                for i, j in zip(ia[bad].tolist(), ib[bad].tolist(), strict=True):
+                    self.disagreements += 1
+                    for mine, theirs, row, orow in (
+                        (ref, other, a[i], b[j]),
+                        (other, ref, b[j], a[i]),
+                    ):
+                        e = ReadEvent(
+                            "replicas disagree",
+                            f"the batch at offsets {row[0]}..{row[1]} (CRC {row[2]:08x}) differs "
+                            f"from {theirs}'s at offsets {orow[0]}..{orow[1]} (CRC {orow[2]:08x})",
+                            held[mine][1][int(row[4])],
+                            int(row[3]),
+                            int(row[0]),
+                        )
+                        self.add_gap(self.partitions[mine], e, int(row[0]), int(row[1]))
+
     def _gaps_of(
         self, part: Partition, path: str, headers: list[BatchHeader], events: list[ReadEvent]
     ) -> None:
@@ -548,6 +591,8 @@ def gather(
     total_bytes = sum(s.size for s in found)
     progress = Progress("report", total_bytes, wanted(quiet))
     g = Gatherer(topic_of={s.path: (s.topic, s.partition) for s in found})
+    keys = Counter((segs[0].topic, segs[0].partition) for segs in groups.values())
+    g.replicated = {k for k, n in keys.items() if n > 1 and k[0] is not None}
     problems: list[str] = [
         f"{e.path}: warning: path does not exist (skipped: ignoreMissingFiles)"
         for e in found_stats.events_of("missing path")
@@ -673,6 +718,7 @@ def gather(
                     )
     finally:
         progress.close()
+    g.compare_copies()
     if stopped is not None:
         g.gaps.append(
             {
@@ -715,6 +761,9 @@ def assemble(
     from ..main import version
 
     parts = list(g.partitions.values())
+    labels = {p.directory: label_of(p.topic, p.partition, p.directory, g.replicated) for p in parts}
+    for gap in g.gaps:
+        gap["label"] = labels.get(gap["directory"], gap["directory"] or "–")
     topics = sorted({p.topic or "(no topic)" for p in parts})
     stamps = [t for p in parts for t in (p.first_timestamp, p.last_timestamp) if t is not None]
     notes: list[str] = []
@@ -781,6 +830,7 @@ def assemble(
             "zero_tails": stats.zero_tails,
             "corrupt_files": stats.corrupt_files,
             "missing_files": stats.missing_files,
+            "replica_disagreements": g.disagreements,
             "gaps": len(g.gaps) + g.gaps_dropped,
             "errors": len(totals.errors),
             "warnings": len(totals.warnings),
@@ -802,6 +852,7 @@ def assemble(
                 "topic": p.topic,
                 "partition": p.partition,
                 "directory": p.directory,
+                "label": labels[p.directory],
                 "internal": is_internal(p.topic),
                 "segments": p.segments,
                 "bytes": p.bytes,
@@ -863,6 +914,18 @@ def assemble(
         },
         "notes": notes,
     }
+
+
+def label_of(topic: str | None, partition: int | None, directory: str, replicated: set[Any]) -> str:
+    """A partition's name on the page: ``topic-partition``, and the directory holding it when
+    several copies of it are read (``replicas=separate``)."""
+    if topic is None:
+        return directory
+    name = f"{topic}-{partition}"
+    if (topic, partition) in replicated:
+        parent = directory.rstrip("/").rsplit("/", 2)
+        return f"{name} @ {parent[-2] if len(parent) > 1 else directory}"
+    return name
 
 
 def to_json(data: dict[str, Any]) -> str:

@@ -137,9 +137,7 @@ def _path(path: str | None) -> str:
 
 
 def _label(p: dict[str, Any]) -> str:
-    if p.get("topic") is None:
-        return str(p.get("directory"))
-    return f"{p['topic']}-{p['partition']}"
+    return str(p.get("label") or p.get("directory"))
 
 
 # ------------------------------------------------------------------------------- charts
@@ -534,6 +532,11 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
                 ("gaps and losses", _n(o["gaps"]), bool(o["gaps"])),
                 ("missing offsets", _n(o["missing_offsets"]), bool(o["missing_offsets"])),
                 ("damaged batches", _n(o["malformed_batches"]), bool(o["malformed_batches"])),
+                (
+                    "replica disagreements",
+                    _n(o["replica_disagreements"]),
+                    bool(o["replica_disagreements"]),
+                ),
                 ("errors", _n(o["errors"]), bool(o["errors"])),
                 ("warnings", _n(o["warnings"]), False),
             ]
@@ -567,7 +570,7 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
     gap_rows = [
         [
             _e(gp["title"]),
-            _e(f"{gp['topic']}-{gp['partition']}" if gp["topic"] is not None else "–"),
+            _e(gp.get("label") or "–"),
             _path(gp["path"]),
             _n(gp["position"]),
             _e(
