@@ -53,6 +53,7 @@ RATIO_EDGES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 1
 MAX_GAPS = 10_000  # gaps listed (ReadStats keeps at most MAX_EVENTS events anyway)
 MAX_PRODUCERS = 100_000  # producer ids followed; the rest are counted
 MAX_OPEN_LISTED = 1_000  # open transactions listed
+MAX_PARTITIONS_A_PRODUCER = 100  # partitions counted for one producer id (then "100+")
 MAX_CONFIG_CHANGES = 5_000  # configuration changes listed
 MAX_SEGMENTS_LISTED = 10_000  # segments listed; beyond, their counts are in the partitions'
 GAP_KINDS = ("malformed", "truncated tail", "zero tail", "corrupt file", "missing file")
@@ -219,10 +220,25 @@ def _bulk(table: dict[str, Counter[int]]) -> tuple[int, int] | None:
 @dataclass
 class SegmentTap:
     """What the report keeps of the reader's rows of one segment until its walk: key + value
-    bytes per batch position, and the transaction markers (position -> producer id, type)."""
+    bytes per batch position (arrays, 16 bytes a batch), and the transaction markers (position
+    -> producer id, type)."""
 
-    payload: dict[int, int] = field(default_factory=dict)
+    positions: list[np.ndarray] = field(default_factory=list)
+    sums: list[np.ndarray] = field(default_factory=list)
     markers: dict[int, tuple[int, str]] = field(default_factory=dict)
+
+    def payload_at(self, pos: np.ndarray) -> np.ndarray:
+        """Key + value bytes of the batches at ``pos`` (-1 where the reader returned no row)."""
+        out = np.full(len(pos), -1, np.int64)
+        if not self.positions:
+            return out
+        allp = np.concatenate(self.positions)
+        keys, inverse = np.unique(allp, return_inverse=True)  # a batch cut across row batches
+        sums = np.bincount(inverse, weights=np.concatenate(self.sums), minlength=len(keys))
+        at = np.searchsorted(keys, pos)
+        hit = (at < len(keys)) & (keys[np.minimum(at, len(keys) - 1)] == pos)
+        out[hit] = sums[at[hit]].astype(np.int64)
+        return out
 
 
 @dataclass
@@ -320,8 +336,8 @@ class Gatherer:
         )
         starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
         sums = np.add.reduceat(kv.astype(np.int64), starts)
-        for p, s in zip(positions[starts].tolist(), sums.tolist(), strict=True):
-            t.payload[p] = t.payload.get(p, 0) + s
+        t.positions.append(positions[starts].astype(np.int64))
+        t.sums.append(sums)
 
     # ---------------------------------------------------------------- the walk's headers
     def headers(
@@ -405,7 +421,7 @@ class Gatherer:
             h = self.size_hist.setdefault(name, [0] * (len(SIZE_EDGES) + 1))
             for b, n in zip(*np.unique(bins[sel], return_counts=True), strict=True):
                 h[int(b)] += int(n)
-        kv = np.array([tap.payload.get(p, -1) for p in pos.tolist()], np.int64)
+        kv = tap.payload_at(pos)
         known = data & (kv >= 0)
         if known.any():
             ratio = kv[known] / size[known]
@@ -448,7 +464,7 @@ class Gatherer:
                 if first_ts[k] != np.iinfo(np.int64).max:
                     e[4] = int(first_ts[k]) if e[4] is None else min(e[4], int(first_ts[k]))
                     e[5] = int(last_ts[k]) if e[5] is None else max(e[5], int(last_ts[k]))
-                if len(e[6]) < 1000:
+                if len(e[6]) < MAX_PARTITIONS_A_PRODUCER:
                     e[6].add(part.directory)
         # transactions: a transactional data batch opens its producer's transaction, the
         # producer's marker (COMMIT / ABORT, from the reader's control rows) closes it
@@ -861,7 +877,14 @@ def assemble(
                 "control_records": p.control_records,
                 "first_offset": p.first_offset,
                 "last_offset": p.last_offset,
-                "log_end_offset": p.last_offset + 1 if p.last_offset is not None else None,
+                # the log end at the moment of the archive: after its last batch, or after
+                # the last offset the reader's evidence (checkpoints, indexes, a cut batch's
+                # header) says the log reached when that is later (a cut last segment)
+                "log_end_offset": log_end(p, g.gaps),
+                "log_end_from": "missing offsets"
+                if (log_end(p, g.gaps) or 0)
+                > (p.last_offset if p.last_offset is not None else -1) + 1
+                else "last batch",
                 "first_timestamp_ms": p.first_timestamp,
                 "last_timestamp_ms": p.last_timestamp,
                 "errors": p.errors,
@@ -914,6 +937,19 @@ def assemble(
         },
         "notes": notes,
     }
+
+
+def log_end(p: Partition, gaps: list[dict[str, Any]]) -> int | None:
+    """The partition's log end offset at the moment of the archive (see :func:`assemble`)."""
+    ends = [p.last_offset] if p.last_offset is not None else []
+    ends += [
+        g["last_offset"]
+        for g in gaps
+        if g["kind"] == "missing offsets"
+        and g["directory"] == p.directory
+        and g["last_offset"] is not None
+    ]
+    return max(ends) + 1 if ends else None
 
 
 def label_of(topic: str | None, partition: int | None, directory: str, replicated: set[Any]) -> str:

@@ -3,9 +3,10 @@
 * ``__consumer_offsets`` (``decode=consumer_offsets``): each consumer group's last
   ``GroupMetadata`` (protocol, generation, leader, members with their client, host and assigned
   partitions; a tombstone: the group was deleted) and its last committed offset per partition
-  (``OffsetCommit``; a tombstone removes it), against the partition's log end *in the archive*:
-  the lag at the moment of the archive. A partition the archive does not hold has no log end
-  (and no lag).
+  (``OffsetCommit``; a tombstone removes it), against the partition's log end at the moment of
+  the archive (after its last batch, or later when the reader's evidence says the log went on:
+  a cut last segment): the lag at the moment of the archive. A partition the archive does not
+  hold has no log end (and no lag).
 * ``__cluster_metadata`` (``decode=cluster_metadata``): brokers (registrations, fencing,
   unregistrations), topics (created, partitions, removed) and configuration changes over time
   (``ConfigRecord``: a null value deletes the setting), plus a count of records per type.

@@ -774,10 +774,10 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
                 ],
                 rows,
             )
-            + "<h3>Lag at the moment of the archive: log end in the archive − committed offset</h3>"
+            + "<h3>Lag at the moment of the archive: the log end then − the committed offset</h3>"
             + _chart(specs, "chart-lag", lag_spec(data), "no committed partition is in the archive")
             + _table(
-                ["group", "partition", "committed", "committed at", "log end in archive", "lag"],
+                ["group", "partition", "committed", "committed at", "log end", "lag"],
                 offs,
             )
             + "</section>"
