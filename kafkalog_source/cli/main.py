@@ -13,7 +13,9 @@ the parser, so import Spark (or anything heavy) inside ``run``.
 Errors are reported by :func:`main` as one line on stderr; ``--verbose`` adds the traceback.
 Every subcommand follows one exit code convention (:data:`EXIT_CODES_HELP`): 0 success, 1 bad
 data (the input is damaged, missing or holds nothing to read), 2 bad usage. Every subcommand
-takes the common flags of :mod:`.common` (``-v``, ``-q``, ``-o``).
+takes the common flags of :mod:`.common` (``-v``, ``-q``, ``-o``), except that ``report``'s
+``-o`` is its output file (``kafkalog report PATH -o report.html``): its reader options are
+``--option`` only.
 """
 
 from __future__ import annotations
