@@ -472,10 +472,18 @@ def test_ten_million_batches_draw_an_aggregated_series() -> None:
 
 
 def test_a_coarse_archive_says_so(tmp_path, monkeypatch) -> None:
-    """An archive with more buckets than the page draws is aggregated, and the notes (on the
-    page, in the JSON and on stderr) say so; here the points a topic are capped at 2."""
+    """An archive with more buckets or partitions than the page draws is aggregated, and the
+    notes (on the page, in the JSON and on stderr) say so; here the points a topic are capped
+    at 2 and the partitions drawn at 3."""
     monkeypatch.setattr(gather_mod, "MAX_POINTS", 2)
+    monkeypatch.setattr(gather_mod, "MAX_LANES", 3)
     code, data, page = _report(tmp_path, str(SAMPLES))
+    assert "the timelines draw 3 of the 23 partitions" in page
+    specs = json.loads(
+        page.split("id='kafkalog-specs'>", 1)[1].split("</script>", 1)[0].replace("<\\/", "</")
+    )
+    assert len({v["lane"] for v in specs["chart-timeline"]["data"]["values"]}) == 3
+    assert len(data["partitions"]) == 23
     assert code == 0
     assert data["series"]["unit"] not in ("minute",)
     assert all(len(rows) <= 2 for rows in data["series"]["topics"].values())

@@ -56,6 +56,7 @@ MAX_OPEN_LISTED = 1_000  # open transactions listed
 MAX_PARTITIONS_A_PRODUCER = 100  # partitions counted for one producer id (then "100+")
 MAX_CONFIG_CHANGES = 5_000  # configuration changes listed
 MAX_SEGMENTS_LISTED = 10_000  # segments listed; beyond, their counts are in the partitions'
+MAX_LANES = 120  # partitions drawn on the timelines (those with gaps first)
 GAP_KINDS = ("malformed", "truncated tail", "zero tail", "corrupt file", "missing file")
 NO_TIMESTAMP = -1  # Kafka's "no timestamp" (v0 messages, batches written without one)
 # the reader's columns the report's tap reads, beyond verify's ROW_COLUMNS
@@ -799,6 +800,11 @@ def assemble(
     if g.producers_dropped:
         notes.append(
             f"{g.producers_dropped} producer ids beyond the first {MAX_PRODUCERS} are not followed"
+        )
+    if len(parts) > MAX_LANES:
+        notes.append(
+            f"the timelines draw {MAX_LANES} of the {len(parts)} partitions (those with gaps "
+            "first); the tables and the JSON hold them all"
         )
     if len(found) > MAX_SEGMENTS_LISTED:
         notes.append(f"{len(found) - MAX_SEGMENTS_LISTED} segments are counted, not listed")

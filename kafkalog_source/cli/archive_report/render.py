@@ -18,8 +18,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from . import gather
+
 MAX_ROWS = 500  # rows of one table on the page
-MAX_LANES = 120  # partitions drawn on the timelines (those with gaps first)
 MAX_SERIES = 12  # topics drawn as their own line; the rest are summed as "other topics"
 INSTALL_HINT = (
     "kafkalog report draws its charts with Vega-Lite, whose JavaScript comes from the "
@@ -154,7 +155,7 @@ def timeline_spec(data: dict[str, Any]) -> dict[str, Any] | None:
     parts.sort(
         key=lambda p: (not gaps_by.get(p["directory"]), p["topic"] or "", p["partition"] or 0)
     )
-    parts = parts[:MAX_LANES]
+    parts = parts[: gather.MAX_LANES]
     values = []
     for p in parts:
         lane = _label(p)
@@ -248,7 +249,7 @@ def time_coverage_spec(data: dict[str, Any]) -> dict[str, Any] | None:
         }
         for p in data["partitions"]
         if p["first_timestamp_ms"] is not None and p["last_timestamp_ms"] is not None
-    ][:MAX_LANES]
+    ][: gather.MAX_LANES]
     if not values:
         return None
     return {
