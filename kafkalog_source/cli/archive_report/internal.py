@@ -238,6 +238,7 @@ def cluster_metadata(rows: Any) -> dict[str, Any]:
                 ]
                 b["rack"] = value.get("rack")
                 b["fenced"] = value.get("fenced")
+                b["in_controlled_shutdown"] = bool(value.get("inControlledShutdown"))
                 b["registered"] = True
                 b["epoch"] = value.get("brokerEpoch")
             elif kind == "UnregisterBrokerRecord":
@@ -246,11 +247,16 @@ def cluster_metadata(rows: Any) -> dict[str, Any]:
                 b["fenced"] = True
             elif kind == "UnfenceBrokerRecord":
                 b["fenced"] = False
-            elif value.get("fenced") in (1, -1):
-                # BrokerRegistrationChangeRecord (Kafka 3.3+ metadata/src/main/resources/common/
-                # metadata/BrokerRegistrationChangeRecord.json): fenced is an int8, 1 fenced,
-                # -1 unfenced, 0 no change
-                b["fenced"] = value["fenced"] == 1
+            else:
+                # BrokerRegistrationChangeRecord (apache/kafka metadata/src/main/resources/
+                # common/metadata/BrokerRegistrationChangeRecord.json, at 120e688 as at the
+                # specs' e6d2421): Fenced int8 "-1 if the broker has been unfenced, 0 if no
+                # change, 1 if the broker has been fenced"; InControlledShutdown (v1+) "0 if no
+                # change, 1 if the broker is in controlled shutdown"
+                if value.get("fenced") in (1, -1):
+                    b["fenced"] = value["fenced"] == 1
+                if value.get("inControlledShutdown") == 1:
+                    b["in_controlled_shutdown"] = True
             if len(broker_events) < MAX_BROKER_EVENTS:
                 broker_events.append(
                     {"timestamp_ms": ts, "offset": r["offset"], "broker_id": bid, "record": kind}
