@@ -33,6 +33,13 @@ def _report(tmp_path: Path, *args: str, name: str = "r") -> tuple[int, dict[str,
     return code, json.loads(js.read_text()), page.read_text()
 
 
+def _specs(page: str) -> dict[str, Any]:
+    """The charts' specs embedded in a page (JSON, its ``<``, ``>``, ``&`` as JSON escapes)."""
+    text = page.split("id='kafkalog-specs'>", 1)[1].split("</script>", 1)[0]
+    assert "<" not in text and ">" not in text
+    return json.loads(text)
+
+
 def _verify(capsys, *args: str) -> tuple[int, list[str]]:
     capsys.readouterr()
     code = main(["verify", *args])
@@ -208,9 +215,7 @@ def test_damaged_page_shows_every_gap(damaged) -> None:
         assert f"title='{path}'" in page
         assert f"<td>{byte:,}</td>" in page
     assert "1,048..1,095" in page and "20..29" in page
-    specs = json.loads(
-        page.split("id='kafkalog-specs'>", 1)[1].split("</script>", 1)[0].replace("<\\/", "</")
-    )
+    specs = _specs(page)
     drawn = {
         (v["lane"], v["kind"])
         for v in specs["chart-timeline"]["data"]["values"]
@@ -479,9 +484,7 @@ def test_a_coarse_archive_says_so(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(gather_mod, "MAX_LANES", 3)
     code, data, page = _report(tmp_path, str(SAMPLES))
     assert "the timelines draw 3 of the 23 partitions" in page
-    specs = json.loads(
-        page.split("id='kafkalog-specs'>", 1)[1].split("</script>", 1)[0].replace("<\\/", "</")
-    )
+    specs = _specs(page)
     assert len({v["lane"] for v in specs["chart-timeline"]["data"]["values"]}) == 3
     assert len(data["partitions"]) == 23
     assert code == 0
@@ -489,6 +492,113 @@ def test_a_coarse_archive_says_so(tmp_path, monkeypatch) -> None:
     assert all(len(rows) <= 2 for rows in data["series"]["topics"].values())
     assert any("too many finer buckets to draw" in n for n in data["notes"])
     assert "too many finer buckets to draw" in page
+
+
+# ------------------------------------------------------------------------------ hostile strings
+
+# Strings of an archive that reach the page: a partition directory's name (no "/"), a group id,
+# a member's client id, a configuration's resource and value (any text). Each would end the
+# <script> holding the charts' JSON, or run, if the page did not escape it.
+HOSTILE_DIRS = ("a<!--<script>-0", "<img src=x onerror=console.error(1)>-1")
+HOSTILE_TEXT = (
+    "g</script><script>console.error('injected')</script>",
+    "<!--<script>",
+    "</SCRIPT><img src=x onerror=console.error(2)>",
+)
+
+
+def _hostile_page(tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """The report of two sample partitions copied under hostile directory names, with hostile
+    consumer groups and configuration changes added to its data; its data and its page."""
+    import shutil
+
+    from kafkalog_source.cli.archive_report.render import render_html
+
+    archive = tmp_path / "hostile"
+    for src, name in zip(("orders-0", "orders-1"), HOSTILE_DIRS, strict=True):
+        shutil.copytree(SAMPLES / src, archive / name)
+    code, data, page = _report(tmp_path, str(archive))
+    assert code == 0 and {p["label"] for p in data["partitions"]} == set(HOSTILE_DIRS)
+    a, b, c = HOSTILE_TEXT
+    data["consumer_groups"] = {
+        "groups": [
+            {
+                "group": a,
+                "state": b,
+                "generation": 3,
+                "protocol": c,
+                "members": [{"client_id": c, "client_host": a, "assigned": []}],
+                "offsets": [
+                    {
+                        "topic": HOSTILE_DIRS[0][:-2],
+                        "partition": 0,
+                        "committed_offset": 5,
+                        "commit_timestamp_ms": 1_700_000_000_000,
+                        "log_end_offset": 20,
+                        "lag": 15,
+                    }
+                ],
+                "total_lag": 15,
+            }
+        ],
+        "undecoded_records": 0,
+    }
+    data["cluster_metadata"] = {
+        "brokers": [{"broker_id": 1, "endpoints": [a], "rack": b}],
+        "broker_events": [],
+        "topics": [{"topic": a, "topic_id": c, "partitions": 1, "created_ms": 0, "removed_ms": 0}],
+        "config_changes": [
+            {
+                "timestamp_ms": 1_700_000_000_000,
+                "offset": 1,
+                "resource_type": "topic",
+                "resource": a,
+                "name": b,
+                "value": c,
+            }
+        ],
+        "config_changes_not_listed": 0,
+        "record_types": {a: 1},
+        "undecoded_records": 0,
+    }
+    return data, render_html(data)
+
+
+def test_strings_of_the_archive_stay_text(tmp_path) -> None:
+    """Hostile names reach the page only escaped: the page keeps its three script elements
+    (no string ends one or opens another: ``</script>``, ``<!--<script>``), the charts' JSON
+    parses back to the hostile strings, and no hostile string appears unescaped."""
+    data, page = _hostile_page(tmp_path)
+    assert len(re.findall(r"(?i)<script", page)) == 3
+    assert len(re.findall(r"(?i)</script", page)) == 3
+    assert "<!--" not in page
+    for text in (*HOSTILE_DIRS, *HOSTILE_TEXT):
+        assert text not in page
+    specs = _specs(page)
+    lanes = {v["lane"] for v in specs["chart-timeline"]["data"]["values"]}
+    assert lanes == set(HOSTILE_DIRS)
+    assert {v["group"] for v in specs["chart-lag"]["data"]["values"]} == {HOSTILE_TEXT[0]}
+    assert {v["resource"] for v in specs["chart-config"]["data"]["values"]} == {
+        f"topic {HOSTILE_TEXT[0]}"
+    }
+
+
+def test_hostile_strings_in_headless_chromium(tmp_path) -> None:
+    """The hostile page draws every chart in a real browser, runs none of the strings (no
+    console error, no request) and shows them as text."""
+    from browser_support import find_chromium, load_page
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium installed (CI installs Debian's chromium)")
+    _, page = _hostile_page(tmp_path)
+    f = tmp_path / "hostile.html"
+    f.write_text(page)
+    r = load_page(chromium, f)
+    assert r.rendered == "yes", (r.errors, r.console)
+    assert r.errors == [] and r.fetched(f.resolve().as_uri()) == [], (r.errors, r.requests)
+    for text in (*HOSTILE_DIRS, *HOSTILE_TEXT):
+        assert text in r.text, text
 
 
 # ------------------------------------------------------------------------------ the browser

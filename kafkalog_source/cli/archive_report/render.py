@@ -93,7 +93,7 @@ def _n(v: Any) -> str:
         return f"{v:,}"
     if isinstance(v, float):
         return f"{v:,.3g}"
-    return str(v)
+    return _e(v)  # a string from the archive (a table cell is HTML)
 
 
 def _bytes(n: int | None) -> str:
@@ -500,6 +500,26 @@ def _chart(specs: dict[str, Any], cid: str, spec: dict[str, Any] | None, empty: 
     return f'<div class="chart" id="{cid}"></div>'
 
 
+def json_in_script(value: Any) -> str:
+    """``value`` as JSON text that cannot end or change the ``<script>`` element holding it:
+    every ``<``, ``>`` and ``&`` written as its JSON escape (``\\u003c``...), so a string such
+    as ``</script>`` or ``<!--<script>`` (a file, group or configuration value of the archive)
+    stays a string; ``JSON.parse`` of the element's text gives ``value`` back."""
+    text = json.dumps(value, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def script_text(script: str) -> str:
+    """The Vega bundle as the text of a ``<script>`` element: a ``</script`` in it (in any
+    case) written ``<\\/script`` (it can only be in a string or a comment); a ``<!--`` in it
+    (which would make the HTML parser look for a nested script's end) is refused."""
+    import re
+
+    if "<!--" in script:
+        raise ValueError("the Vega bundle holds '<!--': it cannot be inlined in a <script>")
+    return re.sub(r"</(script)", r"<\\/\1", script, flags=re.IGNORECASE)
+
+
 def render_html(data: dict[str, Any], script: str | None = None) -> str:
     """The page for the report's ``data``; ``script`` is the Vega bundle (default: from
     vl-convert-python, :func:`javascript`)."""
@@ -891,8 +911,8 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
         + "</section>"
     )
     title = "kafkalog report: " + ", ".join(data["paths"])
-    safe_script = script.replace("</script", "<\\/script")
-    specs_json = json.dumps(specs, separators=(",", ":")).replace("</", "<\\/")
+    safe_script = script_text(script)
+    specs_json = json_in_script(specs)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
