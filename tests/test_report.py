@@ -601,6 +601,54 @@ def test_hostile_strings_in_headless_chromium(tmp_path) -> None:
         assert text in r.text, text
 
 
+def test_secret_configuration_values_are_redacted(tmp_path) -> None:
+    """__cluster_metadata's ConfigRecords: a value Kafka's tools would redact (a PASSWORD
+    setting: SSL and SASL secrets, per-listener JAAS; names holding secret, token, key) is
+    "(redacted)" in the data, the JSON and the page; everyday settings are shown."""
+    from datetime import UTC, datetime
+
+    from kafkalog_source.cli.archive_report.gather import to_json
+    from kafkalog_source.cli.archive_report.internal import REDACTED, cluster_metadata
+    from kafkalog_source.cli.archive_report.render import render_html
+
+    settings = [
+        # (resource type id, resource, name, value, shown)
+        (4, "1", "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config", "jaas-S3CRET-1", False),
+        (4, "1", "ssl.keystore.password", "S3CRET-2", False),
+        (4, "", "sasl.oauthbearer.client.credentials.client.secret", "S3CRET-3", False),
+        (4, "", "ssl.truststore.location", "/etc/S3CRET-4.jks", False),
+        (2, "payments", "confluent.tier.s3.aws.secret.access.key", "S3CRET-5", False),
+        (2, "payments", "retention.ms", "604800000", True),
+        (2, "payments", "cleanup.policy", "compact", True),
+        (4, "", "min.insync.replicas", "2", True),
+        (4, "1", "log.cleaner.threads", "4", True),
+        (8, "1", "kafka.server.ReplicaManager", "DEBUG", True),
+    ]
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    rows = [
+        {
+            "error": None,
+            "record_type": "ConfigRecord",
+            "timestamp": at,
+            "offset": i,
+            "config_resource_type": t,
+            "config_resource_name": res,
+            "config_name": name,
+            "config_value": value,
+        }
+        for i, (t, res, name, value, _) in enumerate(settings)
+    ]
+    cm = cluster_metadata(iter(rows))
+    got = {c["name"]: c["value"] for c in cm["config_changes"]}
+    for _, _, name, value, shown in settings:
+        assert got[name] == (value if shown else REDACTED), name
+    code, data, _ = _report(tmp_path, str(SAMPLES / "orders-0"))
+    data["cluster_metadata"] = cm
+    text = render_html(data) + to_json(data)
+    assert "S3CRET" not in text
+    assert "604800000" in text and "kafka.server.ReplicaManager" in text
+
+
 # ------------------------------------------------------------------------------ the browser
 
 

@@ -9,7 +9,9 @@
   hold has no log end (and no lag).
 * ``__cluster_metadata`` (``decode=cluster_metadata``): brokers (registrations, fencing,
   unregistrations), topics (created, partitions, removed) and configuration changes over time
-  (``ConfigRecord``: a null value deletes the setting), plus a count of records per type.
+  (``ConfigRecord``: a null value deletes the setting; a value that may be a secret is shown as
+  ``(redacted)``, as Kafka's own tools show it: :func:`config_is_secret`), plus a count of
+  records per type.
 
 Both are folded row by row from a streamed read of those partitions only, into state that is as
 big as the groups, partitions and brokers are (not the topic's history).
@@ -35,6 +37,39 @@ CONFIG_RESOURCE_TYPES = {
     16: "client metrics",
     32: "group",
 }
+# A ConfigRecord's value is shown unless it may be a secret. Kafka's own tools redact the value
+# of a configuration whose type is PASSWORD, or whose type they do not know
+# (metadata/.../util/RecordRedactor.java and KafkaConfigSchema.isSensitive, apache/kafka
+# 0aca8ef): the report has no ConfigDef, so it masks by name, erring towards masking: any name
+# holding one of these words, and any broker setting of the SSL, SASL or per-listener families.
+REDACTED = "(redacted)"
+SECRET_WORDS = (
+    "password",
+    "passwd",
+    "secret",
+    "jaas",
+    "key",
+    "token",
+    "credential",
+    "certificate",
+    "private",
+)
+SECRET_BROKER_PREFIXES = ("ssl.", "sasl.", "listener.name.", "password.")
+
+
+def config_is_secret(resource_type: str, name: str | None) -> bool:
+    """Whether the value of configuration ``name`` of a ``resource_type`` resource ("topic",
+    "broker", ...) may hold a secret, and is shown as :data:`REDACTED` (see above)."""
+    if not name:
+        return True
+    low = name.lower()
+    if any(w in low for w in SECRET_WORDS):
+        return True
+    if resource_type not in ("topic", "group", "broker logger", "client metrics"):
+        return low.startswith(SECRET_BROKER_PREFIXES)
+    return False
+
+
 OFFSETS_COLUMNS = (
     "offset",
     "timestamp",
@@ -279,15 +314,19 @@ def cluster_metadata(rows: Any) -> dict[str, Any]:
             if len(changes) >= MAX_CHANGES:
                 dropped += 1
                 continue
-            rtype = r["config_resource_type"]
+            rtype = CONFIG_RESOURCE_TYPES.get(r["config_resource_type"])
+            rtype = rtype or str(r["config_resource_type"])
+            value = r["config_value"]
+            secret = value is not None and config_is_secret(rtype, r["config_name"])
             changes.append(
                 {
                     "timestamp_ms": ts,
                     "offset": r["offset"],
-                    "resource_type": CONFIG_RESOURCE_TYPES.get(rtype, str(rtype)),
+                    "resource_type": rtype,
                     "resource": r["config_resource_name"] or "(cluster default)",
                     "name": r["config_name"],
-                    "value": r["config_value"],
+                    "value": REDACTED if secret else value,
+                    "redacted": secret,
                 }
             )
     return {
