@@ -494,6 +494,34 @@ def test_a_coarse_archive_says_so(tmp_path, monkeypatch) -> None:
     assert "too many finer buckets to draw" in page
 
 
+def test_idle_time_is_drawn_as_zero_without_a_point_per_idle_bucket() -> None:
+    """Records per minute: two busy minutes 1000 minutes apart draw 0 between them (the line is
+    step-after: each point holds until the next), with one zero after each busy minute rather
+    than a point for each of the 999 idle minutes."""
+    from kafkalog_source.cli.archive_report.render import series_spec
+
+    m = 60_000
+    data = {
+        "series": {
+            "unit": "minute",
+            "unit_ms": m,
+            "drawn_ms": None,
+            "topics": {"t": [[0, 5, 100], [1000 * m, 7, 200]], "u": [[1000 * m, 1, 10]]},
+        }
+    }
+    spec = series_spec(data, "records")
+    assert spec["mark"]["interpolate"] == "step-after"
+    got = sorted((v["topic"], v["t"], v["n"]) for v in spec["data"]["values"])
+    assert got == [
+        ("t", 0, 5),
+        ("t", m, 0),
+        ("t", 1000 * m, 7),
+        ("t", 1001 * m, 0),
+        ("u", 1000 * m, 1),
+        ("u", 1001 * m, 0),
+    ]
+
+
 # ------------------------------------------------------------------------------ hostile strings
 
 # Strings of an archive that reach the page: a partition directory's name (no "/"), a group id,

@@ -288,18 +288,12 @@ def series_spec(data: dict[str, Any], what: str) -> dict[str, Any] | None:
     lo, hi = s.get("drawn_ms") or (None, None)
     drawn = {k: n for k, n in agg.items() if lo is None or lo <= k[1] <= hi}
     # the buckets without data are zeros: a line between two busy hours a week apart would
-    # draw a week of traffic that was not there
+    # draw a week of traffic that was not there. The line is drawn step-after (a point holds
+    # until the next), so one zero after each busy bucket whose next bucket is idle is enough
+    # (at most twice the busy buckets, however long the idle spans)
     unit = s["unit_ms"]
-    names = sorted({t for t, _ in drawn})
-    if (
-        drawn
-        and len(names) * ((max(k[1] for k in drawn) - min(k[1] for k in drawn)) // unit + 1)
-        <= 40_000
-    ):
-        first, last = min(k[1] for k in drawn), max(k[1] for k in drawn)
-        for t in names:
-            for ms in range(first, last + unit, unit):
-                drawn.setdefault((t, ms), 0)
+    for t, ms in list(drawn):
+        drawn.setdefault((t, ms + unit), 0)
     values = [
         {"topic": t, "t": ms, "n": n}
         for (t, ms), n in sorted(drawn.items(), key=lambda kv: kv[0][1])
