@@ -140,6 +140,29 @@ def test_samples_batches_producers_and_transactions_are_the_manifests(samples) -
     assert t["open"] == 1 and t["open_listed"][0]["first_offset"] == min(open_rows)
 
 
+def test_samples_first_and_last_timestamps_are_the_records(samples) -> None:
+    """Each partition's first and last timestamp (and the overview's) are its data records'
+    earliest and latest, from the manifest's rows: not its batch headers' (a v1 wrapper carries
+    its last record's timestamp, a LogAppendTime batch's base timestamp is not its records', a
+    record may be stamped before its batch's base: the 1969 record of the v2 samples)."""
+    _, data, page = samples
+    want: dict[str, list[int]] = {}
+    for name, f in manifest().items():
+        for r in f["rows"]:
+            if not r["isControl"] and r["timestamp"] is not None and r["timestamp"] != -1:
+                want.setdefault(name.split("/")[0], []).append(r["timestamp"])
+    got = {
+        p["directory"].rsplit("/", 1)[-1]: (p["first_timestamp_ms"], p["last_timestamp_ms"])
+        for p in data["partitions"]
+    }
+    assert got == {d: (min(want[d]), max(want[d])) if d in want else (None, None) for d in got}
+    every = [t for ts in want.values() for t in ts]
+    o = data["overview"]
+    assert (o["first_timestamp_ms"], o["last_timestamp_ms"]) == (min(every), max(every))
+    assert min(every) < 0  # the samples' 1969 record: on the page, drawn at the axis' edge
+    assert "1969-12-31 00:00:00 UTC" in page and "drawn to the edge of the axis" in page
+
+
 def test_samples_page_holds_its_numbers(samples) -> None:
     """The page is one file that names no URL to fetch, and shows the overview's numbers."""
     _, data, page = samples

@@ -227,6 +227,9 @@ class SegmentTap:
     positions: list[np.ndarray] = field(default_factory=list)
     sums: list[np.ndarray] = field(default_factory=list)
     markers: dict[int, tuple[int, str]] = field(default_factory=dict)
+    # the first and last timestamp of the data records the reader returned
+    stamp_lo: int | None = None
+    stamp_hi: int | None = None
 
     def payload_at(self, pos: np.ndarray) -> np.ndarray:
         """Key + value bytes of the batches at ``pos`` (-1 where the reader returned no row)."""
@@ -256,8 +259,14 @@ class Partition:
     control_records: int = 0
     first_offset: int | None = None
     last_offset: int | None = None
+    # from the batch headers (a v2 batch's base and max timestamp, a v1 wrapper's timestamp)
     first_timestamp: int | None = None
     last_timestamp: int | None = None
+    # from the reader's data records: what the page says (the headers only where no record has
+    # a timestamp): a v1 wrapper's timestamp is its last record's, a LogAppendTime batch's
+    # base timestamp is not its records', and a record may be stamped before its batch's base
+    record_first_timestamp: int | None = None
+    record_last_timestamp: int | None = None
     errors: int = 0
     warnings: int = 0
     runs: list[list[int]] = field(default_factory=list)  # [first, last, bytes, segments]
@@ -330,6 +339,9 @@ class Gatherer:
             self.series.add(
                 self.series.records, topic, stamps[timed], np.ones(int(timed.sum()), np.int64)
             )
+            lo, hi = int(stamps[timed].min()), int(stamps[timed].max())
+            t.stamp_lo = lo if t.stamp_lo is None else min(t.stamp_lo, lo)
+            t.stamp_hi = hi if t.stamp_hi is None else max(t.stamp_hi, hi)
         # key + value bytes per batch: the "uncompressed" side of the compression ratio
         kv = pc.fill_null(pc.binary_length(rows.column("key")), 0).to_numpy(zero_copy_only=False)
         kv = kv + pc.fill_null(pc.binary_length(rows.column("value")), 0).to_numpy(
@@ -354,6 +366,10 @@ class Gatherer:
         tap = self.taps.pop(path, SegmentTap())
         topic = part.topic or "(no topic)"
         self._gaps_of(part, path, headers, events)
+        if tap.stamp_lo is not None and tap.stamp_hi is not None:
+            lo, hi = part.record_first_timestamp, part.record_last_timestamp
+            part.record_first_timestamp = tap.stamp_lo if lo is None else min(lo, tap.stamp_lo)
+            part.record_last_timestamp = tap.stamp_hi if hi is None else max(hi, tap.stamp_hi)
         if not headers:
             return
         a = np.array(
@@ -782,7 +798,7 @@ def assemble(
     for gap in g.gaps:
         gap["label"] = labels.get(gap["directory"], gap["directory"] or "–")
     topics = sorted({p.topic or "(no topic)" for p in parts})
-    stamps = [t for p in parts for t in (p.first_timestamp, p.last_timestamp) if t is not None]
+    stamps = [t for p in parts for t in timestamps(p) if t is not None]
     notes: list[str] = []
     series = g.series.finish()
     if g.series.coarsened_in_pass or g.series.capped:
@@ -891,8 +907,13 @@ def assemble(
                 if (log_end(p, g.gaps) or 0)
                 > (p.last_offset if p.last_offset is not None else -1) + 1
                 else "last batch",
-                "first_timestamp_ms": p.first_timestamp,
-                "last_timestamp_ms": p.last_timestamp,
+                "first_timestamp_ms": timestamps(p)[0],
+                "last_timestamp_ms": timestamps(p)[1],
+                "timestamps_from": "records"
+                if p.record_first_timestamp is not None
+                else "batch headers"
+                if p.first_timestamp is not None
+                else None,
                 "errors": p.errors,
                 "warnings": p.warnings,
                 "runs": [
@@ -943,6 +964,14 @@ def assemble(
         },
         "notes": notes,
     }
+
+
+def timestamps(p: Partition) -> tuple[int | None, int | None]:
+    """A partition's first and last timestamp: its data records' (as a read returns them), or
+    its batch headers' where no record has a timestamp (see :class:`Partition`)."""
+    if p.record_first_timestamp is not None:
+        return p.record_first_timestamp, p.record_last_timestamp
+    return p.first_timestamp, p.last_timestamp
 
 
 def log_end(p: Partition, gaps: list[dict[str, Any]]) -> int | None:

@@ -238,14 +238,26 @@ def timeline_spec(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def time_coverage_spec(data: dict[str, Any]) -> dict[str, Any] | None:
-    """First to last timestamp of each partition on one time axis."""
+    """First to last timestamp of each partition on one time axis: the axis of the series (the
+    bulk of the archive's time; a record stamped decades away is drawn at its edge, and the
+    tooltip gives its timestamp)."""
+    s = data.get("series") or {}
+    lo, hi = s.get("drawn_ms") or (None, None)
+    if hi is not None:
+        hi += s["unit_ms"]
+
+    def clip(ms: int) -> int:
+        return ms if lo is None or hi is None else min(max(ms, lo), hi)
+
     values = [
         {
             "lane": _label(p),
-            "a": p["first_timestamp_ms"],
-            "b": max(p["last_timestamp_ms"], p["first_timestamp_ms"]),
+            "a": clip(p["first_timestamp_ms"]),
+            "b": clip(max(p["last_timestamp_ms"], p["first_timestamp_ms"])),
             "from": _ts(p["first_timestamp_ms"]),
             "to": _ts(p["last_timestamp_ms"]),
+            "clipped": clip(p["first_timestamp_ms"]) != p["first_timestamp_ms"]
+            or clip(p["last_timestamp_ms"]) != p["last_timestamp_ms"],
         }
         for p in data["partitions"]
         if p["first_timestamp_ms"] is not None and p["last_timestamp_ms"] is not None
@@ -624,12 +636,21 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
         + "</section>"
     )
     # ---- timelines
+    time = time_coverage_spec(data)
+    clipped = sum(1 for x in time["data"]["values"] if x["clipped"]) if time else 0
     parts.append(
         "<section id='timeline'><h2>Timeline per partition</h2><h3>Offsets (gaps and losses in "
         "colour; hover for offsets, files and bytes)</h3>"
         + _chart(specs, "chart-timeline", timeline_spec(data), "no offsets to draw")
         + "<h3>Time coverage (first to last timestamp)</h3>"
-        + _chart(specs, "chart-time", time_coverage_spec(data), "no timestamps (v0 messages only)")
+        + _chart(specs, "chart-time", time, "no timestamps (v0 messages only)")
+        + (
+            f"<p class='note'>{clipped:,} partition(s) hold records stamped far outside the "
+            "bulk of the archive: drawn to the edge of the axis; their first and last "
+            "timestamps are in the tooltips and the partitions' table.</p>"
+            if clipped
+            else ""
+        )
         + "</section>"
     )
     # ---- series
