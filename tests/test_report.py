@@ -293,6 +293,10 @@ def test_a_damaged_archive_in_a_bucket(damaged, s3_server, tmp_path) -> None:
     for g in remote["gaps"]:
         assert g["path"].startswith("s3://") and f"title='{g['path']}'" in page
     assert not any("secret" in str(v).lower() for v in remote["options"].values())
+    # the credentials given as store options reach neither the page nor the JSON
+    text = page + (tmp_path / "r.json").read_text()
+    for k in ("fs.s3.access_key", "fs.s3.secret_key"):
+        assert s3_server.options[k] not in text, k
 
 
 # ------------------------------------------------------------------------------ internal topics
