@@ -471,6 +471,26 @@ def test_nothing_readable_and_unwritable_outputs(tmp_path, capsys) -> None:
     assert out.stat().st_mode & 0o044  # readable as a file open() creates
 
 
+def test_a_reader_option_given_as_o_is_refused(tmp_path, capsys, monkeypatch) -> None:
+    """-o is the output file in report, a reader option in verify: out of habit, ``-o
+    offsetGaps=compacted`` (alone, or after the real -o) would have written the page to a file
+    of that name; it is a usage error naming --option, and a value it holds is not shown."""
+    monkeypatch.chdir(tmp_path)
+    orders = str(SAMPLES / "orders-0")
+    for argv in (
+        [orders, "-o", "r.html", "-o", "offsetGaps=compacted"],
+        [orders, "-o", "offsetGaps=compacted"],
+        [orders, "-o", "fs.s3.secret_key=hunter2"],
+    ):
+        capsys.readouterr()
+        assert main(["report", *argv]) == 2
+        err = capsys.readouterr().err
+        assert "--option KEY=VALUE" in err and "hunter2" not in err, err
+    assert list(tmp_path.iterdir()) == []
+    assert main(["report", orders, "-o", "a=b.html", "-q"]) == 0  # a file name with "="
+    assert (tmp_path / "a=b.html").is_file()
+
+
 def test_without_the_extra_the_command_says_how_to_install_it(
     tmp_path, capsys, monkeypatch
 ) -> None:

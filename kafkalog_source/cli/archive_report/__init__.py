@@ -46,8 +46,9 @@ def register(subparsers: Any) -> None:
         "-o",
         "--output",
         required=True,
+        action="append",  # given twice is refused (run), not the last one silently taken
         metavar="FILE",
-        help="the HTML file to write (replaced if it exists)",
+        help="the HTML file to write (replaced if it exists); reader options go in --option",
     )
     p.add_argument("--json", metavar="FILE", help="also write every number the page shows as JSON")
     p.add_argument("--strict", action="store_true", help="treat warnings as problems too (exit 1)")
@@ -61,6 +62,31 @@ def register(subparsers: Any) -> None:
         help=f"a reader option (repeatable); report takes verify's: {', '.join(accepted)}",
     )
     p.set_defaults(run=run, reader_warnings=False)
+
+
+def output_file(values: list[str]) -> str:
+    """The one ``-o`` given. ``-o`` is a reader option in the other commands: an ``-o`` given
+    twice, or one that reads ``KEY=VALUE`` with a reader option's KEY, is a usage error saying
+    so, rather than a page written to a file named ``offsetGaps=compacted``."""
+    from ...options import cli_options
+
+    def shown(v: str) -> str:  # a KEY=VALUE's value may be a secret (fs.s3.secret_key=...)
+        return repr(f"{v.partition('=')[0]}=..." if "=" in v else v)
+
+    if len(values) > 1:
+        raise CommandError(
+            f"report: -o given {len(values)} times ({', '.join(map(shown, values))}): -o is "
+            "the output file here; give reader options with --option KEY=VALUE"
+        )
+    value = values[0]
+    key = value.partition("=")[0].strip().lower()
+    known = {k.lower() for k in cli_options("verify")}
+    if "=" in value and (key in known or key.startswith("fs.")):
+        raise CommandError(
+            f"report: -o {shown(value)} looks like a reader option: -o is the output file "
+            "here; give reader options with --option KEY=VALUE"
+        )
+    return value
 
 
 def writable(path: str, what: str) -> None:
@@ -105,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from .render import MissingRenderer, javascript, render_html
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
+    args.output = output_file(args.output)
     writable(args.output, "output")
     if args.json:
         writable(args.json, "--json file")
