@@ -474,7 +474,8 @@ def test_nothing_readable_and_unwritable_outputs(tmp_path, capsys) -> None:
 def test_a_reader_option_given_as_o_is_refused(tmp_path, capsys, monkeypatch) -> None:
     """-o is the output file in report, a reader option in verify: out of habit, ``-o
     offsetGaps=compacted`` (alone, or after the real -o) would have written the page to a file
-    of that name; it is a usage error naming --option, and a value it holds is not shown."""
+    of that name; it is a usage error naming --option, and a value it holds is not shown. So is
+    a --json file that is the page's own."""
     monkeypatch.chdir(tmp_path)
     orders = str(SAMPLES / "orders-0")
     for argv in (
@@ -486,6 +487,8 @@ def test_a_reader_option_given_as_o_is_refused(tmp_path, capsys, monkeypatch) ->
         assert main(["report", *argv]) == 2
         err = capsys.readouterr().err
         assert "--option KEY=VALUE" in err and "hunter2" not in err, err
+    assert main(["report", orders, "-o", "r.html", "--json", "./r.html"]) == 2  # one file
+    assert "is the output file (-o) too" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
     assert main(["report", orders, "-o", "a=b.html", "-q"]) == 0  # a file name with "="
     assert (tmp_path / "a=b.html").is_file()

@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     args.output = output_file(args.output)
     writable(args.output, "output")
     if args.json:
+        if os.path.realpath(args.json) == os.path.realpath(args.output):
+            raise CommandError(f"report: --json {args.json!r} is the output file (-o) too")
         writable(args.json, "--json file")
     try:
         script = javascript()  # before the pass: a missing extra fails at once
