@@ -299,6 +299,26 @@ def test_a_damaged_archive_in_a_bucket(damaged, s3_server, tmp_path) -> None:
         assert s3_server.options[k] not in text, k
 
 
+def test_internal_topics_in_a_bucket(s3_server, tmp_path) -> None:
+    """A broker's log directory with __consumer_offsets and __cluster_metadata read from a
+    bucket (its store options given with --option): the consumer groups, their lag and the
+    cluster metadata are those of the same directory read from the disk (their second, decoded
+    read takes the store options too)."""
+    if not BROKER_WRITTEN.is_dir():
+        pytest.skip(f"shared fixtures not present: {BROKER_WRITTEN}")
+    d = BROKER_WRITTEN / "nomanazeem-Kafka-java" / "kafka-logs"
+    if not (d / "__consumer_offsets-15").is_dir():
+        pytest.skip(f"fixture not present: {d}")
+    code, local, _ = _report(tmp_path, str(d), name="local")
+    uri = s3_server.upload(d, "kafkalog-report/internal")
+    store = [x for k, v in s3_server.options.items() for x in ("--option", f"{k}={v}")]
+    rcode, remote, _ = _report(tmp_path, uri, *store, name="remote")
+    assert rcode == code and remote["notes"] == local["notes"] == []
+    assert local["consumer_groups"]["groups"] and local["cluster_metadata"]["brokers"]
+    assert remote["consumer_groups"] == local["consumer_groups"]
+    assert remote["cluster_metadata"] == local["cluster_metadata"]
+
+
 # ------------------------------------------------------------------------------ internal topics
 
 

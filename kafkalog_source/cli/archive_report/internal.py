@@ -111,15 +111,14 @@ def _ms(v: Any) -> int | None:
 
 
 def _rows(dirs: list[str], decode: str, columns: tuple[str, ...], extra: dict[str, str]) -> Any:
-    """The decoded rows of the partition directories ``dirs``, as dicts, in log order."""
+    """The decoded rows of the partition directories ``dirs``, as dicts, in log order, read
+    with the pass's options (``extra``: the store's ``fs.*`` options above all, the files it
+    selected) but its own decoding and error handling."""
     from ...reader import iter_batches
 
-    options = {
-        "decode": decode,
-        "mode": "DROPMALFORMED",
-        "failOnDataLoss": "false",
-        **{k: v for k, v in extra.items() if k.lower() in ("maxbatchbytes", "replicas")},
-    }
+    own = {"decode": decode, "mode": "DROPMALFORMED", "failOnDataLoss": "false"}
+    fixed = {k.lower() for k in own}
+    options = {**{k: v for k, v in extra.items() if k.lower() not in fixed}, **own}
     for rb in iter_batches(dirs if len(dirs) > 1 else dirs[0], columns=list(columns), **options):
         yield from rb.to_pylist()
 
