@@ -163,6 +163,30 @@ def test_samples_first_and_last_timestamps_are_the_records(samples) -> None:
     assert "1969-12-31 00:00:00 UTC" in page and "drawn to the edge of the axis" in page
 
 
+def test_a_cut_table_says_what_it_shows_and_where_the_rest_is(samples) -> None:
+    """The page shows at most MAX_ROWS rows a table, the JSON lists up to the gatherer's caps,
+    and beyond those rows are counted: each cut table says which (here: 1,000 producer ids of
+    which the JSON lists 200; 700 open transactions of which it lists 600)."""
+    import copy
+
+    from kafkalog_source.cli.archive_report.render import MAX_ROWS, render_html
+
+    data = copy.deepcopy(samples[1])
+    one = data["producers"]["listed"][0]
+    data["producers"]["listed"] = [dict(one, producer_id=i) for i in range(200)]
+    data["producers"]["count"] = 1000
+    t = dict(data["transactions"]["open_listed"][0])
+    data["transactions"]["open_listed"] = [dict(t, producer_id=i) for i in range(600)]
+    data["transactions"]["open"] = 700
+    page = render_html(data)
+    assert MAX_ROWS == 500
+    assert "200 of 1,000 rows shown; 800 are counted, not listed." in page
+    assert (
+        "500 of 700 rows shown; the JSON (--json) lists 600; 100 are counted, not listed." in page
+    )
+    assert "more rows in the JSON" not in page
+
+
 def test_samples_page_holds_its_numbers(samples) -> None:
     """The page is one file that names no URL to fetch, and shows the overview's numbers."""
     _, data, page = samples

@@ -114,16 +114,24 @@ def _e(v: Any) -> str:
 def _table(
     headers: list[str], rows: list[list[Any]], cls: str = "", total: int | None = None
 ) -> str:
-    """An HTML table of at most MAX_ROWS rows (cells already formatted as text or HTML-safe)."""
+    """An HTML table of at most MAX_ROWS of ``rows`` (cells already formatted as text or
+    HTML-safe): the rows the JSON lists; ``total`` counts those the gatherer counted without
+    listing them too. A table cut says how many rows it shows, and where the others are."""
     out = [f'<table class="{cls}"><thead><tr>']
     out += [f"<th>{_e(h)}</th>" for h in headers]
     out.append("</tr></thead><tbody>")
     for r in rows[:MAX_ROWS]:
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
     out.append("</tbody></table>")
-    n = total if total is not None else len(rows)
-    if n > MAX_ROWS:
-        out.append(f'<p class="more">{n - MAX_ROWS:,} more rows in the JSON (--json).</p>')
+    n = max(total if total is not None else 0, len(rows))
+    shown = min(len(rows), MAX_ROWS)
+    if n > shown:
+        more = [f"{shown:,} of {n:,} rows shown"]
+        if len(rows) > shown:
+            more.append(f"the JSON (--json) lists {len(rows):,}")
+        if n > len(rows):
+            more.append(f"{n - len(rows):,} are counted, not listed")
+        out.append(f'<p class="more">{"; ".join(more)}.</p>')
     if not rows:
         out.append('<p class="none">none</p>')
     return "".join(out)
@@ -621,6 +629,7 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
             ["what", "partition", "file", "byte", "offsets", "count", "bytes", "reason"],
             gap_rows,
             "gaps",
+            total=o["gaps"],
         )
         + (
             f"<details{' open' if len(problems) <= 30 else ''}><summary>verify's "
