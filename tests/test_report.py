@@ -323,6 +323,28 @@ def test_a_damaged_archive_in_a_bucket(damaged, s3_server, tmp_path) -> None:
         assert s3_server.options[k] not in text, k
 
 
+def test_groups_read_from_a_consumer_offsets_with_gaps_say_so(tmp_path) -> None:
+    """A broker's copy whose __consumer_offsets-19 lacks offsets 258527..330478 (its
+    checkpoints say the log went on; the last segment was cut): commits in them are not seen,
+    so the groups' section and the notes say the commits and lag are as of what the archive
+    holds; a copy without gaps says nothing of the kind."""
+    cut = BROKER_WRITTEN / "ArthurArutunyan04-Backend_labs" / "kafka-data"
+    whole = BROKER_WRITTEN / "nomanazeem-Kafka-java" / "kafka-logs"
+    if not (cut / "__consumer_offsets-19").is_dir() or not whole.is_dir():
+        pytest.skip(f"shared fixtures not present: {BROKER_WRITTEN}")
+    code, data, page = _report(tmp_path, str(cut))
+    assert code == 1
+    lost = data["consumer_groups"]["incomplete"]
+    assert [g["where"] for g in lost] == ["__consumer_offsets-19 offsets 258527..330478"]
+    assert lost[0]["path"].endswith("__consumer_offsets-19/00000000000000000000.log")
+    assert any(n.startswith("__consumer_offsets has gaps or losses") for n in data["notes"])
+    assert "commits in them are not seen" in page
+    _, data, page = _report(tmp_path, str(whole), name="whole")
+    assert data["consumer_groups"]["incomplete"] == []
+    assert data["cluster_metadata"]["incomplete"] == []
+    assert "are not seen" not in page
+
+
 def test_internal_topics_in_a_bucket(s3_server, tmp_path) -> None:
     """A broker's log directory with __consumer_offsets and __cluster_metadata read from a
     bucket (its store options given with --option): the consumer groups, their lag and the

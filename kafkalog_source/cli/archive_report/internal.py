@@ -6,7 +6,8 @@
   (``OffsetCommit``; a tombstone removes it), against the partition's log end at the moment of
   the archive (after its last batch, or later when the reader's evidence says the log went on:
   a cut last segment): the lag at the moment of the archive. A partition the archive does not
-  hold has no log end (and no lag).
+  hold has no log end (and no lag). When ``__consumer_offsets`` itself has gaps or losses, the
+  commits in them are not seen: the page and the notes say so (``incomplete``).
 * ``__cluster_metadata`` (``decode=cluster_metadata``): brokers (registrations, fencing,
   unregistrations), topics (created, partitions, removed) and configuration changes over time
   (``ConfigRecord``: a null value deletes the setting; a value that may be a secret is shown as
@@ -153,6 +154,37 @@ def internal_topics(
             )
         except KafkaLogError as exc:
             data["notes"].append(f"__cluster_metadata could not be decoded in full: {exc}")
+    for topic, key, what in (
+        ("__consumer_offsets", "consumer_groups", "the groups' commits and lag"),
+        ("__cluster_metadata", "cluster_metadata", "the brokers, topics and configuration"),
+    ):
+        if data[key] is None:
+            continue
+        lost = incomplete(data["gaps"], topic)
+        data[key]["incomplete"] = lost
+        if lost:
+            data["notes"].append(
+                f"{topic} has gaps or losses ({', '.join(g['where'] for g in lost[:5])}"
+                f"{', ...' if len(lost) > 5 else ''}): {what} shown are as of the records "
+                "the archive holds, and may be older than the archive"
+            )
+
+
+def incomplete(gaps: list[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
+    """The gaps and losses of ``topic``'s partitions (records of it the decoded read cannot
+    see: a later commit, a later configuration), each as ``where`` (partition and offsets),
+    ``kind`` and ``path``."""
+    out = []
+    for g in gaps:
+        if g.get("topic") != topic:
+            continue
+        a, b = g.get("first_offset"), g.get("last_offset")
+        span = f" offsets {a}..{b}" if a is not None and b is not None else ""
+        span = span or (f" from offset {a}" if a is not None else "")
+        out.append(
+            {"where": f"{topic}-{g['partition']}{span}", "kind": g["title"], "path": g["path"]}
+        )
+    return out
 
 
 def consumer_groups(rows: Any, ends: dict[tuple[str, int], int | None]) -> dict[str, Any]:

@@ -471,6 +471,7 @@ tr.gap td{background:#fff5f5}
 .chart{width:100%;min-height:40px}
 .more,.none,.note{color:var(--muted);font-size:12px}
 .notes li{color:var(--warn)}
+.warn{border-left:3px solid var(--warn);padding:2px 10px;margin:6px 0;color:var(--warn)}
 code,.path{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}
 details summary{cursor:pointer;color:var(--muted)}
 .problems li.error{color:var(--bad)} .problems li.warning{color:var(--warn)}
@@ -493,6 +494,21 @@ SCRIPT = """
   });
 })();
 """
+
+
+def _incomplete(section: dict[str, Any], what: str, shown: str) -> str:
+    """A warning that an internal topic has gaps or losses: its records in them are not seen."""
+    lost = section.get("incomplete") or []
+    if not lost:
+        return ""
+    items = "".join(
+        f"<li>{_e(g['where'])}: {_e(g['kind'])} ({_path(g['path'])})</li>" for g in lost[:50]
+    )
+    return (
+        f"<div class='warn'><p>This topic has gaps or losses: {what} in them are not seen, so "
+        f"{shown} below are as of the records the archive holds, and may be older than the "
+        f"archive.</p><ul>{items}</ul></div>"
+    )
 
 
 def _cards(items: list[tuple[str, Any, bool]]) -> str:
@@ -807,6 +823,7 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
         ]
         parts.append(
             "<section id='groups'><h2>Consumer groups (from __consumer_offsets)</h2>"
+            + _incomplete(cg, "commits", "the committed offsets and lag")
             + _table(
                 [
                     "group",
@@ -831,7 +848,9 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
     cm = data.get("cluster_metadata")
     if cm is not None:
         parts.append(
-            "<section id='metadata'><h2>Cluster metadata (from __cluster_metadata)</h2><h3>Brokers</h3>"
+            "<section id='metadata'><h2>Cluster metadata (from __cluster_metadata)</h2>"
+            + _incomplete(cm, "records", "the brokers, topics and configuration")
+            + "<h3>Brokers</h3>"
             + _table(
                 [
                     "broker",
