@@ -638,6 +638,38 @@ def test_idle_time_is_drawn_as_zero_without_a_point_per_idle_bucket() -> None:
     ]
 
 
+def test_a_compacted_partition_of_many_segments_draws_few_bars() -> None:
+    """10,000 runs of 1,000 offsets with a 1-offset hole after each (a compacted partition)
+    and one hole of 2 million offsets: the timeline draws the two stretches either side of the
+    big hole (the small holes are far below a pixel), each bar saying how many runs it holds,
+    with every offset, segment and byte of them."""
+    from kafkalog_source.cli.archive_report.render import timeline_spec
+
+    runs, at = [], 0
+    for i in range(10_000):
+        if i == 5_000:
+            at += 2_000_000
+        runs.append({"first_offset": at, "last_offset": at + 999, "bytes": 10, "segments": 1})
+        at += 1_001
+    part = {
+        "topic": "t",
+        "partition": 0,
+        "directory": "/a/t-0",
+        "label": "t-0",
+        "first_offset": 0,
+        "last_offset": runs[-1]["last_offset"],
+        "runs": runs,
+    }
+    values = timeline_spec({"partitions": [part], "gaps": []})["data"]["values"]
+    assert [(v["offsets"], v["detail"]) for v in values] == [
+        ("0..5,004,998", "5000 segment(s), 50,000 bytes, 5,000 runs with holes too small to draw"),
+        (
+            "7,005,000..12,009,998",
+            "5000 segment(s), 50,000 bytes, 5,000 runs with holes too small to draw",
+        ),
+    ]
+
+
 # ------------------------------------------------------------------------------ hostile strings
 
 # Strings of an archive that reach the page: a partition directory's name (no "/"), a group id,

@@ -180,7 +180,7 @@ def timeline_spec(data: dict[str, Any]) -> dict[str, Any] | None:
         def pct(x: int, a: int = a, span: int = span) -> float:
             return round(100.0 * (x - a) / span, 4)
 
-        for r in p["runs"]:
+        for r in _drawn_runs(p["runs"], pct):
             values.append(
                 {
                     "lane": lane,
@@ -188,7 +188,12 @@ def timeline_spec(data: dict[str, Any]) -> dict[str, Any] | None:
                     "x": pct(r["first_offset"]),
                     "x2": max(pct(r["last_offset"]), pct(r["first_offset"]) + 0.3),
                     "offsets": f"{r['first_offset']:,}..{r['last_offset']:,}",
-                    "detail": f"{r['segments']} segment(s), {r['bytes']:,} bytes",
+                    "detail": f"{r['segments']} segment(s), {r['bytes']:,} bytes"
+                    + (
+                        f", {r['runs']:,} runs with holes too small to draw"
+                        if r["runs"] > 1
+                        else ""
+                    ),
                 }
             )
         for gp in gaps_by.get(p["directory"], []):
@@ -243,6 +248,26 @@ def timeline_spec(data: dict[str, Any]) -> dict[str, Any] | None:
             ],
         },
     }
+
+
+MIN_HOLE_PCT = 0.1  # a hole between runs narrower than this (% of the lane) is not drawn
+
+
+def _drawn_runs(runs: list[dict[str, Any]], pct: Any) -> list[dict[str, Any]]:
+    """A partition's runs of offsets as drawn: runs whose hole between them is narrower than
+    :data:`MIN_HOLE_PCT` of the lane (a pixel or less) are drawn as one bar, which says so; a
+    compacted partition of 100,000 segments draws at most about 1,000 bars, not one a run."""
+    out: list[dict[str, Any]] = []
+    for r in runs:
+        last = out[-1] if out else None
+        if last is not None and pct(r["first_offset"]) - pct(last["last_offset"]) < MIN_HOLE_PCT:
+            last["last_offset"] = max(last["last_offset"], r["last_offset"])
+            last["segments"] += r["segments"]
+            last["bytes"] += r["bytes"]
+            last["runs"] += 1
+        else:
+            out.append({**r, "runs": 1})
+    return out
 
 
 def time_coverage_spec(data: dict[str, Any]) -> dict[str, Any] | None:
