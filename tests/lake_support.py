@@ -33,7 +33,10 @@ def read_back(out: Path, fmt: str, sql: str = "SELECT * FROM kafkalog") -> pa.Ta
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     view = files.view_sql()
-    if view is None:
+    if files.dataset is not None:  # as the query command: a store's dataset, PyIceberg's scan
+        con.register("files", files.dataset)
+        con.execute(f"CREATE VIEW kafkalog AS SELECT {files.select_list()} FROM files")
+    elif view is None:
         con.register("kafkalog", files.schema.empty_table())
     else:
         con.execute(f"CREATE VIEW kafkalog AS {view}")

@@ -346,10 +346,13 @@ def test_a_run_that_selects_partitions_leaves_the_others(fmt: str, tmp_path: Pat
     assert len(offsets_of(out, fmt)) == 3 + 3 + 2 + 2
 
 
-def test_a_delta_schema_change_is_one_commit_with_its_rows(tmp_path: Path) -> None:
-    """A run that adds a column to a Delta table commits the new schema, its rows and its
-    offsets in one log entry (review 1, item 11): no version has the schema without the rows.
-    Read from the _delta_log's JSON itself."""
+def test_a_delta_schema_change_is_committed_before_its_rows(tmp_path: Path) -> None:
+    """A run that adds a column to a Delta table commits the new schema alone (no data file,
+    the run's id in its commit info), then its rows and offsets in the next log entry: the
+    add actions deltalake's public API commits cannot carry a schema change, and a
+    ``write_deltalake`` of the rows would write files whose names a rejected commit does not
+    tell (issue 41 item 6). A read that fails commits neither. Read from the _delta_log's JSON
+    itself."""
     out = tmp_path / "t"
     v1 = _record("int")
     v2 = {**v1, "fields": [*v1["fields"], {"name": "note", "type": "string", "default": "-"}]}
@@ -367,21 +370,28 @@ def test_a_delta_schema_change_is_one_commit_with_its_rows(tmp_path: Path) -> No
     seg.write_bytes(good[:-2] + bytes([good[-2] ^ 0xFF]) + good[-1:])  # the last batch's CRC
     from kafkalog_source.errors import KafkaLogError
 
+    files = sorted(p for p in out.rglob("*.parquet"))
     with pytest.raises(KafkaLogError):  # a read that fails: no commit, no schema change
         convert(part, out, "delta", **opts)
     assert sorted((out / "_delta_log").glob("*.json")) == logs
+    assert sorted(p for p in out.rglob("*.parquet")) == files  # its files deleted
     seg.write_bytes(good)
     run = convert(part, out, "delta", **opts)
     assert run.rows == 1 and run.schema_changed
     new = sorted((out / "_delta_log").glob("*.json"))
-    assert len(new) == len(logs) + 1  # one commit
+    assert len(new) == len(logs) + 2  # the schema, then the rows
+    schema_commit = [json.loads(line) for line in new[-2].read_text().splitlines()]
+    kinds = [next(iter(a)) for a in schema_commit]
+    assert "metaData" in kinds and "add" not in kinds and "txn" not in kinds
+    meta = next(a["metaData"] for a in schema_commit if "metaData" in a)
+    assert "note" in meta["schemaString"]
+    info = next(a["commitInfo"] for a in schema_commit if "commitInfo" in a)
+    assert info["kafkalog.run"] == run.run
     actions = [json.loads(line) for line in new[-1].read_text().splitlines()]
     kinds = [next(iter(a)) for a in actions]
-    assert "metaData" in kinds and "add" in kinds and "txn" in kinds
-    meta = next(a["metaData"] for a in actions if "metaData" in a)
-    assert "note" in meta["schemaString"]
+    assert "add" in kinds and "txn" in kinds
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-    assert any(k.startswith("kafkalog.") for k in info), info
+    assert info["kafkalog.run"] == run.run and "kafkalog.offsets" in info
     rows = ordered(read_back(out, "delta")).column("value_decoded").to_pylist()
     assert rows == [{"id": 1, "amount": 5, "note": None}, {"id": 2, "amount": 7, "note": "x"}]
     assert convert(part, out, "delta", **opts).committed is None

@@ -33,7 +33,15 @@ from .common import CommandError
 
 # Subcommand modules, in help order (archive_report is `kafkalog report`; report.py is the
 # summary lines of the reading commands).
-COMMANDS: tuple[str, ...] = ("dump", "verify", "archive_report", "query", "convert", "warmup")
+COMMANDS: tuple[str, ...] = (
+    "dump",
+    "verify",
+    "archive_report",
+    "query",
+    "convert",
+    "maintain",
+    "warmup",
+)
 
 EXIT_OK = 0
 EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)

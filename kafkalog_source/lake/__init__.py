@@ -8,7 +8,11 @@ exactly once, and read back.
   another run commits first);
 * :mod:`.iceberg` (PyIceberg) and :mod:`.delta` (the ``deltalake`` package): the formats;
 * :mod:`.files`: a table's current data files, for DuckDB (``kafkalog query``);
-* :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings.
+* :mod:`.fieldids`: which Iceberg field id each of kafkalog's columns is (renames);
+* :mod:`.maintain`: compaction, snapshot expiry or vacuum, and orphan files (``kafkalog
+  maintain``);
+* :mod:`.stores`: the ``fs.s3.*`` options as the libraries' settings;
+* :mod:`.compat`: what the Iceberg writer takes from PyIceberg beyond its documented API.
 
 Above the reader and the streaming layer, below ``spark`` and ``cli``; PyIceberg and deltalake are
 imported only when a table of their format is used (``pip install -e '.[lake]'`` in the
@@ -21,6 +25,7 @@ from .run import ATTEMPTS, TableRun, convert_table
 from .spec import (
     DEFAULT_PARTITIONING,
     FORMATS,
+    CommitUnknownError,
     ConcurrentRunError,
     PartitionField,
     SchemaChangeError,
@@ -38,6 +43,7 @@ __all__ = [
     "DEFAULT_PARTITIONING",
     "FORMATS",
     "LAKE_HINT",
+    "CommitUnknownError",
     "ConcurrentRunError",
     "PartitionField",
     "SchemaChangeError",

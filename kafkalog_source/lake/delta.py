@@ -7,17 +7,22 @@ and written by pyarrow as Hive-partitioned Parquet files under OUT (the partitio
 the paths, not in the files, as Delta wants), as ``convert --format parquet`` writes; then one
 Delta commit (``deltalake``: ``create_table_with_add_actions``, ``create_write_transaction``)
 adds them with their partition values and statistics. A run that changes the schema (columns
-and struct fields added) is one commit too: delta-rs's ``write_deltalake`` writes its files
-and commits them with the merged schema (``schema_mode="merge"``; the add actions of
+and struct fields added) commits the change just before, with no data file
+(``write_deltalake`` of no rows, ``schema_mode="merge"``; the add actions of
 ``create_write_transaction`` cannot carry a schema change); the batches are conformed to the
 merged schema (:func:`~.schema.conform`).
 
 **State.** The commit info of each kafkalog commit carries the run's state (:mod:`.state`) as
 custom metadata, and the commit adds one app transaction (``txn``) per topic-partition:
-``appId`` ``kafkalog:<topic>:<partition>``, ``version`` the next offset to convert. A run reads
-the state from the newest commit info that has it; once the log's old commits are cleaned up
-after a checkpoint, the app transactions (which checkpoints keep) still give every
-topic-partition's offset.
+``appId`` ``kafkalog:<topic>:<partition>``, ``version`` the next offset to convert; the table's
+configuration (``metaData.configuration``) keeps the read options, payload schemas and archive
+(set by a commit of its own after the run's when the read options change: a new or replaced
+table; and by ``kafkalog maintain``). A run reads the state from the newest commit info that
+has it (a copy made by ``kafkalog maintain``, :data:`COPIED_FROM`, unless a run committed after
+it was read), each offset as its app transaction says. Once the log's commits are cleaned
+up after a checkpoint (other writers' OPTIMIZE, VACUUM and log cleanup), the app transactions,
+which checkpoints keep, give every topic-partition's offset and the configuration the rest;
+only the last batches converted (checked by the next run) are then not known.
 
 **Concurrency.** delta-rs commits version N+1 only if no other commit took it; when one did, it
 checks the other commit for conflicts and tries the next version. Two kafkalog runs both add the
@@ -27,11 +32,22 @@ starts over from the offsets the other committed. A commit by anything else (an 
 another writer's append) does not conflict, and the run's commit lands after it. The commit
 that creates the table is not retried at all: delta-rs would commit it as a second creation on
 top of a table another run created meanwhile.
+
+**A commit that fails** may have landed all the same: delta-rs writes the log file with a
+conditional PUT; when the reply is lost, its retry finds the file there (HTTP 412), reads it as
+another's commit and reports a conflict with the run's own app transactions. So after any error
+the table is reloaded and the run's id (``kafkalog.run`` in the commit info, :mod:`.state`) looked
+for in the commits since: found, the run succeeded. Not found, the run's files are deleted only
+when the rejection is definite (deltalake's ``CommitFailedError``; for the creation, a version 0
+that is another's), and the run starts over when another commit landed; on any other error they
+are kept and the run fails with :class:`~.spec.CommitUnknownError`, naming its id. No file that
+a commit in the log may name is ever deleted.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -46,12 +62,38 @@ from ..streaming.source import Offsets
 from . import sink as hooks
 from .schema import relaxed
 from .sink import Committed, chunks, foreign_table, out_location, parquet_encodings, write_behind
-from .spec import ConcurrentRunError, PartitionField, TableError, TableTarget, TargetError
-from .state import OFFSETS, TXN_PREFIX, TableState, txn_app_id
+from .spec import (
+    CommitUnknownError,
+    ConcurrentRunError,
+    PartitionField,
+    TableError,
+    TableTarget,
+    TargetError,
+)
+from .state import (
+    ARCHIVE,
+    OFFSETS,
+    READ,
+    RUN,
+    SCHEMAS,
+    TXN_PREFIX,
+    VERSION,
+    TableState,
+    txn_app_id,
+)
 from .stores import delta_storage_options, probe_delta, settings_secrets
+
+log = logging.getLogger("kafkalog")
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # a null partition value in a Hive path
 HISTORY_STEP = 8  # how much further each look back for the last kafkalog commit reaches
+# a commit info whose kafkalog state is a copy (made by ``kafkalog maintain``) of the table's
+# state as read at the log version it names: a run that committed after that version is newer
+COPIED_FROM = "kafkalog.copiedAt"
+# the state's properties the table's configuration keeps (Delta metaData.configuration, which
+# checkpoints keep): the read options, payload schemas and archive, for a log whose kafkalog
+# commit infos were cleaned; the offsets are the app transactions'
+CONFIGURATION = (READ, SCHEMAS, ARCHIVE, VERSION)
 
 
 def derived_column(p: PartitionField, source: pa.Array) -> pa.Array:
@@ -111,15 +153,6 @@ class DeltaSink:
     def _message(self, e: BaseException) -> str:
         return scrub(" ".join(str(e).split()) or type(e).__name__, self._secrets)[:400]
 
-    def _commit_failed(self, e: BaseException) -> TableError:
-        """The error for a commit the table refused: another run's (a conflict) or else."""
-        if _conflict(e):
-            return ConcurrentRunError(
-                f"another run committed to the Delta table at {self.shown} while this one "
-                f"wrote ({self._message(e)})"
-            )
-        return TableError(f"cannot commit to the Delta table at {self.where}: {self._message(e)}")
-
     def open(self) -> TableState | None:
         """Load the table (if any) and return the state of its last kafkalog commit (None: no
         table yet). Raises :class:`TableError` when OUT holds something else or the table was
@@ -162,35 +195,141 @@ class DeltaSink:
         return True
 
     def _state(self) -> TableState:
+        """The state of the newest kafkalog commit info still in the log; when none is left
+        (the log cleaned after a checkpoint while other writers committed), the app
+        transactions' offsets and the read options the table's configuration keeps."""
         dt = self.table
         version = dt.version()
-        limit = 1  # the last commit, usually the last run's
-        while True:
-            history = dt.history(limit)
-            for info in history:
-                state = TableState.from_properties(info, f"the Delta table at {self.shown}")
-                if state is not None:
-                    return self._checked(state)
-            if len(history) < limit or limit > version + 1:
-                break
-            limit *= HISTORY_STEP
+        where = f"the Delta table at {self.shown}"
+        copy: tuple[int, TableState] | None = None  # a maintenance commit's copy, and its source
+        for info in self._history():
+            v = _int_or_none(info.get("version"))
+            if copy is not None and (v is None or v <= copy[0]):
+                break  # no run committed after the commit the copy was made from
+            state = TableState.from_properties(info, where)
+            if state is None:
+                continue
+            source = _int_or_none(info.get(COPIED_FROM))
+            if source is None:  # a run's own commit (newer than any copy of an older one)
+                return self._checked(state)
+            if copy is None:
+                copy = (source, state)
+        if copy is not None:  # no run committed after the commit it copies
+            return self._checked(copy[1])
+        state = self._from_transactions()
+        if state is not None:
+            return state
         if not dt.get_add_actions(flatten=True).num_rows and version == 0:
             return TableState()
         raise TargetError(
-            f"{self.where} is a Delta table that kafkalog did not write, or whose kafkalog "
-            "commits were cleaned from its log: no commit says which offsets it holds; convert "
-            "into another table"
+            f"{self.where} is a Delta table that kafkalog did not write: no commit info and no "
+            "app transaction (kafkalog:<topic>:<partition>) says which offsets it holds; "
+            "convert into another table"
         )
+
+    def _history(self) -> Iterator[dict[str, Any]]:
+        """The commit infos left in the log, newest first, read a few at a time (the last
+        commit is usually the last run's)."""
+        version = self.table.version()
+        limit, seen = 1, 0
+        while True:
+            history = self.table.history(limit)
+            yield from history[seen:]
+            if len(history) < limit or limit > version + 1:
+                return
+            seen = len(history)
+            limit *= HISTORY_STEP
 
     def _checked(self, state: TableState) -> TableState:
         """``state`` with each partition's offset as its app transaction says (a commit after
-        the one read may have moved them: newer commits win)."""
+        the one read may have moved them: newer commits win; the last batch recorded for an
+        offset that moved is another offset's, and is not checked)."""
         offsets: Offsets = {}
         for key, off in state.offsets.items():
             v = self.table.transaction_version(txn_app_id(*key))
             offsets[key] = int(v) if v is not None else off
+            if offsets[key] != off:
+                state.prints.pop(key, None)
         state.offsets = offsets
         return state
+
+    def _from_transactions(self) -> TableState | None:
+        """The state when no kafkalog commit info is left: every topic-partition's offset from
+        its app transaction (which checkpoints keep), the read options, payload schemas and
+        archive from the table's configuration (:data:`CONFIGURATION`, set after a run's commit
+        when they change, and by ``kafkalog maintain``). None when the table has no kafkalog
+        app transaction. The last batches converted are not kept there: the next run does not
+        check them (a partition truncated or rewritten since goes unnoticed once)."""
+        offsets: Offsets = {}
+        for app in self._app_ids():
+            topic, _, part = app[len(TXN_PREFIX) :].rpartition(":")
+            v = self.table.transaction_version(app)
+            if topic and part.isdigit() and v is not None:
+                offsets[(topic, int(part))] = int(v)
+        if not offsets:
+            return None
+        config = dict(self.table.metadata().configuration or {})
+        try:
+            read = json.loads(config.get(READ) or "{}")
+            schemas = json.loads(config.get(SCHEMAS) or "{}")
+        except ValueError as e:
+            raise TableError(
+                f"the Delta table at {self.shown}: its configuration's kafkalog properties are "
+                f"not readable ({e})"
+            ) from None
+        if not read:
+            log.warning(
+                "%s: its kafkalog commits were cleaned from its log and its configuration does "
+                "not say which read options wrote it (a table created before kafkalog kept "
+                "them there): this run's options are not checked against the table's",
+                self.where,
+            )
+        return TableState(
+            offsets=offsets,
+            read={str(k): str(v) for k, v in read.items()},
+            schemas=schemas if isinstance(schemas, dict) else {},
+            archive=str(config.get(ARCHIVE) or ""),
+        )
+
+    def _app_ids(self) -> set[str]:
+        """The ids of the kafkalog app transactions in the log: those of the newest checkpoint
+        (its ``txn`` column; a classic, multi-part or V2 checkpoint) and of the commits after
+        it (the Delta protocol's files; delta-rs lists no app transactions, it only answers
+        for an id)."""
+        import pyarrow.parquet as pq
+        from pyarrow.fs import FileSelector
+
+        base = f"{self.out.path}/_delta_log"
+        names = [
+            i.base_name for i in self.out.fs.get_file_info(FileSelector(base, allow_not_found=True))
+        ]
+        checkpoints = [n for n in names if ".checkpoint." in n and n[:20].isdigit()]
+        since = max((int(n[:20]) for n in checkpoints), default=-1)
+        ids: set[str] = set()
+        for name in sorted(names):
+            if not name[:20].isdigit():
+                continue
+            path = f"{base}/{name}"
+            if name in checkpoints and int(name[:20]) == since and name.endswith(".parquet"):
+                with self.out.fs.open_input_file(path) as f:
+                    pf = pq.ParquetFile(f)
+                    if "txn" not in pf.schema_arrow.names:
+                        continue
+                    for txn in pf.read(columns=["txn"]).column("txn").to_pylist():
+                        if txn and str(txn.get("appId", "")).startswith(TXN_PREFIX):
+                            ids.add(txn["appId"])
+            elif (name.endswith(".json") and int(name[:20]) > since) or (
+                name in checkpoints and int(name[:20]) == since and name.endswith(".json")
+            ):
+                with self.out.fs.open_input_stream(path) as f:
+                    text = f.read().decode("utf-8", "replace")
+                for line in text.splitlines():
+                    if '"txn"' not in line:
+                        continue
+                    txn = json.loads(line).get("txn") or {}
+                    if str(txn.get("appId", "")).startswith(TXN_PREFIX):
+                        ids.add(txn["appId"])
+        return ids
 
     def schema(self) -> pa.Schema | None:
         """The table's columns as Arrow types, relaxed, without the derived partition columns
@@ -224,11 +363,15 @@ class DeltaSink:
         replace: str | None = None,
     ) -> Committed:
         """Write ``batches`` (conformed to ``schema``) as data files and commit them with
-        ``state`` in one Delta commit, creating the table if there is none or changing its
-        schema (:meth:`_append_merged`). Raises :class:`ConcurrentRunError` when another kafkalog
-        run committed first; the run's files are then deleted. ``--mode overwrite`` (``replace``
-        set): the commit replaces the table (CREATE OR REPLACE: its files, schema and
-        partitioning) once the files are written; until then it stays as it was."""
+        ``state`` in one Delta commit, creating the table if there is none; a schema change is
+        committed just before (:meth:`_merge_schema`). ``--mode overwrite`` (``replace`` set):
+        the commit replaces the table (CREATE OR REPLACE: its files, schema and partitioning)
+        once the files are written; until then it stays as it was.
+
+        A commit that fails is resolved by :meth:`_resolve`: the table reloaded, the run's id
+        (``state.run``) looked for in the commits since; :class:`ConcurrentRunError` when
+        another run committed first (the run's files deleted), :class:`CommitUnknownError`
+        when the outcome is not known (the files kept)."""
         from deltalake import CommitProperties, Transaction
 
         derived = [p for p in partitioning if p.transform != "identity"]
@@ -252,103 +395,203 @@ class DeltaSink:
                     rb = pa.RecordBatch.from_arrays([*rb.columns, *cols], schema=full)
                 yield rb
 
-        if self.table is not None and not replace and not _same(self.schema(), schema):
-            return self._append_merged(full, columns, props, with_derived())
         writer = _FileWriter(self.out, full, columns)
         try:
             for _ in write_behind(chunks(with_derived()), writer.write):
                 pass
             hooks.before_commit(self.out.uri, [a.path for a in writer.actions])
+            if self.table is not None and not replace and not _same(self.schema(), schema):
+                apps = [txn_app_id(t, p) for t, p in sorted(state.offsets)]
+                seen = [self.table.transaction_version(a) for a in apps]  # as the run read them
+                self._merge_schema(schema, full, columns, state.run)
+                # the data commit is made on the table as it is now, whose commits delta-rs
+                # does not check: one of another run since this run read the table is caught
+                # here (its app transactions moved)
+                if [self.table.transaction_version(a) for a in apps] != seen:
+                    raise ConcurrentRunError(
+                        f"another run committed to the Delta table at {self.shown} while this "
+                        "one wrote; this run's files were removed"
+                    )
         except BaseException:
-            writer.delete()  # no commit began: the files are no part of the table
+            writer.delete()  # no commit names the files: they are no part of the table
             raise
+        base = self.table.version() if self.table is not None else None  # None: created
         try:
             self._commit(writer.actions, full, columns, props, replace is not None)
-        except ConcurrentRunError:  # delta-rs says the commit did not land
-            writer.delete()
-            raise
-        # any other failure may be a commit that landed with its answer lost: the files stay
-        return Committed(writer.rows, len(writer.actions), str(self.table.version()), None)
+        except Exception as e:
+            version = self._resolve(e, state.run, base, writer)
+        else:
+            self.table = self._open_table()
+            version = self.table.version()
+        done = Committed(writer.rows, len(writer.actions), str(version), None)
+        return self._kept(done, state)
 
-    def _append_merged(
-        self, full: pa.Schema, columns: list[str], props: Any, batches: Iterator[pa.RecordBatch]
-    ) -> Committed:
-        """A run that changes the schema: its batches written and committed with the merged
-        schema in one commit (``write_deltalake``, ``schema_mode="merge"``; delta-rs writes the
-        files, zstd level 1, and their statistics). A run killed before that commit leaves the
-        table as it was."""
-        from deltalake import DeltaTable, WriterProperties, write_deltalake
+    def _kept(self, done: Committed, state: TableState) -> Committed:
+        """After a run's commit: the table's configuration made to keep the state's read
+        options, payload schemas and archive (:data:`CONFIGURATION`), in a commit of its own
+        when the read options changed (a new or replaced table): checkpoints keep
+        the configuration, not the commit infos (delta-rs refuses other than ``delta.*`` keys
+        in a table's creation). Failing, the next run tries again."""
+        want = configuration_of(state.to_properties())
+        have = dict(self.table.metadata().configuration or {})
+        if all(have.get(k) == want.get(k) for k in (READ, VERSION)):
+            return done  # the payload schemas and archive only name things in messages
+        try:
+            self.table.alter.set_table_properties(want, raise_if_not_exists=False)
+        except Exception as e:
+            log.warning(
+                "%s: the run's read options were not kept in the table's configuration (%s); "
+                "the next run tries again",
+                self.where,
+                self._message(e),
+            )
+        return done
 
-        counted = [0]
-        failed: list[BaseException] = []  # the read's error, which delta-rs would wrap
+    def _open_table(self) -> Any:
+        from deltalake import DeltaTable
 
-        def rows() -> Iterator[pa.RecordBatch]:
-            try:
-                for rb in batches:
-                    counted[0] += rb.num_rows
-                    yield rb
-            except BaseException as e:
-                failed.append(e)
-                raise
+        return DeltaTable(self.out.uri, storage_options=self.storage or None)
 
-        before = self.table.get_add_actions(flatten=True).num_rows
-        hooks.before_commit(self.out.uri, [])
+    def _merge_schema(
+        self, schema: pa.Schema, full: pa.Schema, columns: list[str], run: str
+    ) -> None:
+        """Commit the table's schema change (columns and struct fields added) on its own, with
+        no data file: delta-rs's ``write_deltalake`` of no rows with ``schema_mode="merge"``
+        (the add actions of ``create_write_transaction`` cannot carry a schema change, and a
+        ``write_deltalake`` of the rows writes files whose names a failed commit does not
+        tell). The run's files are committed next; a run that stops in between leaves a table
+        with the new columns and no row in them, which the next run takes as it is. After an
+        error, the table reloaded decides: the columns there (this run's commit or another's),
+        the run goes on; else :class:`ConcurrentRunError` when the table moved meanwhile, or
+        the error."""
+        from deltalake import CommitProperties, write_deltalake
+
+        base = self.table.version()
         try:
             write_deltalake(
                 self.table,
-                pa.RecordBatchReader.from_batches(full, rows()),
+                pa.RecordBatchReader.from_batches(full, []),
                 mode="append",
                 schema_mode="merge",
                 partition_by=columns or None,
-                commit_properties=props,
-                writer_properties=WriterProperties(compression="ZSTD", compression_level=1),
+                commit_properties=CommitProperties(custom_metadata={RUN: run} if run else None),
             )
         except Exception as e:
-            if failed:  # the read failed: nothing was committed
-                raise failed[0] from None
-            raise self._commit_failed(e) from None
-        self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
-        files = self.table.get_add_actions(flatten=True).num_rows - before
-        return Committed(counted[0], files, str(self.table.version()), None)
+            try:
+                self.table = self._open_table()
+                now = self.schema()
+            except Exception:
+                raise TableError(
+                    f"cannot change the schema of the Delta table at {self.where}: "
+                    f"{self._message(e)}"
+                ) from None
+            if not _has_columns(now, schema):
+                if self.table.version() > base:
+                    raise ConcurrentRunError(
+                        f"another commit to the Delta table at {self.shown} landed while this "
+                        f"run changed its schema ({self._message(e)})"
+                    ) from None
+                raise TableError(
+                    f"cannot change the schema of the Delta table at {self.where}: "
+                    f"{self._message(e)}"
+                ) from None
+        self.table = self._open_table()
+
+    def _resolve(self, e: Exception, run: str, base: int | None, writer: _FileWriter) -> int:
+        """After the commit failed with ``e``: the version this run's commit landed as, found
+        by its id ``run`` in the commits after ``base`` (the table's version the commit was made
+        on; None: the commit created the table). Not found: a definite rejection
+        (:func:`_rejected`) deletes the run's files and raises :class:`ConcurrentRunError` when
+        other commits landed since ``base``, else :class:`TableError`; any other error keeps
+        them and raises :class:`CommitUnknownError` (a commit that lands late names them)."""
+        try:
+            found = self._find_run(run, base)
+        except Exception as again:
+            raise self._unknown(e, run, f"; the table could not be read again: {again}") from None
+        if found is not None:
+            log.warning(
+                "the commit of run %s to the Delta table at %s landed (version %d), though "
+                "deltalake reported: %s",
+                run,
+                self.shown,
+                found,
+                self._message(e),
+            )
+            return found
+        moved = self.table is not None and (base is None or self.table.version() > base)
+        if not _rejected(e, creating=base is None, table_now=self.table is not None):
+            raise self._unknown(e, run, "")
+        writer.delete()
+        if moved:
+            raise ConcurrentRunError(
+                f"another run committed to the Delta table at {self.shown} while this one "
+                f"wrote; this run's files were removed ({self._message(e)})"
+            )
+        raise TableError(
+            f"the Delta table at {self.where} refused the commit of run {run} "
+            f"({self._message(e)}); this run's files were removed"
+        )
+
+    def _find_run(self, run: str, base: int | None) -> int | None:
+        """Reload the table; the version of the commit (after ``base``) whose commit info
+        names run ``run``, if any."""
+        self.table = None
+        if not self.load():
+            return None
+        version = self.table.version()
+        newer = version + 1 if base is None else version - base
+        if newer <= 0 or not run:
+            return None
+        for info in self.table.history(newer):
+            if info.get(RUN) == run:
+                v = _int_or_none(info.get("version"))
+                return v if v is not None else version
+        return None
+
+    def _unknown(self, e: BaseException, run: str, more: str) -> CommitUnknownError:
+        return CommitUnknownError(
+            f"commit outcome unknown: the commit of run {run} to the Delta table at "
+            f"{self.where} failed ({self._message(e)}){more}, and it may have landed; its data "
+            "files were kept. Run the convert again: it goes on from what the table holds "
+            f"(the table's history shows run {run} in kafkalog.run if it landed)",
+            run,
+        )
 
     def _commit(
         self, actions: list[Any], full: pa.Schema, columns: list[str], props: Any, replace: bool
     ) -> None:
-        from deltalake import CommitProperties, DeltaTable
+        """The run's one commit (the library's exception when it fails)."""
+        from deltalake import CommitProperties
         from deltalake.schema import Schema
         from deltalake.transaction import create_table_with_add_actions
 
-        try:
-            if self.table is None or replace:
-                # no retry: delta-rs would commit a second table creation as the next version
-                # of a table another run created meanwhile, its files beside the other's;
-                # --mode overwrite: CREATE OR REPLACE, the old files removed in this commit
-                props = CommitProperties(
-                    custom_metadata=props.custom_metadata,
-                    app_transactions=props.app_transactions,
-                    max_commit_retries=0,
-                )
-                create_table_with_add_actions(
-                    self.out.uri,
-                    Schema.from_arrow(full),
-                    actions,
-                    mode="overwrite" if replace else "error",
-                    partition_by=columns,
-                    name=None,
-                    description=None,
-                    configuration=None,
-                    storage_options=self.storage or None,
-                    commit_properties=props,
-                    post_commithook_properties=None,
-                )
-            else:
-                self.table.create_write_transaction(
-                    actions, mode="append", schema=full, partition_by=columns,
-                    commit_properties=props,
-                )  # fmt: skip
-        except Exception as e:
-            raise self._commit_failed(e) from None
-        self.table = DeltaTable(self.out.uri, storage_options=self.storage or None)
+        if self.table is None or replace:
+            # no retry: delta-rs would commit a second table creation as the next version
+            # of a table another run created meanwhile, its files beside the other's;
+            # --mode overwrite: CREATE OR REPLACE, the old files removed in this commit
+            props = CommitProperties(
+                custom_metadata=props.custom_metadata,
+                app_transactions=props.app_transactions,
+                max_commit_retries=0,
+            )
+            create_table_with_add_actions(
+                self.out.uri,
+                Schema.from_arrow(full),
+                actions,
+                mode="overwrite" if replace else "error",
+                partition_by=columns,
+                name=None,
+                description=None,
+                configuration=None,
+                storage_options=self.storage or None,
+                commit_properties=props,
+                post_commithook_properties=None,
+            )
+        else:
+            self.table.create_write_transaction(
+                actions, mode="append", schema=full, partition_by=columns,
+                commit_properties=props,
+            )  # fmt: skip
 
 
 class _FileWriter:
@@ -478,16 +721,51 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-def _conflict(e: BaseException) -> bool:
-    """Whether a commit failed because another commit took its version (a concurrent run), or
-    created the table first."""
-    name = type(e).__name__
-    text = str(e).lower()
-    return name == "CommitFailedError" or "concurrent" in text or "already exists" in text
+def _rejected(e: BaseException, creating: bool, table_now: bool) -> bool:
+    """Whether a failed commit (whose run id the table, reloaded, does not show) was rejected
+    for sure, nothing of it written: deltalake's ``CommitFailedError`` (delta-rs's
+    ``TransactionError``: a conflict with another commit, the retries used up, an append-only
+    table; its log and store errors come as other types), or, for the commit creating the
+    table (version 0 only, no retry), a table that exists now without this run's commit: its
+    version 0 is another's. Anything else (an ``OSError``, a timeout, a ``DeltaError``) may be a
+    commit that landed or lands yet. (deltalake 1.x; delta-rs ``python/src/error.rs`` maps
+    ``DeltaTableError::Transaction`` to ``CommitFailedError``.)"""
+    from deltalake.exceptions import CommitFailedError
+
+    return isinstance(e, CommitFailedError) or (creating and table_now)
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def configuration_of(props: dict[str, str]) -> dict[str, str]:
+    """The table configuration that keeps the read options, payload schemas and archive of a
+    state's commit properties ``props`` (:data:`CONFIGURATION`)."""
+    return {k: props[k] for k in CONFIGURATION if k in props}
 
 
 def _same(a: pa.Schema | None, b: pa.Schema) -> bool:
     return a is not None and a.equals(b, check_metadata=False)
 
 
-__all__ = ["OFFSETS", "TXN_PREFIX", "DeltaSink", "derived_column"]
+def _has_columns(table: pa.Schema | None, schema: pa.Schema) -> bool:
+    """Whether ``table`` has every column of ``schema``, of its type (in any order)."""
+    if table is None:
+        return False
+    have = {f.name: f.type for f in table}
+    return all(f.name in have and have[f.name].equals(f.type) for f in schema)
+
+
+__all__ = [
+    "CONFIGURATION",
+    "COPIED_FROM",
+    "OFFSETS",
+    "TXN_PREFIX",
+    "DeltaSink",
+    "configuration_of",
+    "derived_column",
+]

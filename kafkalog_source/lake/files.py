@@ -9,11 +9,20 @@ Both formats can describe rows that files do not hold as written: Iceberg delete
 deletion vectors and column mapping. kafkalog never writes them; a table that has them is refused
 (read it with the format's own engine) rather than read wrong.
 
-The view's SQL (:meth:`TableFiles.view_sql`) reads the files with ``read_parquet(...,
-union_by_name = true)``, so files written before a column was added give NULL there, and lists
-the table's columns in its order. Delta files do not hold the partition columns: they come from
-each file's partition values, from the Hive-style paths when every path says them, else as
-constants per group of files.
+The view's SQL (:meth:`TableFiles.view_sql`) lists the table's columns in its order. Iceberg
+names columns by field id: the files are read with ``read_parquet(..., schema = MAP {id:
+{name, type, default_value}})``, which binds each top-level column by its Parquet field id, so
+a column another writer renamed reads under its new name, a dropped one is gone, and one added
+(again) under an old name, a new field id, reads NULL in files written before. DuckDB binds
+fields inside a struct by name, and a pyarrow dataset (a table in a store) binds every column
+by name: a table in which a nested field was renamed (or dropped and added again), or, in a
+store, one with any rename, is read file by file with every field bound by id
+(:func:`~.fieldids.by_id`), in memory, once per query; one whose files may lack field ids (a
+name mapping: files added from elsewhere) is read through PyIceberg's scan, which applies it.
+Delta files are read with ``union_by_name = true``, so files written before a column was added
+give NULL there. Delta files do not hold the partition columns: they come from each file's
+partition values, from the Hive-style paths when every path says them, else as constants per
+group of files.
 """
 
 from __future__ import annotations
@@ -40,6 +49,9 @@ _DUCKDB_TYPES = {
     "date32[day]": "DATE",
 }
 
+
+# an Iceberg table property: data files without field ids are read by these names
+_NAME_MAPPING = "schema.name-mapping.default"
 
 # the names below OUT that say a table is there
 _TABLE_NAMES = ("_delta_log", "metadata", "catalog.db")
@@ -214,6 +226,9 @@ class TableFiles:
     dataset: Any = None  # a pyarrow dataset, for a table in a store
     # the columns as the files name them, when they differ (Iceberg's sanitized names)
     file_schema: pa.Schema | None = None
+    # Iceberg: the top-level columns' field ids, in the schema's order (the files are read by
+    # field id, :func:`_read_parquet_by_id`)
+    field_ids: list[int] | None = None
 
     @property
     def files(self) -> list[str]:
@@ -226,6 +241,9 @@ class TableFiles:
             return None
         data_columns = [f for f in self.schema.names if f not in self.partition_columns]
         cols = ", ".join(_ident(c) for c in self.schema.names)
+        if self.field_ids is not None:
+            by_id = _read_parquet_by_id(self.files, self.field_ids, self.file_schema or self.schema)
+            return f"SELECT {self.select_list()} FROM {by_id}"
         if not self.partition_columns:
             return f"SELECT {self.select_list()} FROM {_read_parquet(self.files)}"
         if self._hive_paths():
@@ -325,14 +343,77 @@ def _read_parquet(files: list[str], hive: bool = False, hive_types: str = "") ->
     return f"read_parquet([{listed}], union_by_name = true{extra})"
 
 
+def _read_parquet_by_id(files: list[str], ids: list[int], schema: pa.Schema) -> str:
+    """``read_parquet`` of ``files`` binding each column of ``schema`` (the files' names and
+    types) by its field id in ``ids``: a file without it gives NULL."""
+    listed = ", ".join(_literal(f) for f in files)
+    cols = ", ".join(
+        f"{fid}: {{name: {_literal(f.name)}, type: {_literal(_duckdb_sql_type(f.type))}, "
+        "default_value: NULL}"
+        for fid, f in zip(ids, schema, strict=True)
+    )
+    return f"read_parquet([{listed}], schema = MAP {{{cols}}}, hive_partitioning = false)"
+
+
+_SQL_TYPES = {
+    "bool": "BOOLEAN",
+    "int8": "TINYINT",
+    "int16": "SMALLINT",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "large_string": "VARCHAR",
+    "binary": "BLOB",
+    "large_binary": "BLOB",
+    "date32[day]": "DATE",
+    "time64[us]": "TIME",
+}
+
+
+def _duckdb_sql_type(t: pa.DataType) -> str:
+    """DuckDB's SQL type of the Arrow type ``t`` (nested too); :class:`TypeError` for a type
+    this does not map (the table is then read through PyIceberg's scan)."""
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    if pa.types.is_fixed_size_binary(t):
+        return "BLOB"
+    if pa.types.is_struct(t):
+        inner = ", ".join(f"{_ident(c.name)} {_duckdb_sql_type(c.type)}" for c in t)
+        return f"STRUCT({inner})"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"{_duckdb_sql_type(t.value_type)}[]"
+    if pa.types.is_map(t):
+        return f"MAP({_duckdb_sql_type(t.key_type)}, {_duckdb_sql_type(t.item_type)})"
+    name = _SQL_TYPES.get(str(t))
+    if name is None:
+        raise TypeError(f"no DuckDB type for {t}")
+    return name
+
+
+def _sql_types(schema: pa.Schema) -> bool:
+    """Whether every column of ``schema`` has a DuckDB type here."""
+    try:
+        for f in schema:
+            _duckdb_sql_type(f.type)
+    except TypeError:
+        return False
+    return True
+
+
 def _local(path: str) -> str:
     return path[len("file://") :] if path.startswith("file://") else path
 
 
 def iceberg_files(target: TableTarget) -> TableFiles:
-    """The data files of the Iceberg table's current snapshot (PyIceberg's scan planning)."""
+    """The data files of the Iceberg table's current snapshot (PyIceberg's scan planning), read
+    by field id (see the module's description)."""
     from pyiceberg.schema import sanitize_column_names
 
+    from .fieldids import nested_renamed, renamed
     from .iceberg import IcebergSink, small_types
 
     sink = IcebergSink(target, role="")
@@ -361,11 +442,25 @@ def iceberg_files(target: TableTarget) -> TableFiles:
     if not file_schema.equals(schema):
         tf.file_schema = file_schema
     tf.version = str(snap.snapshot_id) if snap is not None else ""
-    if out.remote:
+    meta = table.metadata
+    tf.groups = [({}, files if out.remote else [_local(f) for f in files])]
+    if out.remote:  # a pyarrow dataset binds by name
+        scan = renamed(meta)
+    else:  # DuckDB binds top-level columns by field id, nested fields by name
+        scan = nested_renamed(meta) or not _sql_types(file_schema)
+    if _NAME_MAPPING in meta.properties:  # files without field ids: PyIceberg applies it
+        scanned = table.scan().to_arrow() if snap is not None else schema.empty_table()
+        tf.dataset = pa.Table.from_arrays(
+            [c.cast(f.type) for c, f in zip(scanned.columns, schema, strict=True)], schema=schema
+        )
+        tf.file_schema = None
+    elif scan:
+        tf.dataset = _read_by_id(out, files, table.schema(), schema)
+        tf.file_schema = None
+    elif out.remote:
         tf.dataset = _dataset(out, files, file_schema)
-        tf.groups = [({}, files)]
     else:
-        tf.groups = [({}, [_local(f) for f in files])]
+        tf.field_ids = [f.field_id for f in table.schema().fields]
     return tf
 
 
@@ -388,7 +483,11 @@ def delta_files(target: TableTarget) -> TableFiles:
         raise TargetError(f"{sink.shown} holds no Delta table")
     dt = sink.table
     features = set(dt.protocol().reader_features or [])
-    if "deletionVectors" in features or "columnMapping" in features:
+    mapping = delta_column_mapping(dt)
+    if mapping:
+        features.add(f"column mapping (delta.columnMapping.mode={mapping})")
+    features.discard("columnMapping")
+    if "deletionVectors" in features or mapping:
         raise TableError(
             f"the Delta table at {sink.shown} uses {', '.join(sorted(features))}, which this "
             "reader of its data files does not apply: query it with a Delta engine"
@@ -396,7 +495,11 @@ def delta_files(target: TableTarget) -> TableFiles:
     schema = pa.schema(dt.schema().to_arrow())
     schema = pa.schema([pa.field(f.name, _plain(f.type)) for f in schema])
     parts = list(dt.metadata().partition_columns)
-    actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    # through the C stream interface: pa.table() would first ask whether it is a pandas
+    # DataFrame, which imports pandas (0.3-0.5 s of a query's start)
+    added = pa.RecordBatchReader.from_stream(dt.get_add_actions(flatten=True)).read_all()
+    wanted = ["path", *(f"partition.{c}" for c in parts)]
+    actions = added.select([c for c in wanted if c in added.column_names]).to_pylist()
     out = sink.out
     groups: dict[tuple[Any, ...], list[str]] = {}
     values_of: dict[tuple[Any, ...], dict[str, str | None]] = {}
@@ -413,6 +516,18 @@ def delta_files(target: TableTarget) -> TableFiles:
     if out.remote:
         tf.dataset = dt.to_pyarrow_dataset()
     return tf
+
+
+def delta_column_mapping(dt: Any) -> str | None:
+    """The column mapping mode of the Delta table ``dt`` (``name`` or ``id``: its columns have
+    logical names over the files' physical ones, as Spark's RENAME COLUMN and DROP COLUMN
+    need), None when it has none. The ``deltalake`` package (1.6) can neither read such a table's
+    renamed columns nor evolve its schema, so kafkalog refuses to query or convert into it."""
+    mode = (dt.metadata().configuration or {}).get("delta.columnMapping.mode", "none")
+    if mode and mode != "none":
+        return str(mode)
+    features = set(dt.protocol().reader_features or [])
+    return "name" if "columnMapping" in features else None
 
 
 def _partition_text(v: Any) -> str | None:
@@ -439,6 +554,23 @@ def _plain(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _read_by_id(out: Out, files: list[str], ice_schema: Any, schema: pa.Schema) -> pa.Table:
+    """Every row of ``files``, each file's fields bound by field id at every depth
+    (:func:`~.fieldids.by_id`), in memory: a table whose nested fields were renamed, or one in a
+    store after a rename."""
+    import pyarrow.parquet as pq
+
+    from ..transport.filesystems import resolve
+    from .fieldids import by_id
+
+    parts = [schema.empty_table()]
+    for f in files:
+        path = resolve(f).path if out.remote else _local(f)
+        data = pq.read_table(path, filesystem=out.fs if out.remote else None)
+        parts.append(by_id(data, ice_schema, schema))
+    return pa.concat_tables(parts)
+
+
 def _dataset(out: Out, files: list[str], schema: pa.Schema) -> Any:
     import pyarrow.dataset as ds
 
@@ -457,6 +589,7 @@ def table_files(target: TableTarget) -> TableFiles:
 
 __all__ = [
     "TableFiles",
+    "delta_column_mapping",
     "delta_files",
     "detect",
     "iceberg_files",

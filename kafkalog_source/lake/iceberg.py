@@ -15,21 +15,30 @@ FAILFAST mode, say) leaves no catalog behind.
 **Writes.** Record batches are gathered into chunks of about :data:`~.sink.CHUNK_BYTES`; each
 chunk is split by partition (the spec's transforms, PyIceberg's own, computed once per batch:
 a batch of one topic and day stays whole) and each part written as one Parquet data file with
-PyIceberg's writer (field ids, column statistics). The files are added in one fast append, in
-the same transaction as any schema change and the table properties, with the run's state
-(:mod:`.state`) in the snapshot summary.
+pyarrow as PyIceberg's writer writes it (field ids, the table's ``write.parquet.*`` properties,
+PyIceberg's column statistics: :mod:`.compat`). The files are added with PyIceberg's public
+fast append (``Transaction.update_snapshot().fast_append()``), in the same transaction as any
+schema change and the table properties, with the run's state (:mod:`.state`) in the snapshot
+summary.
 
 **Concurrency.** The SQL catalog, like every Iceberg catalog, commits only on top of the
-snapshot the transaction started from. PyIceberg retries a failed commit on top of the new head;
-kafkalog lets it do so only when no other kafkalog run committed in between (a compaction or
-another writer's commit does not change what was converted); otherwise the commit is abandoned
-(:class:`~.spec.ConcurrentRunError`), its files deleted, and the run starts over from the
-offsets the other run committed.
+snapshot the transaction started from. PyIceberg would retry a failed commit on top of the new
+head, checking nothing for an append; kafkalog's tables have its retries off
+(``commit.retry.num-retries=0``), so a commit that another commit beat fails, its files are
+deleted, and the run starts over from the offsets the table holds then
+(:class:`~.spec.ConcurrentRunError`).
+
+**A commit that fails** may have landed all the same (a catalog's reply lost, a REST catalog's
+``CommitStateUnknownException``): the table is loaded again and the run's id (``kafkalog.run``
+in a snapshot summary, :mod:`.state`) looked for. Found, the run succeeded. Not found, the
+run's files are deleted only after a definite rejection (``CommitFailedException``,
+``ValidationException``, ``TableAlreadyExistsError``, as PyIceberg itself deletes its
+manifests only then); after any other error they are kept and the run fails with
+:class:`~.spec.CommitUnknownError`, naming its id.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import os
@@ -43,6 +52,8 @@ import pyarrow as pa
 from ..redact import redact_uri, scrub
 from . import sink as hooks
 from .catalogs import CATALOG_NAME, ensure_namespace, sqlite_catalog, staging_catalog
+from .compat import data_file
+from .fieldids import FIELDS, FieldMap, kafkalog_ids, to_json
 from .schema import relaxed
 from .sink import (
     Committed,
@@ -56,13 +67,14 @@ from .sink import (
 from .spec import (
     DEFAULT_NAMESPACE,
     EMBEDDED_CATALOG,
+    CommitUnknownError,
     ConcurrentRunError,
     PartitionField,
     TableError,
     TableTarget,
     TargetError,
 )
-from .state import OFFSETS, TableState
+from .state import OFFSETS, RUN, TableState
 from .stores import iceberg_fileio_properties, probe_iceberg, settings_secrets
 
 log = logging.getLogger("kafkalog")
@@ -74,9 +86,11 @@ _ROW_GROUP_DEFAULT = 1 << 20  # PyIceberg's default
 # property names whose values are shown in messages (others may hold credentials)
 
 
-# Set on the tables kafkalog creates (and writes): PyIceberg retries a commit that lost a race
-# by itself (4 times by default, PyIceberg 0.12's Transaction.commit_transaction), which would
-# hide the other run's commit from the run's own start-over (ConcurrentRunError, run.ATTEMPTS)
+# Set on the tables kafkalog creates (and writes, before its first commit: _no_retries):
+# PyIceberg retries a commit that lost a race by itself (4 times by default, PyIceberg 0.12's
+# Transaction.commit_transaction), with nothing checked for a fast append: it would land on top
+# of another run's commit, the offsets converted twice, and hide that commit from the run's own
+# start-over (ConcurrentRunError, run.ATTEMPTS)
 _OWN_PROPERTIES = {"commit.retry.num-retries": "0"}
 
 
@@ -108,6 +122,8 @@ class IcebergSink:
         self.identifier = target.table or default_identifier(self.out)
         self.catalog: Any = None
         self.table: Any = None
+        # kafkalog's column paths -> the table's field ids (:mod:`.fieldids`)
+        self.ids: dict[str, int] = {}
         # the store settings of the read, for a table in a store (what the catalog properties
         # do not already say)
         self._fileio = iceberg_fileio_properties(target.location) if self.out.remote else {}
@@ -227,6 +243,7 @@ class IcebergSink:
                     f"{self._message(e)}"
                 ) from None
         if self.table is None:
+            self.ids = {}
             self._check_empty()
             return False
         if not _same_location(self.table.location(), self.out.uri):
@@ -235,7 +252,12 @@ class IcebergSink:
                 f"{redact_uri(self.table.location())}, not at {self.where}; name another "
                 "table with --table"
             )
+        self.ids = kafkalog_ids(self.table.metadata)
         return True
+
+    def _field_map(self) -> FieldMap:
+        """kafkalog's columns and the table's current fields, tied by field id."""
+        return FieldMap(self.table.schema(), self.ids, f"table {self.identifier}")
 
     def _check_empty(self) -> None:
         own = () if self.target.properties or self.target.catalog else (EMBEDDED_CATALOG,)
@@ -288,10 +310,14 @@ class IcebergSink:
         )
 
     def schema(self) -> pa.Schema | None:
-        """The table's columns as Arrow types, relaxed (None: no table yet)."""
+        """The table's columns as Arrow types, relaxed, under kafkalog's names (a column another
+        writer renamed is kafkalog's by its field id; :mod:`.fieldids`), None: no table yet.
+        Raises :class:`~.spec.SchemaChangeError` when a kafkalog column was dropped and its name
+        taken by another field."""
         if self.table is None:
             return None
-        return relaxed(small_types(self.table.schema().as_arrow()))
+        arrow = small_types(self.table.schema().as_arrow())
+        return relaxed(self._field_map().as_kafkalog(arrow))
 
     def partitioning(self) -> tuple[PartitionField, ...] | None:
         """The table's partition fields (None: no table yet)."""
@@ -299,8 +325,9 @@ class IcebergSink:
             return None
         schema = self.table.schema()
         out = []
+        names = self._field_map()
         for f in self.table.spec().fields:
-            name = schema.find_column_name(f.source_id)
+            name = names.kafkalog_name(f.source_id, schema.find_column_name(f.source_id))
             kind = type(f.transform).__name__.replace("Transform", "").lower()
             out.append(PartitionField(name, kind))
         return tuple(out)
@@ -322,14 +349,12 @@ class IcebergSink:
         "rows"`` deletes the table's data files in the same transaction (one commit: a delete
         snapshot and the append's); ``"table"`` (another partitioning, a type the table cannot
         take) stages a new table, then drops the old one from the catalog and commits the new
-        one (the old one registered again if that commit fails)."""
-        from pyiceberg.exceptions import (
-            CommitFailedException,
-            TableAlreadyExistsError,
-            ValidationException,
-        )
-        from pyiceberg.table import Operation
+        one (the old one registered again if that commit fails).
 
+        A commit that fails is resolved by :meth:`_resolve`: the table loaded again and the
+        run's id (``state.run``) looked for in its snapshots; :class:`ConcurrentRunError` when
+        another run committed first (the run's files deleted), :class:`CommitUnknownError` when
+        the outcome is not known (the files kept)."""
         old = self.table if replace == "table" else None
         if old is not None:
             self.table = None  # _transaction stages a new table
@@ -339,43 +364,90 @@ class IcebergSink:
 
             tx.delete(AlwaysTrue())  # whole files: no data file is rewritten
         props = state.to_properties()
-        writer = _ChunkWriter(tx.table_metadata, io)
+        ids = self.ids if self.table is not None else {}  # "table": a new table's own
+        writer = _ChunkWriter(tx.table_metadata, io, ids)
         written: list[Any] = []
-        committing = False
         try:
             for files in write_behind(chunks(batches), writer.write):
                 written += files
             hooks.before_commit(self.out.uri, [f.file_path for f in written])
             if staged:  # the catalog's file is made now, with the table's creation
                 tx = self._created(self._commit_catalog(), schema, partitioning)
-            append = _offsets_append_class()(
-                operation=Operation.APPEND, transaction=tx, io=io, snapshot_properties=props
-            )
-            for f in written:
-                append.append_data_file(f)
-            append.commit()
+            now = tx.table_metadata.schema()
+            props[FIELDS] = to_json(FieldMap(now, ids, self.identifier).written(schema, now))
+            # PyIceberg's public fast append (no retry on top of another commit: the table's
+            # commit.retry.num-retries is 0, _transaction)
+            with tx.update_snapshot(snapshot_properties=props).fast_append() as append:
+                for f in written:
+                    append.append_data_file(f)
             tx.set_properties({**props, **_OWN_PROPERTIES})
-            committing = True
-            if old is not None:
-                table = self._swap(old, tx)
-            else:
-                table = tx.commit_transaction()
-        except (CommitFailedException, TableAlreadyExistsError, ValidationException) as e:
-            _delete(io, writer.paths)
+        except BaseException:
+            _delete(io, writer.paths)  # no commit began: the files are no part of the table
+            raise
+        before = old if old is not None else self.table
+        base = before.metadata_location if before is not None else None  # None: a creation
+        try:
+            table = self._swap(old, tx) if old is not None else tx.commit_transaction()
+            snap = table.current_snapshot()
+        except Exception as e:
+            table, snap = self._resolve(e, state.run, base, io, writer.paths)
+        self.table = table
+        total = snap.summary.get("total-records") if snap is not None else None
+        return Committed(
+            writer.rows, len(written), str(snap.snapshot_id if snap else ""), _int_or_none(total)
+        )
+
+    def _resolve(
+        self, e: Exception, run: str, base: str | None, io: Any, paths: list[str]
+    ) -> tuple[Any, Any]:
+        """After the commit failed with ``e``: the table and this run's snapshot, found by its
+        id ``run`` (``kafkalog.run`` in the summary) in the table loaded again: the commit
+        landed. Not found: a definite rejection (:func:`_rejected`) deletes the run's files
+        ``paths`` and raises :class:`ConcurrentRunError` when the table moved since ``base``
+        (its metadata location when the commit began; None: the commit created it), else
+        :class:`TableError`; any other error keeps them (a commit that lands late names them)
+        and raises :class:`CommitUnknownError`."""
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        try:
+            try:
+                table = self.catalog.load_table(self.identifier)
+            except (NoSuchTableError, NoSuchNamespaceError):
+                table = None
+            found = _snapshot_of_run(table, run) if table is not None else None
+        except Exception as again:
+            raise self._unknown(
+                e, run, f"; the table could not be loaded again: {self._message(again)}"
+            ) from None
+        if found is not None:
+            log.warning(
+                "the commit of run %s to %s landed (snapshot %s), though PyIceberg reported: %s",
+                run,
+                self.identifier,
+                found.snapshot_id,
+                self._message(e),
+            )
+            return table, found
+        if not _rejected(e, creating=base is None, table_now=table is not None):
+            raise self._unknown(e, run, "")
+        _delete(io, paths)
+        if table is not None and table.metadata_location != base:
             raise ConcurrentRunError(
                 f"another run committed to {self.identifier} while this one wrote; this run's "
                 f"files were removed ({self._message(e)})"
-            ) from None
-        except BaseException:
-            # a commit whose outcome is not known (a lost response) may have landed: its files
-            # stay (PyIceberg's rule too); before the commit, they are no part of the table
-            if not committing:
-                _delete(io, writer.paths)
-            raise
-        snap = table.current_snapshot()
-        total = snap.summary["total-records"] if snap is not None else None
-        return Committed(
-            writer.rows, len(written), str(snap.snapshot_id if snap else ""), _int_or_none(total)
+            )
+        raise TableError(
+            f"{self._catalog_shown()} refused the commit of run {run} to {self.identifier} "
+            f"({self._message(e)}); this run's files were removed"
+        )
+
+    def _unknown(self, e: BaseException, run: str, more: str) -> CommitUnknownError:
+        return CommitUnknownError(
+            f"commit outcome unknown: the commit of run {run} to {self.identifier} at "
+            f"{self.where} failed ({type(e).__name__}: {self._message(e)}){more}, and it may "
+            "have landed; its data files were kept. Run the convert again: it goes on from what "
+            f"the table holds (a snapshot whose summary has kafkalog.run={run} if it landed)",
+            run,
         )
 
     def _swap(self, old: Any, tx: Any) -> Any:
@@ -417,10 +489,13 @@ class IcebergSink:
         table, in its catalog, or (staged) on a catalog in memory when the catalog's SQLite
         file does not exist yet (:meth:`_created` makes it in the file at the commit)."""
         if self.table is not None:
+            self._no_retries()
             tx = self.table.transaction()
             if not _same_schema(self.schema(), schema):
+                # by the table's current names: a column kafkalog wrote keeps its field id
+                current = self._field_map().as_current(schema)
                 with tx.update_schema() as update:
-                    update.union_by_name(schema)
+                    update.union_by_name(current)
             return tx, self.table.io, False
         from pyiceberg.io import load_file_io
 
@@ -432,6 +507,25 @@ class IcebergSink:
         tx = self._created(catalog, schema, partitioning)
         io = load_file_io({**catalog.properties}, self.out.uri)
         return tx, io, staged
+
+    def _no_retries(self) -> None:
+        """Set :data:`_OWN_PROPERTIES` on a table that lacks them (one that kafkalog did not
+        create), in a commit of its own: PyIceberg reads its retry count from the table as it
+        is before a commit, and retried on top of another run's commit, this run's would double
+        that run's offsets (PyIceberg's fast append checks nothing on a retry)."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        props = self.table.properties
+        if all(props.get(k) == v for k, v in _OWN_PROPERTIES.items()):
+            return
+        try:
+            self.table = (
+                self.table.transaction().set_properties(_OWN_PROPERTIES).commit_transaction()
+            )
+        except CommitFailedException as e:
+            raise ConcurrentRunError(
+                f"another commit to {self.identifier} landed first ({self._message(e)})"
+            ) from None
 
     def _commit_catalog(self) -> Any:
         """The catalog a staged table's creation is committed to, its SQLite file made now."""
@@ -468,7 +562,9 @@ class _ChunkWriter:
     structs (a v0/v1 record's ``headers``) into an empty one (apache/iceberg-python#3833, open
     in 0.12)."""
 
-    def __init__(self, metadata: Any, io: Any) -> None:
+    def __init__(self, metadata: Any, io: Any, ids: dict[str, int]) -> None:
+        """Files of the table ``metadata`` describes, written with ``io``; ``ids``: kafkalog's
+        column paths to field ids (:func:`~.fieldids.kafkalog_ids`; empty for a new table)."""
         from pyiceberg.schema import sanitize_column_names
         from pyiceberg.table.locations import load_location_provider
 
@@ -479,6 +575,7 @@ class _ChunkWriter:
         self.spec = metadata.spec()
         self.schema = metadata.schema()
         self.file_schema = sanitize_column_names(self.schema)
+        self.map = FieldMap(self.schema, ids, "")
         self.locations = load_location_provider(metadata.location, metadata.properties)
         self.arrow_schema: pa.Schema | None = None  # the files' (Iceberg's sanitized names)
         self.source_schema: pa.Schema | None = None  # the batches' (the table's names)
@@ -491,8 +588,13 @@ class _ChunkWriter:
         if self.properties.get(_CODEC, "zstd") == "zstd":
             self.properties.setdefault(_LEVEL, "1")
         self.row_group_rows = int(self.properties.get(_ROW_GROUP, _ROW_GROUP_DEFAULT))
+        self.writer_kwargs = writer_kwargs(self.properties)
         self.fields = [
-            (f, self.schema.find_column_name(f.source_id), self.schema.find_field(f.source_id))
+            (
+                f,
+                self.map.kafkalog_name(f.source_id, self.schema.find_column_name(f.source_id)),
+                self.schema.find_field(f.source_id),
+            )
             for f in self.spec.fields
         ]
 
@@ -528,41 +630,37 @@ class _ChunkWriter:
         return out
 
     def _with_ids(self, schema: pa.Schema) -> pa.Schema:
-        """``schema`` with each field's Iceberg field id (and the file's sanitized name)."""
-        from pyiceberg.types import ListType, MapType, StructType
+        """``schema`` (kafkalog's names) with each field's Iceberg field id, found by kafkalog's
+        column path (a field another writer renamed keeps being written; :mod:`.fieldids`),
+        under the file's name for it (the current one, sanitized)."""
 
-        def field(f: pa.Field, ice: Any) -> pa.Field:
-            name = self.file_schema.find_field(ice.field_id).name
+        def field(f: pa.Field, path: str) -> pa.Field:
+            fid = self.map.id_of(path)
+            if fid is None:  # the schema update added every column: not reached
+                raise TableError(f"column {path} has no field in the table's schema")
+            name = self.file_schema.find_field(fid).name
             return pa.field(
                 name,
-                typ(f.type, ice.field_type),
+                typ(f.type, path),
                 nullable=f.nullable,
-                metadata={b"PARQUET:field_id": str(ice.field_id).encode()},
+                metadata={b"PARQUET:field_id": str(fid).encode()},
             )
 
-        def typ(t: pa.DataType, ice: Any) -> pa.DataType:
-            if pa.types.is_struct(t) and isinstance(ice, StructType):
-                by_name = {c.name: c for c in ice.fields}
-                return pa.struct([field(c, by_name[c.name]) for c in t])
-            if pa.types.is_list(t) and isinstance(ice, ListType):
-                return pa.list_(field(t.value_field, ice.element_field))
-            if pa.types.is_map(t) and isinstance(ice, MapType):
+        def typ(t: pa.DataType, path: str) -> pa.DataType:
+            if pa.types.is_struct(t):
+                return pa.struct([field(c, f"{path}.{c.name}") for c in t])
+            if pa.types.is_list(t):
+                return pa.list_(field(t.value_field, f"{path}.element"))
+            if pa.types.is_map(t):
                 return pa.map_(
-                    field(t.key_field, ice.key_field), field(t.item_field, ice.value_field)
+                    field(t.key_field, f"{path}.key"), field(t.item_field, f"{path}.value")
                 )
             return t
 
-        return pa.schema([field(f, self.schema.find_field(f.name)) for f in schema])
+        return pa.schema([field(f, f.name) for f in schema])
 
     def _write_one(self, key: tuple[Any, ...], parts: list[pa.RecordBatch], task: int) -> Any:
         import pyarrow.parquet as pq
-        from pyiceberg.io.pyarrow import (
-            _get_parquet_writer_kwargs,
-            compute_statistics_plan,
-            data_file_statistics_from_parquet_metadata,
-            parquet_path_to_id_mapping,
-        )
-        from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
         from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
         from pyiceberg.typedef import Record
 
@@ -584,34 +682,26 @@ class _ChunkWriter:
         path = self.locations.new_data_location(f"00000-{task}-{self.uuid}.parquet", pkey)
         self.paths.append(path)
         out = self.io.new_output(path)
-        # as PyIceberg's ParquetFormatWriter writes, with the table's properties, plus the
+        # as PyIceberg's writer writes, with the table's properties (writer_kwargs), plus the
         # encodings of parquet_encodings
         with out.create(overwrite=True) as stream:
             writer = pq.ParquetWriter(
                 stream,
                 schema=table.schema,
                 store_decimal_as_integer=True,
-                **_get_parquet_writer_kwargs(self.properties),
+                **self.writer_kwargs,
                 **self.encodings,
             )
             with writer:
                 writer.write(table, row_group_size=self.row_group_rows)
-        stats = data_file_statistics_from_parquet_metadata(
+        return data_file(
+            path=path,
+            size=len(out),
             parquet_metadata=writer.writer.metadata,
-            stats_columns=compute_statistics_plan(self.file_schema, self.properties),
-            parquet_column_mapping=parquet_path_to_id_mapping(self.file_schema),
-        )
-        return DataFile.from_args(
-            content=DataFileContent.DATA,
-            file_path=path,
-            file_format=FileFormat.PARQUET,
+            file_schema=self.file_schema,
+            properties=self.properties,
             partition=pkey.partition if pkey is not None else Record(),
-            file_size_in_bytes=len(out),
-            sort_order_id=None,
             spec_id=self.metadata.default_spec_id,
-            equality_ids=None,
-            key_metadata=None,
-            **stats.to_serialized_dict(),
         )
 
     def write(self, batches: list[pa.RecordBatch]) -> list[Any]:
@@ -639,36 +729,11 @@ def _view(column: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
     return pa.chunked_array([c.view(t) for c in column.chunks], type=t)
 
 
-@functools.cache
-def _offsets_append_class() -> type:
-    """PyIceberg's fast append, retried by PyIceberg on top of other commits but not on top of
-    another kafkalog run's (made on first use: PyIceberg is imported only for Iceberg tables)."""
-    from pyiceberg.exceptions import ValidationException
-    from pyiceberg.table.update.snapshot import _FastAppendFiles
-
-    class OffsetsAppend(_FastAppendFiles):
-        """A fast append whose retry fails when another kafkalog run committed since it began:
-        its offsets would no longer be the table's."""
-
-        def _validate_concurrency(self) -> None:
-            meta = self._transaction._table.metadata  # refreshed before a retry
-            snap = meta.current_snapshot()
-            while snap is not None and snap.snapshot_id != self._starting_snapshot_id:
-                if snap.summary[OFFSETS] is not None:
-                    raise ValidationException(
-                        f"snapshot {snap.snapshot_id} of another kafkalog run landed first"
-                    )
-                parent = snap.parent_snapshot_id
-                snap = meta.snapshot_by_id(parent) if parent is not None else None
-
-    return OffsetsAppend
-
-
 def _schema_and_spec(
     schema: pa.Schema, partitioning: tuple[PartitionField, ...]
 ) -> tuple[Any, Any]:
     """The Iceberg schema (fresh field ids) and partition spec of a new table."""
-    from pyiceberg.catalog import Catalog
+    from pyiceberg.io.pyarrow import pyarrow_to_schema
     from pyiceberg.partitioning import PartitionField as IcebergPartitionField
     from pyiceberg.partitioning import PartitionSpec
     from pyiceberg.schema import assign_fresh_schema_ids
@@ -687,7 +752,8 @@ def _schema_and_spec(
         "day": DayTransform,
         "hour": HourTransform,
     }
-    ischema = assign_fresh_schema_ids(Catalog._convert_schema_if_needed(schema))
+    # ids numbered here (any will do: assign_fresh_schema_ids numbers them as a catalog does)
+    ischema = assign_fresh_schema_ids(pyarrow_to_schema(_numbered(schema)))
     fields = []
     for i, p in enumerate(partitioning):
         source = ischema.find_field(p.column)
@@ -700,6 +766,28 @@ def _schema_and_spec(
             )
         )
     return ischema, PartitionSpec(*fields)
+
+
+def _numbered(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with a Parquet field id on every field, nested ones too, depth first."""
+    counter = itertools.count(1)
+
+    def field(f: pa.Field) -> pa.Field:
+        meta = {**(f.metadata or {}), b"PARQUET:field_id": str(next(counter)).encode()}
+        return pa.field(f.name, typ(f.type), nullable=f.nullable, metadata=meta)
+
+    def typ(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_struct(t):
+            return pa.struct([field(c) for c in t])
+        if pa.types.is_large_list(t):
+            return pa.large_list(field(t.value_field))
+        if pa.types.is_list(t):
+            return pa.list_(field(t.value_field))
+        if pa.types.is_map(t):
+            return pa.map_(field(t.key_field), field(t.item_field))
+        return t
+
+    return pa.schema([field(f) for f in schema])
 
 
 def small_types(schema: pa.Schema) -> pa.Schema:
@@ -727,6 +815,64 @@ def small_types(schema: pa.Schema) -> pa.Schema:
 
 def _same_schema(a: pa.Schema | None, b: pa.Schema) -> bool:
     return a is not None and a.equals(b, check_metadata=False)
+
+
+def writer_kwargs(properties: dict[str, str]) -> dict[str, Any]:
+    """pyarrow ``ParquetWriter`` arguments from an Iceberg table's ``write.parquet.*``
+    properties (the Iceberg spec's table properties, PyIceberg's defaults, as PyIceberg 0.12's
+    writer reads them): codec (zstd; ``uncompressed`` is pyarrow's ``none``), level, page size,
+    dictionary page size and rows per page (the write batch). The row group limit is the
+    write's (``write.parquet.row-group-limit``)."""
+    from pyiceberg.table import TableProperties as P
+
+    def number(name: str, default: int | None) -> int | None:
+        value = properties.get(name)
+        if not value:
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise TableError(f"table property {name} is not an integer: {value!r}") from None
+
+    codec = properties.get(P.PARQUET_COMPRESSION, P.PARQUET_COMPRESSION_DEFAULT)
+    return {
+        "compression": "none" if codec == "uncompressed" else codec,
+        "compression_level": number(P.PARQUET_COMPRESSION_LEVEL, None),
+        "data_page_size": number(P.PARQUET_PAGE_SIZE_BYTES, P.PARQUET_PAGE_SIZE_BYTES_DEFAULT),
+        "dictionary_pagesize_limit": number(
+            P.PARQUET_DICT_SIZE_BYTES, P.PARQUET_DICT_SIZE_BYTES_DEFAULT
+        ),
+        "write_batch_size": number(P.PARQUET_PAGE_ROW_LIMIT, P.PARQUET_PAGE_ROW_LIMIT_DEFAULT),
+    }
+
+
+def _snapshot_of_run(table: Any, run: str) -> Any:
+    """The snapshot of ``table`` whose summary names run ``run`` (``kafkalog.run``), if any."""
+    if not run:
+        return None
+    for snap in table.metadata.snapshots:
+        if snap.summary is not None and snap.summary.get(RUN) == run:
+            return snap
+    return None
+
+
+def _rejected(e: BaseException, creating: bool, table_now: bool) -> bool:
+    """Whether a failed commit (whose run id the table, loaded again, does not show) was
+    rejected for sure, nothing of it applied: PyIceberg's ``CommitFailedException`` (a
+    requirement not met: another commit first), ``ValidationException`` and, creating the
+    table, ``TableAlreadyExistsError`` or a table there now that is not this run's (its name is
+    another's). ``CommitStateUnknownException`` (a REST catalog's 5xx or timeout), an
+    ``OSError`` and anything else may be a commit that landed. (PyIceberg 0.12: the exceptions
+    after which its own ``Transaction.commit_transaction`` deletes its manifests.)"""
+    from pyiceberg.exceptions import (
+        CommitFailedException,
+        TableAlreadyExistsError,
+        ValidationException,
+    )
+
+    if isinstance(e, (CommitFailedException, ValidationException, TableAlreadyExistsError)):
+        return True
+    return creating and table_now
 
 
 def _delete(io: Any, paths: list[str]) -> None:

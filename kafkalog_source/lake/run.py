@@ -24,12 +24,21 @@ A run:
    (its data files unreferenced), so the next run converts the same offsets again; after the
    commit, the next run starts after them. When another run commits first, this one abandons
    its commit and starts over from that run's offsets (up to :data:`ATTEMPTS` times).
+
+Each run has an id (a UUID, :attr:`TableRun.run`) that its commit carries (``kafkalog.run``,
+:mod:`.state`): after a commit error the formats reload the table and look for it, so that a
+commit whose reply was lost counts as the success it is, and a commit whose outcome cannot be
+known fails with :class:`~.spec.CommitUnknownError` naming the id, its data files kept.
+
+``--mode overwrite`` always commits: the table then holds this run's result, which is empty
+when the archive holds no record (nothing new to read is no reason to keep the old rows).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,8 +94,8 @@ _DECODING = (
 @dataclass(frozen=True)
 class TableRun:
     """What a run did: the commit (None when nothing was new), the rows and topic-partitions it
-    added, the table's offsets after it, and whether it created the table or changed its
-    schema."""
+    added, the table's offsets after it, whether it created (or replaced) the table or
+    changed its schema, and the run's id (``kafkalog.run`` in its commit)."""
 
     committed: Committed | None
     rows: int = 0
@@ -95,6 +104,7 @@ class TableRun:
     created: bool = False
     schema_changed: bool = False
     attempts: int = 1
+    run: str = ""
 
 
 def open_sink(target: TableTarget) -> Any:
@@ -148,13 +158,16 @@ def convert_table(
     opts = parse_options(options, paths=path)
     _check_options(opts)
     stats = stats if stats is not None else ReadStats()
+    run_id = str(uuid.uuid4())  # in the commit of every attempt: one commit at most lands
     with using_store(opts.store):
         sink = open_sink(target)
         for attempt in range(1, ATTEMPTS + 1):
             run_stats = ReadStats()
             try:
                 with attempt_known():  # each attempt lists the archive again, once
-                    run = _attempt(sink, path, target, options, opts, run_stats, progress, attempt)
+                    run = _attempt(
+                        sink, path, target, options, opts, run_stats, progress, attempt, run_id
+                    )
             except ConcurrentRunError as e:
                 if attempt == ATTEMPTS:
                     stats.merge(run_stats)
@@ -180,9 +193,11 @@ def _attempt(
     stats: ReadStats,
     progress: Callable[[ReadStats, int], None] | None,
     attempt: int,
+    run_id: str = "",
 ) -> TableRun:
     where = f"OUT {sink.shown}"
     state = sink.open()
+    _check_columns(sink, target, where)
     if state is not None and target.mode == "error":
         raise TargetError(
             f"{where} is already a table; convert without --mode error to add what is new to it, "
@@ -233,8 +248,8 @@ def _attempt(
     begin = {k: max(start.get(k, logs[k].earliest), logs[k].earliest) for k in end if k in logs}
     new = {k: (begin[k], end[k]) for k in begin if end[k] > begin[k]}
     offsets = {**state.offsets, **end}
-    if not new:
-        return TableRun(None, offsets=offsets, attempts=attempt)
+    if not new and not replace:
+        return TableRun(None, offsets=offsets, attempts=attempt, run=run_id)
 
     read_options = {k: v for k, v in options.items() if k.lower() not in _STARTING}
     read_options["startingOffsets"] = offsets_to_json(begin)
@@ -261,6 +276,7 @@ def _attempt(
         read=read_identity(opts),
         schemas={**state.schemas, **origins},
         archive=_shown(path),
+        run=run_id,
     )
     batches = _batches(prepared, stats, set(new), schema, progress)
     committed = sink.append(schema, batches, new_state, partitioning, replace)
@@ -272,7 +288,26 @@ def _attempt(
         created=created or replace is not None,
         schema_changed=table_schema is not None and not table_schema.equals(schema),
         attempts=attempt,
+        run=run_id,
     )
+
+
+def _check_columns(sink: Any, target: TableTarget, where: str) -> None:
+    """Refuse, before reading, a Delta table with column mapping (its columns renamed or dropped
+    by another engine): the ``deltalake`` package cannot write into it by the columns' ids.
+    (Iceberg tables are written by field id: :mod:`.fieldids`.)"""
+    if target.format != "delta" or getattr(sink, "table", None) is None:
+        return
+    from .files import delta_column_mapping
+
+    mode = delta_column_mapping(sink.table)
+    if mode:
+        raise TargetError(
+            f"{where} is a Delta table with column mapping (delta.columnMapping.mode={mode}: "
+            "its columns may have been renamed or dropped by another engine), which the "
+            "deltalake package cannot write by column id; convert into another table, or "
+            "write this one with Spark's Delta connector"
+        )
 
 
 def _selected(state: TableState, selection: TopicSelection | None) -> TableState:

@@ -48,6 +48,17 @@ class ConcurrentRunError(TableError):
     was committed."""
 
 
+class CommitUnknownError(TableError):
+    """A run's commit failed in a way that does not say whether it landed (a lost reply, a
+    timeout, an I/O error), and the table, reloaded, did not show it (or could not be
+    reloaded): names the run id (``kafkalog.run``); the run's data files are kept, since a
+    commit that landed names them. The next run reads the table as it is."""
+
+    def __init__(self, message: str, run: str) -> None:
+        super().__init__(message)
+        self.run = run
+
+
 @dataclass(frozen=True)
 class PartitionField:
     """One partition field: ``transform`` is ``identity`` or one of :data:`TRANSFORMS`."""
@@ -155,6 +166,7 @@ __all__ = [
     "EMBEDDED_CATALOG",
     "FORMATS",
     "TRANSFORMS",
+    "CommitUnknownError",
     "ConcurrentRunError",
     "PartitionField",
     "SchemaChangeError",
