@@ -13,7 +13,9 @@ the parser, so import Spark (or anything heavy) inside ``run``.
 Errors are reported by :func:`main` as one line on stderr; ``--verbose`` adds the traceback.
 Every subcommand follows one exit code convention (:data:`EXIT_CODES_HELP`): 0 success, 1 bad
 data (the input is damaged, missing or holds nothing to read), 2 bad usage. Every subcommand
-takes the common flags of :mod:`.common` (``-v``, ``-q``, ``-o``).
+takes the common flags of :mod:`.common` (``-v``, ``-q``, ``-o``), except that ``report``'s
+``-o`` is its output file (``kafkalog report PATH -o report.html``): its reader options are
+``--option`` only.
 """
 
 from __future__ import annotations
@@ -29,8 +31,17 @@ from typing import Any, NoReturn
 
 from .common import CommandError
 
-# Subcommand modules, in help order.
-COMMANDS: tuple[str, ...] = ("dump", "verify", "query", "convert", "maintain", "warmup")
+# Subcommand modules, in help order (archive_report is `kafkalog report`; report.py is the
+# summary lines of the reading commands).
+COMMANDS: tuple[str, ...] = (
+    "dump",
+    "verify",
+    "archive_report",
+    "query",
+    "convert",
+    "maintain",
+    "warmup",
+)
 
 EXIT_OK = 0
 EXIT_DATA = 1  # bad data: damaged, missing, or nothing to read (and any unexpected failure)

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ..lake.spec import TargetError
     from ..redact import redact_uri
     from .main import STORE_OPTIONS
-    from .tables import library_errors, import_lake, table_target
+    from .tables import import_lake, library_errors, table_target
 
     reader = [
         item

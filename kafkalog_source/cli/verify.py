@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import KafkaLogError, StorageError
@@ -103,7 +103,7 @@ READ_OPTIONS = {
     "failOnDataLoss": "false",
 }
 # what -o may not change (failOnDataLoss may: it adds verify's own checks)
-_FIXED_OPTIONS = {k.lower() for k in READ_OPTIONS} - {"failondataloss"}
+FIXED_OPTIONS = {k.lower() for k in READ_OPTIONS} - {"failondataloss"}
 
 
 def register(subparsers: Any) -> None:
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
     for item in args.option:
         key = item.partition("=")[0].strip()
-        if key.lower() in _FIXED_OPTIONS:
+        if key.lower() in FIXED_OPTIONS:
             raise CommandError(f"verify: option {key!r} is fixed by the command")
     extra = command_options(args.option, "verify", VERIFY_OPTIONS)
     selection = parse_options(extra, paths=list(args.paths))
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             out.write(totals.errors[-1] + "\n")
         done = 0
         for directory, segs in groups.items():
-            for line in _missing_lines(directory, stats):
+            for line in missing_lines(directory, stats):
                 totals.errors.append(line)
                 out.write(line + "\n")
             later = segment_bases(directory, selection.store)
@@ -240,20 +240,23 @@ def read_everything(
     facts: dict[str, RowFacts],
     progress: Progress,
     total_bytes: int,
+    columns: tuple[str, ...] = ROW_COLUMNS,
+    tap: Callable[..., None] | None = None,
 ) -> BaseException | None:
     """The data source's read of every selected segment, planned as every read is (the
     partition's evidence of missing offsets, copies of one partition, the last segment of each),
     with :data:`READ_OPTIONS`: its rows folded into ``facts`` per segment and its accounting in
-    ``stats``. Returns the error that stopped the read midway (the rest is then unread), or
-    None; an error before anything was read (bad options, copies of one partition refused)
-    is raised."""
+    ``stats`` (``columns``: :data:`ROW_COLUMNS` and any others a caller's ``tap`` of
+    :func:`collect_rows` wants). Returns the error that stopped the read midway (the rest is
+    then unread), or None; an error before anything was read (bad options, copies of one
+    partition refused) is raised."""
     from ..reader import iter_batches
 
     options = {**extra, **READ_OPTIONS}
     batches = iter_batches(
         paths[0] if len(paths) == 1 else list(paths),
         stats=stats,
-        columns=ROW_COLUMNS,
+        columns=columns,
         **options,
     )
 
@@ -263,7 +266,7 @@ def read_everything(
             progress.update(min(stats.bytes_read, total_bytes) // 2)
 
     try:
-        collect_rows(shown(batches), facts)
+        collect_rows(shown(batches), facts, tap)
     except (KafkaLogError, OSError) as exc:
         if not stats.bytes_total and not facts:
             raise
@@ -271,7 +274,7 @@ def read_everything(
     return None
 
 
-def _missing_lines(directory: str, stats: ReadStats) -> list[str]:
+def missing_lines(directory: str, stats: ReadStats) -> list[str]:
     """The reader's missing offsets of the partition in ``directory`` (their events name the
     file that should hold them), as verify's errors, in the reader's words."""
     lines = []
@@ -324,9 +327,11 @@ def verify_segment(
     progress: Progress,
     done: int,
     fail_on_data_loss: bool = False,
+    on_headers: Callable[[list[BatchHeader]], None] | None = None,
 ) -> SegmentReport:
     """Check one segment and its index files against what the reader found in it (``rows``,
-    ``events``); ``state`` carries the partition's last offsets."""
+    ``events``); ``state`` carries the partition's last offsets. ``on_headers`` is given the
+    batch headers the walk found (``kafkalog report`` folds them into its aggregates)."""
     report = SegmentReport(path)
     report_events(path, events, is_last, report)
     try:
@@ -349,6 +354,8 @@ def verify_segment(
     )
     spans = tuple(_offsets_around(p, headers) for p in sorted(skipped))
     report.batches = len(headers)
+    if on_headers is not None:
+        on_headers(headers)
     report.records = rows.count
     report.control_records = rows.control
     flagged = check_batch_offsets(path, headers, base, next_base, state, report)

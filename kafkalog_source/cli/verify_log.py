@@ -5,7 +5,7 @@ record offsets. The checks are specified in :mod:`.verify`; the index checks are
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -291,8 +291,14 @@ def _millis(column: Any) -> np.ndarray:
     return out
 
 
-def collect_rows(batches: Iterator[Any], facts: dict[str, RowFacts]) -> None:
-    """Fold the reader's record batches (:data:`ROW_COLUMNS`) into ``facts``, per segment."""
+def collect_rows(
+    batches: Iterator[Any],
+    facts: dict[str, RowFacts],
+    tap: Callable[[str, Any, np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+) -> None:
+    """Fold the reader's record batches (:data:`ROW_COLUMNS`) into ``facts``, per segment.
+    ``tap(path, rows, offsets, stamps_ms, positions)`` sees each segment's slice of the rows too
+    (``kafkalog report`` folds its own aggregates from the same read)."""
     import pyarrow.compute as pc
 
     for rb in batches:
@@ -310,9 +316,10 @@ def collect_rows(batches: Iterator[Any], facts: dict[str, RowFacts]) -> None:
             cuts = [0, *(np.flatnonzero(~same) + 1).tolist(), n]
         for a, b in pairwise(cuts):
             path = paths[a].as_py()
-            facts.setdefault(path, RowFacts()).add(
-                offsets[a:b], stamps[a:b], positions[a:b], rb.slice(a, b - a)
-            )
+            rows = rb.slice(a, b - a)
+            facts.setdefault(path, RowFacts()).add(offsets[a:b], stamps[a:b], positions[a:b], rows)
+            if tap is not None:
+                tap(path, rows, offsets[a:b], stamps[a:b], positions[a:b])
 
 
 def check_record_offsets(
