@@ -661,3 +661,58 @@ def row_dicts(rows: Iterable[Row]) -> list[dict[str, Any]]:
         }
         for r in rows
     ]
+
+
+# ------------------------------------------------------------------------- tiered storage
+
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxhash32(data: bytes, seed: int = 0) -> int:
+    """XXH32 (hashing/xx.h ``xxhash_32``, seed 0), for Tiered Storage object keys."""
+    n = len(data)
+    pos = 0
+    if n >= 16:
+        v = [(seed + _P1 + _P2) & _M32, (seed + _P2) & _M32, seed & _M32, (seed - _P1) & _M32]
+        while pos + 16 <= n:
+            for i in range(4):
+                (lane,) = struct.unpack_from("<I", data, pos + 4 * i)
+                v[i] = (_rotl((v[i] + lane * _P2) & _M32, 13) * _P1) & _M32
+            pos += 16
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while pos + 4 <= n:
+        (lane,) = struct.unpack_from("<I", data, pos)
+        h = (_rotl((h + lane * _P3) & _M32, 17) * _P4) & _M32
+        pos += 4
+    while pos < n:
+        h = (_rotl((h + data[pos] * _P5) & _M32, 11) * _P1) & _M32
+        pos += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h
+
+
+def remote_segment_key(
+    ns: str, topic: str, partition: int, revision: int, name: str, archiver_term: int | None
+) -> str:
+    """A segment's object key (cloud_storage/segment_path_utils.cc:39-50, prefixed_segment_path)."""
+    path = f"{ns}/{topic}/{partition}_{revision}/{name}"
+    suffix = "" if archiver_term is None else f".{archiver_term}"
+    return f"{xxhash32(path.encode()):08x}/{path}{suffix}"
+
+
+def partition_manifest_key(ns: str, topic: str, partition: int, revision: int) -> str:
+    """A partition manifest's JSON object key (cloud_storage/partition_path_utils.cc:32-50)."""
+    ntp_rev = f"{ns}/{topic}/{partition}_{revision}"
+    return f"{xxhash32(ntp_rev.encode()) & 0xF0000000:08x}/meta/{ntp_rev}/manifest.json"

@@ -606,3 +606,39 @@ def test_comparison_holds_for_the_same_records_as_kafka(
     directory.mkdir()
     (directory / f"{0:020d}.log").write_bytes(kafka_segment_of(log))
     _compare(directory, [dataclasses.replace(r, topic=f"rp-{codec}") for r in log.rows])
+
+
+def test_kafkalog_reads_tiered_storage_copy(tmp_path: Path) -> None:
+    """A local copy of a Tiered Storage bucket: the real compacted remote segment
+    (``3676-7429-77-1-v1.log.1``, a v2 name) under its hashed key, with a v1 JSON partition
+    manifest whose ``delta_offset`` gives the Kafka offsets (cloud_storage/remote_segment.cc:117-119:
+    the segment reader starts from the manifest's delta)."""
+    name = "3676-7429-77-1-v1.log.1"
+    data = require_shared(REDPANDA / TIERED_TEST / name).read_bytes()
+    ns, topic, partition, revision, delta = "kafka", "tiered", 4, 35, 3
+    seg = rr.parse_segment(data, name)
+    (b,) = seg.batches
+    key = rr.remote_segment_key(ns, topic, partition, revision, "3676-7429-77-1-v1.log", 1)
+    (tmp_path / key).parent.mkdir(parents=True)
+    (tmp_path / key).write_bytes(data)
+    manifest = {
+        "version": 1, "namespace": ns, "topic": topic, "partition": partition,
+        "revision": revision, "last_offset": 7429, "insync_offset": 7430, "start_offset": 3676,
+        "segments": {
+            "3676-1-v1.log": {
+                "is_compacted": True, "size_bytes": len(data), "committed_offset": 7429,
+                "base_offset": 3676, "base_timestamp": b.first_timestamp,
+                "max_timestamp": b.max_timestamp, "delta_offset": delta, "archiver_term": 1,
+                "segment_term": 1, "delta_offset_end": delta, "sname_format": 2,
+            }
+        },
+    }  # fmt: skip
+    mkey = tmp_path / rr.partition_manifest_key(ns, topic, partition, revision)
+    mkey.parent.mkdir(parents=True)
+    mkey.write_text(json.dumps(manifest))
+    mapped, _ = rr.kafka_offset_map(seg.batches, ns, base_delta=delta)
+    rows = [r for bb, d in mapped for r in rr.batch_rows(bb, d, topic, partition, str(key))]
+    assert [(r.kafka_offset, r.raft_offset, r.timestamp) for r in rows] == [
+        (7426, 7429, b.max_timestamp)
+    ]
+    _compare(tmp_path, rows)
