@@ -84,6 +84,12 @@ from .listing import (
     parent_of,
     parse_partition_dir,
 )
+from .redpanda_discovery import (
+    REDPANDA_DEPTH,
+    RedpandaFound,
+    looks_redpanda_dir,
+    rp_partition_dir,
+)
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
 __all__ = [
@@ -120,6 +126,7 @@ class Listing:
     subscribe_pattern: str | None = None
     assign: tuple[tuple[str, int], ...] | None = None
     store: StoreOptions | None = None
+    redpanda: str = "kafka"  # Redpanda segments: as Kafka clients see them, or "raw"
 
     @classmethod
     def of(cls, options: Any) -> Listing:
@@ -154,6 +161,8 @@ class Collector:
         self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
         self.directories: list[str] = []  # directories named (or matched) that were scanned
         self.redpanda: str | None = None  # a Redpanda segment file seen, for the error message
+        # Redpanda segments by partition, its manifests, its own namespaces' partitions skipped
+        self.rp = RedpandaFound(options.redpanda)
         self.tiered: list[Entry] = []  # tiered-storage .log objects whose manifests are unread
         # subscribe / subscribePattern / assign: partitions of other topics are never listed or
         # opened (their directories are skipped by name); those left out, for messages
@@ -269,6 +278,9 @@ class Collector:
                 self.add(entry, topic, part, base)
             elif is_tiered_log(entry.path):
                 self.add_tiered(entry)
+            elif self.rp.take(entry, self):
+                if self.redpanda is None:
+                    self.redpanda = entry.path
             elif self.options.include_snapshots and (sid := kraft_snapshot_id(name)) is not None:
                 topic, part = tp if tp is not None else (None, None)
                 self.add(entry, topic, part, None, sid)
@@ -292,6 +304,11 @@ class Collector:
         if is_tiered_topic_dir(name):  # tiered storage: {topic}-{topicId}/{partition}/
             self.scan_tiered_topic(directory)
             return
+        if rp_partition_dir(name) is not None:  # a Redpanda <partition>_<revision> directory
+            self.scan_files(directory, None)
+            return
+        if looks_redpanda_dir(name, 1) and self.scan_redpanda(directory, 1):
+            return  # a Redpanda namespace directory, hash prefix or meta directory
         for sub in self.scan_files(directory, own):
             sub_name = base_name(sub)
             if sub_name.endswith(SKIPPED_DIR_SUFFIXES):
@@ -304,8 +321,23 @@ class Collector:
                 self.scan_files(sub, tp)
             elif is_tiered_topic_dir(sub_name):
                 self.scan_tiered_topic(sub)
-            else:
+            elif not self.scan_redpanda(sub, 1):
                 self.others += 1
+
+    def scan_redpanda(self, directory: str, depth: int) -> bool:
+        """A directory of a Redpanda data directory or tiered-storage bucket (a namespace,
+        topic or ``<partition>_<revision>`` directory, a hash prefix, ``meta``): its Redpanda
+        segments and manifests, at most :data:`REDPANDA_DEPTH` levels down. Whether it was one."""
+        name = base_name(os.path.normpath(directory) if "://" not in directory else directory)
+        if rp_partition_dir(name) is not None:
+            self.scan_files(directory, None)
+            return True
+        if depth > REDPANDA_DEPTH or not looks_redpanda_dir(name, depth):
+            return False
+        found = False
+        for sub in self.scan_files(directory, None):
+            found = self.scan_redpanda(sub, depth + 1) or found
+        return found
 
     def scan_tiered_topic(self, directory: str) -> None:
         """A tiered-storage topic directory: the segments of its ``{partition}`` subdirectories."""
@@ -453,6 +485,8 @@ class Collector:
         if is_tiered_log(path):
             self.add_tiered(entry)
             return
+        if self.rp.take(entry, self, explicit=True):
+            return
         m = EXPLICIT_NAME.match(name)
         base = int(m.group(1)) if m else None
         if name.endswith(TRANSIENT_SUFFIXES):
@@ -568,6 +602,7 @@ def _discover(
             else:
                 collector.add_explicit_file(entry)
     collector.resolve_tiered()
+    collector.rp.resolve(collector)
     out = sorted(collector.found.values(), key=_sort_key)
     note_unassigned(options, out, allow_empty)
     if allow_empty is None:
@@ -576,6 +611,7 @@ def _discover(
         raise PathError(nothing_to_read(options, collector))
     if stats is not None:
         stats.listing_requests += collector.listing_requests
+        stats.redpanda_internal_partitions += len(collector.rp.internal)
     log.debug(
         "discovered %d segment files (%d bytes) under %d paths (%d remote listing requests); "
         "skipped %d .swap files",

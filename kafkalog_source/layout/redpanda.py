@@ -1,0 +1,834 @@
+"""Redpanda segments read as Kafka segments: the walk of a segment's headers (both CRCs' first,
+the header_crc, checked here), the Kafka view of its bytes (:class:`RedpandaSource`), and the
+partition-level offset translation (:func:`translate_partition`). Facts in
+:mod:`..format.redpanda`.
+
+**The Kafka view.** Redpanda's batch header is 61 bytes, as Kafka's v2 header is, and its
+records are Kafka v2 records under Kafka's CRC; so a ``raft_data`` batch becomes a Kafka batch
+by rewriting its header alone (big-endian, base offset = its Kafka offset, leader epoch = the
+segment's term, the same CRC), and every layer above (framing, CRC check, decompression, the
+record kernels, transactions, failOnDataLoss) reads it as it reads Kafka's. A batch of a type
+that takes Kafka offsets but holds no client record (tx_fence, tx_prepare, ...) becomes an
+empty Kafka batch over the same offsets (a gap a consumer sees, as Redpanda's fetch shows it);
+a batch of a type that takes no Kafka offset (raft_configuration, ...) is left out. The view is
+therefore shorter than the file: byte positions in it (``batchPosition``, positions in errors)
+are positions in the view; :meth:`RedpandaSource.file_position` maps one back, and ``kafkalog
+dump`` prints both.
+
+**Damage.** A header whose header_crc fails is presented as a Kafka batch over the bytes up to
+the next good header with a CRC that fails, so the Kafka layers report it (and failOnDataLoss,
+``mode``, ReadStats apply) as any damaged batch; a cut last batch stays cut (quiet only at the
+end of a partition's last segment, as for Kafka); a zero header ends the data, and the bytes
+from it on are kept (zeros end quietly, anything else is damage). In ``raw`` mode (Redpanda's
+own namespaces, or ``redpanda=raw``) every batch is presented, based at its raft offset, with
+its control and transactional bits cleared (the CRC recomputed when it held).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextvars
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import crc32c as _crc32c
+import numpy as np
+
+from ..errors import CorruptDataError, OptionError
+from ..format.batch import CONTROL_BIT, TRANSACTIONAL_BIT
+from ..format.redpanda import (
+    ATTRS_AT,
+    ATTRS_TAIL,
+    ATTRS_TAIL_BE,
+    HEADER,
+    HEADER_SIZE,
+    INTERNAL_NAMESPACES,
+    KAFKA_NAMESPACE,
+    MANIFEST_BIN,
+    MANIFEST_JSON,
+    MAX_TYPE,
+    META_DIR,
+    RAFT_DATA,
+    TYPE_AT,
+    ZERO_HEADER,
+    PartitionManifest,
+    SegmentName,
+    crc_input_of_header,
+    kafka_header,
+    parse_manifest_json,
+    parse_partition_dir,
+    parse_segment_name,
+    takes_kafka_offset,
+    type_name,
+    with_crc,
+)
+from ..transport.base import ByteSource
+from ..transport.filesystems import is_remote
+
+_SCAN_CHUNK = 1 << 20
+
+
+def crc32c(data: Any, value: int = 0) -> int:
+    """CRC-32C of ``data`` (continuing from ``value``)."""
+    return _crc32c.crc32c(data, value)
+
+
+# ---- where a segment is ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RedpandaPath:
+    """What a Redpanda segment's path says: namespace, topic, partition, revision, the name."""
+
+    namespace: str | None
+    topic: str | None
+    partition: int | None
+    revision: int | None
+    name: SegmentName
+    remote_prefix: str | None = None  # a tiered-storage object: the bucket's root below which
+
+    @property
+    def internal(self) -> bool:
+        """A partition of Redpanda's own state (not namespace ``kafka``)."""
+        return self.namespace is not None and self.namespace != KAFKA_NAMESPACE
+
+
+def _parts(path: str) -> list[str]:
+    return path.rstrip("/").split("/") if "://" in path else os.path.abspath(path).split(os.sep)
+
+
+def redpanda_path(path: str) -> RedpandaPath | None:
+    """A Redpanda segment file or tiered-storage object's path parsed: its name must be a
+    Redpanda segment name; namespace, topic and partition come from
+    ``<ns>/<topic>/<p>_<rev>/`` above it when they are there. None for another name."""
+    parts = _parts(path)
+    name = parse_segment_name(parts[-1])
+    if name is None:
+        return None
+    pr = parse_partition_dir(parts[-2]) if len(parts) >= 2 else None
+    if pr is None or len(parts) < 4:
+        return RedpandaPath(None, None, None, None, name)
+    return RedpandaPath(parts[-4], parts[-3], pr[0], pr[1], name)
+
+
+def is_redpanda_segment(path: str) -> bool:
+    """Whether ``path`` is named as a Redpanda segment (``<base>-<term>-v1.log``, tiered names)."""
+    return redpanda_path(path) is not None
+
+
+# ---- the walk ------------------------------------------------------------------------------------
+
+
+@dataclass
+class BatchInfo:
+    """One batch of a walked segment."""
+
+    file_pos: int
+    size: int  # bytes in the file (a cut batch: what its header says)
+    raft_base: int
+    raft_last: int
+    type: int
+    attrs: int
+    record_count: int
+    kafka_base: int | None  # None: takes no Kafka offset (or raw mode: the raft base)
+    view_pos: int | None  # None: left out of the view
+    damage: str | None = None  # why the batch is damaged, when it is
+
+
+@dataclass
+class SegmentView:
+    """A Redpanda segment walked: its batches, the Kafka view's byte map and headers, and the
+    offset translation across it."""
+
+    path: str
+    file_size: int
+    term: int
+    raw: bool
+    delta_start: int  # offsets before the segment that took no Kafka offset
+    delta_end: int = 0
+    next_raft: int | None = None  # one past the last raft offset of a batch in it
+    view_size: int = 0
+    batches: list[BatchInfo] = field(default_factory=list)
+    # contiguous file runs of the view: (view start, file start, length), by view start
+    runs: list[tuple[int, int, int]] = field(default_factory=list)
+    patch_pos: list[int] = field(default_factory=list)  # view positions of rewritten headers
+    patches: bytearray = field(default_factory=bytearray)  # 61 bytes each
+    tail_kind: str = "clean"  # clean, zeros (a zero header), cut, short
+    left_out: int = 0  # batches of types with no Kafka offset
+    damaged: int = 0
+
+    @property
+    def kafka_next(self) -> int | None:
+        """The Kafka offset after the segment's last batch."""
+        return None if self.next_raft is None else self.next_raft - self.delta_end
+
+
+class _Reader:
+    """Headers read from a source: whole windows for small batches, one header for big ones."""
+
+    def __init__(self, src: ByteSource, data: bytes | None = None) -> None:
+        self.src = src
+        self.data = data  # the whole file, when it was read at once (remote objects)
+        self.win_start = 0
+        self.win = b"" if data is None else data
+
+    def read(self, pos: int, n: int, window: int) -> bytes:
+        if self.data is not None:
+            return self.data[pos : pos + n]
+        if not (self.win_start <= pos and pos + n <= self.win_start + len(self.win)):
+            self.win_start = pos
+            self.win = self.src.read(pos, max(n, window))
+        at = pos - self.win_start
+        return self.win[at : at + n]
+
+
+def _is_zero(reader: _Reader, pos: int, end: int) -> bool:
+    while pos < end:
+        n = min(_SCAN_CHUNK, end - pos)
+        data = reader.read(pos, n, n)
+        if data.count(0) != len(data):
+            return False
+        pos += n
+    return True
+
+
+def _good_header(reader: _Reader, q: int, size: int) -> bool:
+    hb = reader.read(q, HEADER_SIZE, HEADER_SIZE)
+    if len(hb) < HEADER_SIZE:
+        return False
+    if hb == ZERO_HEADER:
+        return True
+    h = HEADER.unpack_from(hb)
+    return HEADER_SIZE <= h[1] and crc32c(hb[4:]) == h[0]
+
+
+def _next_good(reader: _Reader, start: int, size: int) -> int:
+    """The first position from ``start`` where a header whose header_crc holds (or a zero
+    header) starts; ``size`` when none does."""
+    q = start
+    while q + HEADER_SIZE <= size:
+        chunk = reader.read(q, min(_SCAN_CHUNK + HEADER_SIZE, size - q), _SCAN_CHUNK + HEADER_SIZE)
+        last = len(chunk) - HEADER_SIZE
+        for i in range(last + 1):
+            # a header's type byte is small: a cheap test first
+            if chunk[i + TYPE_AT] > MAX_TYPE:
+                continue
+            hb = chunk[i : i + HEADER_SIZE]
+            h0, sz = HEADER.unpack_from(hb)[:2]
+            if hb == ZERO_HEADER or (sz >= HEADER_SIZE and crc32c(hb[4:]) == h0):
+                return q + i
+        q += last + 1
+    return size
+
+
+class _Builder:
+    """Accumulates a :class:`SegmentView`'s byte map."""
+
+    def __init__(self, view: SegmentView) -> None:
+        self.v = view
+        self.vpos = 0
+        self.run: list[int] | None = None  # [view start, file start, length]
+
+    def file_bytes(self, file_pos: int, n: int) -> None:
+        r = self.run
+        if r is not None and r[1] + r[2] == file_pos and r[0] + r[2] == self.vpos:
+            r[2] += n
+        else:
+            self.close()
+            self.run = [self.vpos, file_pos, n]
+        self.vpos += n
+
+    def header(self, hdr: bytes, file_pos: int | None, n: int) -> int:
+        """A rewritten header at the current position; ``file_pos`` None: the view's bytes are
+        the header alone (``n`` 61), else the batch's ``n`` file bytes follow it."""
+        at = self.vpos
+        self.v.patch_pos.append(at)
+        self.v.patches += hdr
+        if file_pos is None:
+            self.close()
+            self.vpos += HEADER_SIZE
+        else:
+            self.file_bytes(file_pos, n)
+        return at
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.v.runs.append((self.run[0], self.run[1], self.run[2]))
+            self.run = None
+
+    def finish(self) -> None:
+        self.close()
+        self.v.view_size = self.vpos
+
+
+def walk_segment(
+    src: ByteSource,
+    term: int,
+    delta_start: int,
+    raw: bool = False,
+    data: bytes | None = None,
+) -> SegmentView:
+    """Walk the Redpanda segment ``src``: its batches with their raft and Kafka offsets (the
+    delta before it ``delta_start``), the Kafka view of its bytes (``raw``: every batch, at
+    its raft offsets). Reads headers only (with windows for small batches); ``data``: the whole
+    file, already read."""
+    size = src.size
+    view = SegmentView(src.uri, size, term, raw, delta_start)
+    b = _Builder(view)
+    reader = _Reader(src, data)
+    delta = delta_start
+    pos = 0
+    window = 64 << 10
+    next_raft: int | None = None
+    kafka_next: int | None = None
+    while pos < size:
+        left = size - pos
+        hb = reader.read(pos, min(HEADER_SIZE, left), window)
+        if left < HEADER_SIZE or hb == ZERO_HEADER:
+            # a zero header ends the data; the bytes from here on are kept for the Kafka tail
+            # rules (zeros: quiet; anything else: damage)
+            view.tail_kind = "zeros" if hb == ZERO_HEADER else "short"
+            b.file_bytes(pos, left)
+            break
+        h = HEADER.unpack_from(hb)
+        hsize, raft_base, btype, _crc, attrs, last_delta, *_rest, count = h[1:]
+        if crc32c(hb[4:]) != h[0] or hsize < HEADER_SIZE or last_delta < 0:
+            # a damaged header: the bytes up to the next good header are one damaged batch
+            nxt = pos + hsize if HEADER_SIZE <= hsize <= left else None
+            if nxt is None or not (nxt == size or _good_header(reader, nxt, size)):
+                nxt = _next_good(reader, pos + HEADER_SIZE, size)
+            span = nxt - pos
+            base = kafka_next if kafka_next is not None else max(0, raft_base - delta)
+            raft_after = None
+            if nxt < size:
+                nh = reader.read(nxt, HEADER_SIZE, window)
+                if nh != ZERO_HEADER:
+                    raft_after = HEADER.unpack_from(nh)[2]
+            # the Kafka offsets the damaged bytes held, as far as the next good header says
+            # (the delta across them is taken as unchanged: they cannot say otherwise)
+            lod = 0
+            if raft_after is not None and next_raft is not None and raft_after > next_raft:
+                lod = raft_after - next_raft - 1
+            fake = kafka_header(hb, 0, base, term, size=span, last_offset_delta=lod)
+            rest = reader.read(pos + HEADER_SIZE, span - HEADER_SIZE, span)
+            good = crc32c(rest, crc32c(crc_input_of_header(fake)))
+            fake = with_crc(fake, ~good)  # a CRC that fails: the Kafka layers report damage
+            at = b.header(fake, pos, span)
+            reason = (
+                f"Redpanda batch header at byte {pos} fails its header_crc "
+                f"(stored {h[0]:#010x}, computed {crc32c(hb[4:]):#010x}); "
+                f"{span} bytes up to the next good header are unreadable"
+            )
+            view.batches.append(
+                BatchInfo(pos, span, raft_base, raft_base, btype, attrs, count, base, at, reason)
+            )
+            view.damaged += 1
+            if raft_after is not None:
+                next_raft = raft_after
+                kafka_next = raft_after - delta
+            pos = nxt
+            continue
+        raft_last = raft_base + last_delta
+        if next_raft is not None and raft_base < next_raft:
+            pass  # offsets going back: the Kafka layers report them (base offsets in the view)
+        if raw:
+            khdr = kafka_header(hb, 0, raft_base, term, clear_bits=CONTROL_BIT | TRANSACTIONAL_BIT)
+            if attrs & (CONTROL_BIT | TRANSACTIONAL_BIT) and hsize <= left:
+                records = reader.read(pos + HEADER_SIZE, hsize - HEADER_SIZE, window)
+                old = crc32c(records, crc32c(_attrs_be(hb)))
+                if old == h[4]:  # the CRC held: it holds for the bits cleared too
+                    khdr = with_crc(khdr, crc32c(records, crc32c(crc_input_of_header(khdr))))
+            at = b.header(khdr, pos, min(hsize, left))
+            view.batches.append(
+                BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, raft_base, at)
+            )
+        elif btype == RAFT_DATA:
+            kb = raft_base - delta
+            at = b.header(kafka_header(hb, 0, kb, term), pos, min(hsize, left))
+            view.batches.append(
+                BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, kb, at)
+            )
+        elif takes_kafka_offset(btype):
+            kb = raft_base - delta
+            empty = kafka_header(hb, 0, kb, term, size=HEADER_SIZE, empty=True)
+            empty = with_crc(empty, crc32c(crc_input_of_header(empty)))
+            at = b.header(empty, None, HEADER_SIZE)
+            view.batches.append(
+                BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, kb, at)
+            )
+        else:
+            view.batches.append(
+                BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, None, None)
+            )
+            view.left_out += 1
+            delta += last_delta + 1
+        next_raft = raft_last + 1
+        kafka_next = next_raft - (0 if raw else delta)
+        if hsize > left:
+            view.tail_kind = "cut"
+            break
+        window = HEADER_SIZE if hsize > (16 << 10) else 64 << 10
+        pos += hsize
+    b.finish()
+    view.delta_end = delta
+    view.next_raft = next_raft
+    return view
+
+
+def _attrs_be(hb: bytes) -> bytes:
+    """Kafka's CRC input's header part (big-endian attrs..record_count) of a Redpanda header."""
+    return ATTRS_TAIL_BE.pack(*ATTRS_TAIL.unpack_from(hb, ATTRS_AT))
+
+
+# ---- the Kafka view as a byte source ---------------------------------------------------------
+
+
+class RedpandaSource(ByteSource):
+    """A Redpanda segment's Kafka view (see the module's docstring), read by ranges: the file's
+    bytes with the batches' headers rewritten, left-out batches skipped."""
+
+    def __init__(self, inner: ByteSource, view: SegmentView) -> None:
+        super().__init__(inner.path, view.view_size)
+        self.inner = inner
+        self.view = view
+        self._run_starts = [r[0] for r in view.runs]
+        self._patch_pos = view.patch_pos
+        self._patches = memoryview(bytes(view.patches))
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def uri(self) -> str:
+        """The inner source's location."""
+        return self.inner.uri
+
+    def file_position(self, pos: int) -> int:
+        """The file position of view position ``pos``."""
+        i = bisect.bisect_right(self._run_starts, pos) - 1
+        if i >= 0:
+            vs, fs, n = self.view.runs[i]
+            if pos < vs + n:
+                return fs + pos - vs
+        j = bisect.bisect_right(self._patch_pos, pos) - 1
+        for bi in self.view.batches:
+            if bi.view_pos is not None and j >= 0 and bi.view_pos == self._patch_pos[j]:
+                return bi.file_pos + (pos - bi.view_pos)
+        return pos
+
+    def _batch_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            shown = [b for b in self.view.batches if b.view_pos is not None]
+            self._arrays = (
+                np.array([b.view_pos for b in shown], dtype=np.int64),
+                np.array([b.file_pos for b in shown], dtype=np.int64),
+                np.array([b.type for b in shown], dtype=np.int64),
+            )
+        return self._arrays
+
+    def _batch_at(self, positions: Any) -> np.ndarray:
+        vpos = self._batch_arrays()[0]
+        return np.clip(np.searchsorted(vpos, positions, side="right") - 1, 0, max(len(vpos) - 1, 0))
+
+    def file_positions(self, positions: Any) -> Any:
+        """See :meth:`ByteSource.file_positions` (a number or an array)."""
+        if np.isscalar(positions):
+            return self.file_position(int(positions))
+        vpos, fpos, _ = self._batch_arrays()
+        if not len(vpos):
+            return positions
+        i = self._batch_at(positions)
+        return np.where(positions >= vpos[i], fpos[i] + (positions - vpos[i]), positions)
+
+    def batch_labels(self, positions: Any) -> Any:
+        """The Redpanda batch type of each batch start in ``positions``."""
+        vpos, _, types = self._batch_arrays()
+        if not len(vpos):
+            return np.zeros(len(positions), dtype=np.int64)
+        return types[self._batch_at(positions)]
+
+    def explain(self, exc: Any) -> Any:
+        """See :meth:`ByteSource.explain`: the error at the file's byte, with what the Redpanda
+        header says (a header_crc that fails, the batch type and raft offsets)."""
+        if (
+            not isinstance(exc, CorruptDataError)
+            or exc.position is None
+            or getattr(exc, "_redpanda", False)
+        ):
+            return exc
+        pos = int(exc.position)
+        vpos = self._batch_arrays()[0]
+        batch = None
+        if len(vpos):
+            shown = [b for b in self.view.batches if b.view_pos is not None]
+            batch = shown[int(self._batch_at(np.array([pos]))[0])]
+            if batch.view_pos is not None and batch.view_pos > pos:
+                batch = None
+        where = self.file_position(pos)
+        if batch is not None and batch.damage is not None:
+            reason = batch.damage
+        elif batch is not None:
+            reason = (
+                f"{exc.reason} (Redpanda {type_name(batch.type)} batch, raft offsets "
+                f"{batch.raft_base}-{batch.raft_last}; byte {pos} of its Kafka view)"
+            )
+        else:
+            reason = f"{exc.reason} (byte {pos} of the Redpanda segment's Kafka view)"
+        out = type(exc).__new__(type(exc))
+        CorruptDataError.__init__(out, reason, exc.path, where, exc.base_offset)
+        out.resume_at = exc.resume_at
+        out._redpanda = True
+        return out
+
+    def read_into(self, pos: int, buffer: Any) -> int:
+        """See :meth:`ByteSource.read_into`."""
+        out = memoryview(buffer).cast("B")
+        end = min(pos + len(out), self.size)
+        if end <= pos:
+            return 0
+        runs = self.view.runs
+        i = max(0, bisect.bisect_right(self._run_starts, pos) - 1)
+        while i < len(runs):
+            vs, fs, n = runs[i]
+            if vs >= end:
+                break
+            a, z = max(pos, vs), min(end, vs + n)
+            if a < z:
+                got = self.inner.read_into(fs + (a - vs), out[a - pos : z - pos])
+                if got < z - a:
+                    return a - pos + got
+            i += 1
+        pp = self._patch_pos
+        j = max(0, bisect.bisect_right(pp, pos - HEADER_SIZE))
+        patches = self._patches
+        while j < len(pp):
+            p = pp[j]
+            if p >= end:
+                break
+            a, z = max(pos, p), min(end, p + HEADER_SIZE)
+            if a < z:
+                at = j * HEADER_SIZE
+                out[a - pos : z - pos] = patches[at + (a - p) : at + (z - p)]
+            j += 1
+        return end - pos
+
+    def read(self, pos: int, n: int) -> bytes:
+        """See :meth:`ByteSource.read`."""
+        n = max(0, min(n, self.size - pos))
+        buf = bytearray(n)
+        got = self.read_into(pos, buf)
+        return bytes(buf[:got])
+
+    def will_need(self, pos: int, n: int) -> None:
+        """Passed on for the file range the view range maps to."""
+        self.inner.will_need(self.file_position(pos), n)
+
+    def prefetch(self, pos: int, n: int) -> None:
+        """Passed on for the file range the view range maps to."""
+        self.inner.prefetch(self.file_position(pos), n)
+
+    def sequential(self, start: int = 0, end: int | None = None) -> None:
+        """Passed on (the whole file)."""
+        self.inner.sequential(0, None)
+
+    def current_size(self) -> int:
+        """The view's size while the file keeps its size; -1 when it changed."""
+        now = self.inner.current_size()
+        return self.size if now == self.view.file_size else now
+
+    def close(self) -> None:
+        """Close the file."""
+        self.inner.close()
+
+    @property
+    def bytes_read(self) -> int:  # type: ignore[override]
+        """Bytes the file's source read."""
+        return self.inner.bytes_read
+
+    @bytes_read.setter
+    def bytes_read(self, value: int) -> None:
+        pass
+
+    @property
+    def requests(self) -> int:  # type: ignore[override]
+        """Requests the file's source made."""
+        return self.inner.requests
+
+    @requests.setter
+    def requests(self, value: int) -> None:
+        pass
+
+
+# ---- the translation of a partition ---------------------------------------------------------
+
+_VIEWS: OrderedDict[tuple, SegmentView] = OrderedDict()
+_VIEWS_LOCK = threading.Lock()
+_VIEWS_MAX = 512
+# the delta at each segment's start, as the plan that found it translated its partition
+_DELTAS: dict[str, tuple[int, bool]] = {}
+# what a read asks: "kafka" or "raw"
+_MODE: contextvars.ContextVar[str] = contextvars.ContextVar("kafkalog_redpanda", default="kafka")
+
+
+@contextmanager
+def redpanda_mode(mode: str) -> Iterator[None]:
+    """Within the block, Redpanda segments open in ``mode`` ("kafka" or "raw")."""
+    token = _MODE.set(mode)
+    try:
+        yield
+    finally:
+        _MODE.reset(token)
+
+
+def note_segment_base(path: str, kafka_base: int | None, mode: str | None = None) -> None:
+    """Record, for :func:`open_redpanda`, that the plan put ``path``'s first offset at Kafka
+    offset ``kafka_base`` (the delta before it is its name's raft base minus it), unless this
+    process translated it already (the planning process). ``mode``: the read's ``redpanda``
+    option (default: the one :func:`redpanda_mode` set)."""
+    if path in _DELTAS:
+        return
+    rp = redpanda_path(path)
+    if rp is None or kafka_base is None:
+        return
+    raw = (mode or _MODE.get()) == "raw" or rp.internal
+    _DELTAS[path] = (0 if raw else rp.name.base - kafka_base, raw)
+
+
+def _mtime(src: ByteSource) -> int:
+    try:
+        return os.stat(src.path).st_mtime_ns if not is_remote(src.path) else 0
+    except OSError:
+        return 0
+
+
+def segment_view(
+    src: ByteSource, term: int, delta_start: int, raw: bool, data: bytes | None = None
+) -> SegmentView:
+    """:func:`walk_segment`, remembered for the file (by path, size, mtime) in this process."""
+    key = (src.path, src.size, _mtime(src), delta_start, raw)
+    with _VIEWS_LOCK:
+        found = _VIEWS.get(key)
+        if found is not None:
+            _VIEWS.move_to_end(key)
+            return found
+    if data is None and is_remote(src.path) and src.size:
+        data = src.read(0, src.size)
+    view = walk_segment(src, term, delta_start, raw, data)
+    with _VIEWS_LOCK:
+        _VIEWS[key] = view
+        while len(_VIEWS) > _VIEWS_MAX:
+            _VIEWS.popitem(last=False)
+    return view
+
+
+class UnknownDeltaError(CorruptDataError):
+    """A Redpanda segment whose Kafka offsets cannot be known: the offsets before it that took
+    no Kafka offset are not in the files read."""
+
+
+def unknown_delta(path: str, raft_base: int, why: str) -> UnknownDeltaError:
+    """The error of a segment whose translation is unknown."""
+    return UnknownDeltaError(
+        f"the Kafka offsets of this Redpanda segment cannot be known: {why}. Kafka offset = "
+        "raft offset minus the offsets taken before it by raft_configuration and other "
+        "batches that take no Kafka offset; Redpanda keeps that count in its kvstore, not in "
+        f"the segments, and the segments before raft offset {raft_base} are not here. Read the "
+        "partition's whole directory (every segment from raft offset 0), its tiered-storage "
+        "partition manifest, or read it with redpanda=raw (offsets are then raft offsets)",
+        path,
+        0,
+        raft_base,
+    )
+
+
+def open_redpanda(
+    inner: ByteSource, opener: Callable[[str], ByteSource] | None = None
+) -> ByteSource:
+    """``inner``, a Redpanda segment, as its Kafka view (:class:`RedpandaSource`). The delta
+    before it comes from the plan (:func:`note_segment_base`), else from its siblings (a local
+    partition directory) or its partition manifest."""
+    rp = redpanda_path(inner.path)
+    assert rp is not None
+    noted = _DELTAS.get(inner.path)
+    raw = _MODE.get() == "raw" or rp.internal
+    if noted is not None:
+        delta, raw = noted
+    elif raw:
+        delta = 0
+    else:
+        try:
+            delta = _delta_from_siblings(inner.path, rp, opener)
+        except BaseException:
+            inner.close()
+            raise
+    try:
+        view = segment_view(inner, rp.name.term, delta, raw)
+    except BaseException:
+        inner.close()
+        raise
+    return RedpandaSource(inner, view)
+
+
+def _delta_from_siblings(
+    path: str, rp: RedpandaPath, opener: Callable[[str], ByteSource] | None
+) -> int:
+    """The delta at ``path``'s start, from the segments before it in its local partition
+    directory (walked), or from its partition manifest (remote). Raises
+    :class:`UnknownDeltaError` when neither tells."""
+    if rp.name.base == 0:
+        return 0
+    if is_remote(path):
+        raise unknown_delta(path, rp.name.base, "it was opened without its partition's plan")
+    directory = os.path.dirname(os.path.abspath(path))
+    names = []
+    try:
+        listed = os.listdir(directory)
+    except OSError:
+        listed = []
+    for n in listed:
+        sn = parse_segment_name(n)
+        if sn is not None and sn.base < rp.name.base:
+            names.append((sn.base, n, sn))
+    names.sort()
+    if not names or names[0][0] != 0:
+        raise unknown_delta(path, rp.name.base, "its partition's first segment does not start at 0")
+    delta = 0
+    expected = 0
+    from ..transport.source import LocalFileSource
+
+    for base, n, sn in names:
+        if base != expected:
+            raise unknown_delta(
+                path, rp.name.base, f"raft offsets {expected}-{base - 1} are missing"
+            )
+        with LocalFileSource(os.path.join(directory, n)) as src:
+            v = segment_view(src, sn.term, delta, False)
+        delta = v.delta_end
+        expected = v.next_raft if v.next_raft is not None else base
+    if expected != rp.name.base:
+        raise unknown_delta(
+            path, rp.name.base, f"raft offsets {expected}-{rp.name.base - 1} are missing"
+        )
+    return delta
+
+
+@dataclass
+class Translated:
+    """One Redpanda segment of a partition, translated: where its first offset falls in Kafka's
+    offsets (or raft's, raw), the view's size, and what the partition's walk found."""
+
+    path: str
+    kafka_base: int
+    view_size: int
+    raw: bool
+    view: SegmentView | None = None
+    hole_before: tuple[int, int] | None = None  # raft offsets missing before it
+
+
+def translate_partition(
+    segments: list[tuple[str, SegmentName]],
+    opener: Callable[[str], ByteSource],
+    raw: bool,
+    manifest: PartitionManifest | None = None,
+) -> list[Translated]:
+    """The segments of one partition (paths and parsed names), translated in raft order: each
+    walked with the delta its predecessors left (or the manifest's ``delta_offset``). A
+    partition whose first segment does not start at raft offset 0 and has no manifest delta
+    raises :class:`UnknownDeltaError` (unless ``raw``); a hole between segments (a missing
+    segment) keeps the delta and is reported by the Kafka layers as missing offsets."""
+    out: list[Translated] = []
+    deltas: dict[int, int] = {}
+    if manifest is not None:
+        for ms in manifest.segments:
+            if ms.delta_offset is not None:
+                deltas[ms.base_offset] = ms.delta_offset
+    delta: int | None = 0 if raw else None
+    expected: int | None = None
+    for path, name in sorted(segments, key=lambda s: (s[1].base, s[0])):
+        if not raw and name.base in deltas:
+            delta = deltas[name.base]
+        elif delta is None:
+            if name.base == 0:
+                delta = 0
+            else:
+                raise unknown_delta(
+                    path,
+                    name.base,
+                    "its partition's first segment here does not start at raft "
+                    "offset 0 and no partition manifest gives its delta",
+                )
+        hole = None
+        if expected is not None and name.base > expected:
+            hole = (expected, name.base - 1)
+        with opener(path) as src:
+            view = segment_view(src, name.term, delta, raw)
+        base = name.base - (0 if raw else delta)
+        _DELTAS[path] = (0 if raw else delta, raw)
+        out.append(Translated(path, base, view.view_size, raw, view, hole))
+        delta = view.delta_end if not raw else 0
+        if view.next_raft is not None:
+            expected = max(view.next_raft, name.base)
+        elif name.committed is not None:
+            expected = name.committed + 1
+        else:
+            expected = name.base
+    return out
+
+
+def manifest_prefix(path: str) -> tuple[str, str, str, int, int] | None:
+    """For a tiered-storage manifest ``.../meta/<ns>/<topic>/<p>_<rev>/manifest.json``: (its
+    directory, ns, topic, partition, revision); None for another path."""
+    parts = _parts(path)
+    if len(parts) < 6 or parts[-1] not in (MANIFEST_JSON, MANIFEST_BIN) or parts[-5] != META_DIR:
+        return None
+    pr = parse_partition_dir(parts[-2])
+    if pr is None:
+        return None
+    return "/".join(parts[:-1]), parts[-4], parts[-3], pr[0], pr[1]
+
+
+def read_manifest(data: bytes, path: str) -> PartitionManifest:
+    """A partition manifest's JSON parsed; :class:`CorruptDataError` naming it when it is not
+    one."""
+    try:
+        return parse_manifest_json(data)
+    except ValueError as exc:
+        raise CorruptDataError(f"not a Redpanda partition manifest: {exc}", path, 0) from None
+
+
+def check_namespace_option(value: str) -> str:
+    """``redpanda``'s value checked: kafka or raw."""
+    if value not in ("kafka", "raw"):
+        raise OptionError(f"redpanda must be 'kafka' or 'raw', not {value!r}")
+    return value
+
+
+def describe_batch(b: BatchInfo) -> str:
+    """One line of ``dump``: type, raft offsets, Kafka offset, position, size, records."""
+    kafka = "-" if b.kafka_base is None else str(b.kafka_base)
+    return (
+        f"type: {b.type} {type_name(b.type)} raftOffset: {b.raft_base}-{b.raft_last} "
+        f"kafkaOffset: {kafka} position: {b.file_pos} size: {b.size} records: {b.record_count}"
+    )
+
+
+__all__ = [
+    "INTERNAL_NAMESPACES",
+    "BatchInfo",
+    "RedpandaPath",
+    "RedpandaSource",
+    "SegmentView",
+    "Translated",
+    "UnknownDeltaError",
+    "is_redpanda_segment",
+    "note_segment_base",
+    "open_redpanda",
+    "redpanda_mode",
+    "redpanda_path",
+    "segment_view",
+    "translate_partition",
+    "walk_segment",
+]
