@@ -50,7 +50,7 @@ import contextvars
 import fnmatch
 import logging
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
@@ -163,6 +163,7 @@ class Collector:
         self.redpanda: str | None = None  # a Redpanda segment file seen, for the error message
         # Redpanda segments by partition, its manifests, its own namespaces' partitions skipped
         self.rp = RedpandaFound(options.redpanda)
+        self.notes = DiscoveryNotes()
         self.tiered: list[Entry] = []  # tiered-storage .log objects whose manifests are unread
         # subscribe / subscribePattern / assign: partitions of other topics are never listed or
         # opened (their directories are skipped by name); those left out, for messages
@@ -544,14 +545,31 @@ def _sort_key(s: SegmentFile) -> tuple:
     )
 
 
+@dataclass
+class DiscoveryNotes:
+    """What discovery found and did not read, for the read's ReadStats: partitions of
+    Redpanda's own namespaces skipped, and warnings (a hole between Redpanda segments, a
+    partition manifest it cannot read)."""
+
+    skipped_partitions: int = 0
+    events: list[ReadEvent] = field(default_factory=list)
+
+
 class Discovered(list):
     """The segment files :func:`discover` found, and what its listings said of the objects below
-    the paths (``known``: sizes, and which files do not exist), for the plan that reads them."""
+    the paths (``known``: sizes, and which files do not exist), for the plan that reads them;
+    ``notes``: what it found and did not read."""
 
-    def __init__(self, segments: list[SegmentFile], known: KnownObjects | None = None) -> None:
+    def __init__(
+        self,
+        segments: list[SegmentFile],
+        known: KnownObjects | None = None,
+        notes: DiscoveryNotes | None = None,
+    ) -> None:
         """``segments``, with the listings' ``known`` objects."""
         super().__init__(segments)
         self.known = known
+        self.notes = notes
 
 
 def discover(
@@ -575,14 +593,20 @@ def discover(
     listing = Listing.of(files)
     if not listing.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
+    notes = DiscoveryNotes()
     with known_objects() as known:
-        return Discovered(_discover(listing, stats, allow_empty), known)
+        return Discovered(_discover(listing, stats, allow_empty, notes), known, notes)
 
 
 def _discover(
-    options: Listing, stats: ReadStats | None, allow_empty: bool | None
+    options: Listing,
+    stats: ReadStats | None,
+    allow_empty: bool | None,
+    notes: DiscoveryNotes | None = None,
 ) -> list[SegmentFile]:
     collector = Collector(options, stats)
+    if notes is not None:
+        collector.notes = notes
     for raw in options.paths:
         for path in _expand(raw, collector):
             lister = collector.lister(path)
@@ -612,6 +636,7 @@ def _discover(
     if stats is not None:
         stats.listing_requests += collector.listing_requests
         stats.redpanda_internal_partitions += len(collector.rp.internal)
+    collector.notes.skipped_partitions += len(collector.rp.internal)
     log.debug(
         "discovered %d segment files (%d bytes) under %d paths (%d remote listing requests); "
         "skipped %d .swap files",

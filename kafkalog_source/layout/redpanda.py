@@ -45,6 +45,8 @@ from ..format.redpanda import (
     ATTRS_AT,
     ATTRS_TAIL,
     ATTRS_TAIL_BE,
+    BASE_OFFSET_AT,
+    HASH_PREFIX,
     HEADER,
     HEADER_SIZE,
     INTERNAL_NAMESPACES,
@@ -114,6 +116,20 @@ def redpanda_path(path: str) -> RedpandaPath | None:
     if pr is None or len(parts) < 4:
         return RedpandaPath(None, None, None, None, name)
     return RedpandaPath(parts[-4], parts[-3], pr[0], pr[1], name)
+
+
+def partition_home(path: str) -> str | None:
+    """The directory that stands for a Redpanda segment's partition: its ``<p>_<rev>``
+    directory, without the hash prefix of a tiered-storage key (every object of a partition
+    is under a hash of its own key); None for another path."""
+    parts = _parts(path)
+    if parse_segment_name(parts[-1]) is None or len(parts) < 2:
+        return None
+    if parse_partition_dir(parts[-2]) is None or len(parts) < 5 or "://" not in path:
+        return os.path.dirname(path) if "://" not in path else "/".join(parts[:-1])
+    if HASH_PREFIX.match(parts[-5]):
+        return "/".join(parts[:-5] + parts[-4:-1])
+    return "/".join(parts[:-1])
 
 
 def is_redpanda_segment(path: str) -> bool:
@@ -289,11 +305,23 @@ def walk_segment(
     while pos < size:
         left = size - pos
         hb = reader.read(pos, min(HEADER_SIZE, left), window)
-        if left < HEADER_SIZE or hb == ZERO_HEADER:
+        if hb == ZERO_HEADER or (left < HEADER_SIZE and hb.count(0) == len(hb)):
             # a zero header ends the data; the bytes from here on are kept for the Kafka tail
             # rules (zeros: quiet; anything else: damage)
-            view.tail_kind = "zeros" if hb == ZERO_HEADER else "short"
+            view.tail_kind = "zeros"
             b.file_bytes(pos, left)
+            break
+        if left < HEADER_SIZE:
+            # a header cut by the end of the file: what it has, as Kafka's header would have
+            # it (a batch running past the end: quiet at the end of a partition, as for Kafka)
+            view.tail_kind = "cut"
+            padded = hb + bytes(HEADER_SIZE - left)
+            if left >= BASE_OFFSET_AT + 8:
+                raft_base = HEADER.unpack_from(padded)[2]
+                khdr = kafka_header(padded, 0, raft_base - (0 if raw else delta), term)
+            else:
+                khdr = bytes(HEADER_SIZE)
+            b.header(khdr[:left] + bytes(HEADER_SIZE - left), pos, left)
             break
         h = HEADER.unpack_from(hb)
         hsize, raft_base, btype, _crc, attrs, last_delta, *_rest, count = h[1:]
@@ -392,10 +420,14 @@ class RedpandaSource(ByteSource):
     """A Redpanda segment's Kafka view (see the module's docstring), read by ranges: the file's
     bytes with the batches' headers rewritten, left-out batches skipped."""
 
-    def __init__(self, inner: ByteSource, view: SegmentView) -> None:
+    def __init__(self, inner: ByteSource, view: SegmentView, data: bytes | None = None) -> None:
+        """The Kafka view ``view`` of ``inner``; ``data``: the file's bytes, when they were
+        fetched whole already (a remote object walked), read from memory."""
         super().__init__(inner.path, view.view_size)
         self.inner = inner
         self.view = view
+        self._data = data
+        self._fetched = 0
         self._run_starts = [r[0] for r in view.runs]
         self._patch_pos = view.patch_pos
         self._patches = memoryview(bytes(view.patches))
@@ -497,7 +529,14 @@ class RedpandaSource(ByteSource):
                 break
             a, z = max(pos, vs), min(end, vs + n)
             if a < z:
-                got = self.inner.read_into(fs + (a - vs), out[a - pos : z - pos])
+                at = fs + (a - vs)
+                if self._data is not None:
+                    chunk = self._data[at : at + (z - a)]
+                    got = len(chunk)
+                    out[a - pos : a - pos + got] = chunk
+                    self._fetched += got
+                else:
+                    got = self.inner.read_into(at, out[a - pos : z - pos])
                 if got < z - a:
                     return a - pos + got
             i += 1
@@ -524,11 +563,14 @@ class RedpandaSource(ByteSource):
 
     def will_need(self, pos: int, n: int) -> None:
         """Passed on for the file range the view range maps to."""
-        self.inner.will_need(self.file_position(pos), n)
+        if self._data is None:
+            self.inner.will_need(self.file_position(pos), n)
 
     def prefetch(self, pos: int, n: int) -> None:
-        """Passed on for the file range the view range maps to."""
-        self.inner.prefetch(self.file_position(pos), n)
+        """Passed on for the file range the view range maps to (nothing when the file's bytes
+        are in memory)."""
+        if self._data is None:
+            self.inner.prefetch(self.file_position(pos), n)
 
     def sequential(self, start: int = 0, end: int | None = None) -> None:
         """Passed on (the whole file)."""
@@ -615,13 +657,33 @@ def segment_view(
             _VIEWS.move_to_end(key)
             return found
     if data is None and is_remote(src.path) and src.size:
+        # a remote object is walked whole, with one request; its bytes are kept for the reads
+        # that follow in this process (:func:`open_redpanda`: planning, then reading), within
+        # a budget (the oldest dropped first)
         data = src.read(0, src.size)
+        _keep_bytes(src.path, src.size, data)
     view = walk_segment(src, term, delta_start, raw, data)
     with _VIEWS_LOCK:
         _VIEWS[key] = view
         while len(_VIEWS) > _VIEWS_MAX:
             _VIEWS.popitem(last=False)
     return view
+
+
+_BYTES: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+_BYTES_BUDGET = 256 << 20
+
+
+def _keep_bytes(path: str, size: int, data: bytes) -> None:
+    with _VIEWS_LOCK:
+        _BYTES[(path, size)] = data
+        while sum(len(v) for v in _BYTES.values()) > _BYTES_BUDGET and len(_BYTES) > 1:
+            _BYTES.popitem(last=False)
+
+
+def _take_bytes(path: str, size: int) -> bytes | None:
+    with _VIEWS_LOCK:
+        return _BYTES.get((path, size))
 
 
 class UnknownDeltaError(CorruptDataError):
@@ -669,7 +731,7 @@ def open_redpanda(
     except BaseException:
         inner.close()
         raise
-    return RedpandaSource(inner, view)
+    return RedpandaSource(inner, view, _take_bytes(inner.path, inner.size))
 
 
 def _delta_from_siblings(
@@ -753,6 +815,9 @@ def translate_partition(
         elif delta is None:
             if name.base == 0:
                 delta = 0
+            elif not is_remote(path) and (rp := redpanda_path(path)) is not None:
+                # a segment named without those before it: they are read beside it (walked)
+                delta = _delta_from_siblings(path, rp, None)
             else:
                 raise unknown_delta(
                     path,

@@ -191,6 +191,8 @@ class RedpandaFound:
                 ) from None
             mtimes = {e.path: e.mtime for e, _ in entries}
             for t in done:
+                if t.hole_before is not None and not t.raw:
+                    _note_hole(collector, t.path, t.hole_before)
                 collector.found[t.path] = SegmentFile(
                     t.path, group.topic, group.partition, t.kafka_base, t.view_size, mtimes[t.path]
                 )
@@ -207,23 +209,42 @@ class RedpandaFound:
                     "cannot read yet; the segments are taken from the listing instead (their "
                     "deltas from the segments themselves)"
                 )
-                if collector.stats is not None:
-                    collector.stats.record(
-                        ReadEvent(
-                            "redpanda manifest",
-                            "binary manifest not read",
-                            binary.path,
-                            message=msg,
-                        ),
-                        logging.WARNING,
-                        capped=False,
-                    )
-                else:
-                    log.warning(msg)
+                _note(
+                    collector,
+                    ReadEvent(
+                        "redpanda manifest", "binary manifest not read", binary.path, message=msg
+                    ),
+                )
             return None
         with opener(entry.path) as src:
             data = src.read(0, src.size)
         return read_manifest(data, entry.path)
+
+
+def _note_hole(collector: Any, path: str, hole: tuple[int, int]) -> None:
+    """A hole in a partition's raft offsets before ``path`` (a missing segment): the Kafka
+    layers report the Kafka offsets it held as missing; the offsets after it assume that no
+    batch in it took no Kafka offset, which nothing here can tell, so it is said."""
+    first, last = hole
+    msg = (
+        f"{path}: raft offsets {first}..{last} before this Redpanda segment are missing (a "
+        "segment not here); the Kafka offsets from here on assume the missing batches all took "
+        "Kafka offsets: they are too high by the number of raft_configuration (and other "
+        "offset-less) batches that were among them"
+    )
+    _note(
+        collector,
+        ReadEvent("redpanda hole", "raft offsets missing between segments", path,
+                  base_offset=first, last_offset=last, message=msg),
+    )  # fmt: skip
+
+
+def _note(collector: Any, event: ReadEvent) -> None:
+    """A warning of discovery: kept for the read's ReadStats (its first range tells it), and
+    recorded in the stats discovery was given, if any."""
+    collector.notes.events.append(event)
+    if collector.stats is not None:
+        collector.stats.record(event, logging.WARNING, capped=False)
 
 
 def _newest_archiver_terms(entries: list[tuple[Entry, Any]]) -> list[tuple[Entry, Any]]:

@@ -3,6 +3,7 @@ buffer, ``scan_window`` over it) and handed batch by batch to the format paths."
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 
@@ -130,6 +131,13 @@ class RangeReader(
         rng = self.rng
         if rng.missing:
             self._report_missing(rng.missing, logged=True)
+        self.stats.redpanda_internal_partitions += rng.skipped_partitions
+        for kind, reason, path, first, last, message in rng.discovery_notes:
+            self.stats.record(
+                ReadEvent(kind, reason, path, None, first, 0, message, last),
+                logging.WARNING,
+                capped=False,
+            )
         try:
             with redpanda_mode(self.opts.redpanda):
                 if self._opener is not None:
