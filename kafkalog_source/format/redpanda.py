@@ -56,6 +56,8 @@ import re
 import struct
 from dataclasses import dataclass
 
+import numpy as np
+
 from .batch import (
     CONTROL_BIT,
     LOG_OVERHEAD,
@@ -78,6 +80,55 @@ ATTRS_AT = 21  # attrs..record_count: the same fields, in the same order, as Kaf
 ATTRS_TAIL = struct.Struct("<hiqqqhii")  # attrs..record_count, little-endian
 ATTRS_TAIL_BE = struct.Struct(">hiqqqhii")  # the same, as Kafka's CRC covers them
 ZERO_HEADER = bytes(HEADER_SIZE)
+SIZE_FIELD = struct.Struct("<i")  # size_bytes, at SIZE_AT
+# the header as a numpy record (packed: 61 bytes), and Kafka's v2 header the same way
+HEADER_DTYPE = np.dtype(
+    [
+        ("header_crc", "<u4"),
+        ("size", "<i4"),
+        ("base_offset", "<i8"),
+        ("type", "i1"),
+        ("crc", "<u4"),
+        ("attrs", "<i2"),
+        ("last_offset_delta", "<i4"),
+        ("first_timestamp", "<i8"),
+        ("max_timestamp", "<i8"),
+        ("producer_id", "<i8"),
+        ("producer_epoch", "<i2"),
+        ("base_sequence", "<i4"),
+        ("record_count", "<i4"),
+    ]
+)
+KAFKA_HEADER_DTYPE = np.dtype(
+    [
+        ("base_offset", ">i8"),
+        ("length", ">i4"),
+        ("leader_epoch", ">i4"),
+        ("magic", "i1"),
+        ("crc", ">u4"),
+        ("attrs", ">i2"),
+        ("last_offset_delta", ">i4"),
+        ("first_timestamp", ">i8"),
+        ("max_timestamp", ">i8"),
+        ("producer_id", ">i8"),
+        ("producer_epoch", ">i2"),
+        ("base_sequence", ">i4"),
+        ("record_count", ">i4"),
+    ]
+)
+assert HEADER_DTYPE.itemsize == KAFKA_HEADER_DTYPE.itemsize == HEADER_SIZE
+# the fields Kafka's header carries over unchanged (in its own byte order)
+SHARED_FIELDS = (
+    "crc",
+    "attrs",
+    "last_offset_delta",
+    "first_timestamp",
+    "max_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "record_count",
+)
 
 RAFT_DATA = 1
 BATCH_TYPES: dict[int, str] = {

@@ -72,6 +72,7 @@ cdef extern from "csrc/kl_all.h" nogil:
     int64_t kl_zstd_payload(kl_bytes src, int64_t start, int64_t end, kl_u8 dst, int64_t dp,
                             int64_t dlimit)
     int64_t kl_crc32c(kl_bytes a, int64_t start, int64_t end)
+    int64_t kl_rp_chain(kl_bytes buf, kl_i64 out, int64_t *stop)
     int64_t kl_crc32(kl_bytes a, int64_t start, int64_t end)
     int64_t kl_scan_window(kl_bytes buf, int64_t limit, int64_t file_pos, kl_mat out,
                            int64_t *stop, int64_t *why)
@@ -279,6 +280,19 @@ def crc32c_spans(const uint8_t[::1] src, starts, ends, int64_t[::1] out):
 def crc32_spans(const uint8_t[::1] src, starts, ends, int64_t[::1] out):
     """``out[i]`` = CRC-32 (IEEE, as ``zlib.crc32``) of ``src[starts[i]:ends[i]]``."""
     _crc_spans("crc32_spans", src, starts, ends, out, False)
+
+
+def rp_chain(const uint8_t[::1] buf, int64_t[::1] out):
+    """The positions of the Redpanda batches from byte 0 of ``buf``, chained by their size
+    fields while each fits (at most ``len(out)``): ``(count, where the chain stopped)``."""
+    cdef kl_bytes b = _ro(buf)
+    cdef kl_i64 o = _i64(out)
+    cdef int64_t stop = 0, n
+    with nogil:
+        _start()
+        n = kl_rp_chain(b, o, &stop)
+    _checked("rp_chain")
+    return n, stop
 
 
 def scan_window(const uint8_t[::1] buf, int64_t limit, int64_t file_pos, int64_t[:, ::1] out):

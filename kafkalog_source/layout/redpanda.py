@@ -40,7 +40,7 @@ import crc32c as _crc32c
 import numpy as np
 
 from ..errors import CorruptDataError, OptionError
-from ..format.batch import CONTROL_BIT, TRANSACTIONAL_BIT
+from ..format.batch import CONTROL_BIT, LOG_OVERHEAD, TRANSACTIONAL_BIT
 from ..format.redpanda import (
     ATTRS_AT,
     ATTRS_TAIL,
@@ -48,14 +48,19 @@ from ..format.redpanda import (
     BASE_OFFSET_AT,
     HASH_PREFIX,
     HEADER,
+    HEADER_CRC_FROM,
+    HEADER_DTYPE,
     HEADER_SIZE,
     INTERNAL_NAMESPACES,
+    KAFKA_HEADER_DTYPE,
     KAFKA_NAMESPACE,
     MANIFEST_BIN,
     MANIFEST_JSON,
     MAX_TYPE,
     META_DIR,
+    NO_KAFKA_OFFSET,
     RAFT_DATA,
+    SHARED_FIELDS,
     TYPE_AT,
     ZERO_HEADER,
     PartitionManifest,
@@ -69,6 +74,8 @@ from ..format.redpanda import (
     type_name,
     with_crc,
 )
+from ..kernel.crc32c import crc32c_spans
+from ..kernel.redpanda import chain_positions
 from ..transport.base import ByteSource
 from ..transport.filesystems import is_remote
 
@@ -169,19 +176,67 @@ class SegmentView:
     delta_end: int = 0
     next_raft: int | None = None  # one past the last raft offset of a batch in it
     view_size: int = 0
-    batches: list[BatchInfo] = field(default_factory=list)
+    # the batches walked by the vectorised path (numpy arrays by field), then those walked one
+    # by one (after damage, at the end)
+    fast: dict[str, np.ndarray] | None = None
+    slow: list[BatchInfo] = field(default_factory=list)
     # contiguous file runs of the view: (view start, file start, length), by view start
     runs: list[tuple[int, int, int]] = field(default_factory=list)
-    patch_pos: list[int] = field(default_factory=list)  # view positions of rewritten headers
-    patches: bytearray = field(default_factory=bytearray)  # 61 bytes each
-    tail_kind: str = "clean"  # clean, zeros (a zero header), cut, short
+    patch_pos: Any = None  # view positions of rewritten headers (int64 array, sorted)
+    patches: Any = None  # their 61 bytes each (uint8 array, one row each)
+    tail_kind: str = "clean"  # clean, zeros (a zero header), cut
     left_out: int = 0  # batches of types with no Kafka offset
     damaged: int = 0
+    _batches: list[BatchInfo] | None = None
 
     @property
     def kafka_next(self) -> int | None:
         """The Kafka offset after the segment's last batch."""
         return None if self.next_raft is None else self.next_raft - self.delta_end
+
+    @property
+    def batches(self) -> list[BatchInfo]:
+        """Every batch, in file order."""
+        if self._batches is None:
+            out = []
+            f = self.fast
+            if f is not None:
+                for i in range(len(f["file_pos"])):
+                    kb, vp = int(f["kafka_base"][i]), int(f["view_pos"][i])
+                    out.append(
+                        BatchInfo(
+                            int(f["file_pos"][i]),
+                            int(f["size"][i]),
+                            int(f["raft_base"][i]),
+                            int(f["raft_last"][i]),
+                            int(f["type"][i]),
+                            int(f["attrs"][i]),
+                            int(f["count"][i]),
+                            None if kb < 0 else kb,
+                            None if vp < 0 else vp,
+                        )
+                    )
+            self._batches = out + self.slow
+        return self._batches
+
+    def shown(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        """View positions, file positions and types of the batches in the view (by view
+        position), and the indexes in :attr:`batches` of those walked one by one."""
+        f = self.fast
+        vp, fp, ty = [], [], []
+        if f is not None:
+            keep = f["view_pos"] >= 0
+            vp, fp, ty = [f["view_pos"][keep]], [f["file_pos"][keep]], [f["type"][keep]]
+        slow = [b for b in self.slow if b.view_pos is not None]
+        vp.append(np.array([b.view_pos for b in slow], dtype=np.int64))
+        fp.append(np.array([b.file_pos for b in slow], dtype=np.int64))
+        ty.append(np.array([b.type for b in slow], dtype=np.int64))
+        return (
+            np.concatenate(vp).astype(np.int64),
+            np.concatenate(fp).astype(np.int64),
+            np.concatenate(ty).astype(np.int64),
+            [i for i, b in enumerate(self.slow) if b.view_pos is not None],
+        )
 
 
 class _Reader:
@@ -249,6 +304,10 @@ class _Builder:
         self.v = view
         self.vpos = 0
         self.run: list[int] | None = None  # [view start, file start, length]
+        self.patch_pos: list[int] = []
+        self.patches = bytearray()
+        self.fast_pos: np.ndarray | None = None
+        self.fast_patches: np.ndarray | None = None
 
     def file_bytes(self, file_pos: int, n: int) -> None:
         r = self.run
@@ -263,8 +322,8 @@ class _Builder:
         """A rewritten header at the current position; ``file_pos`` None: the view's bytes are
         the header alone (``n`` 61), else the batch's ``n`` file bytes follow it."""
         at = self.vpos
-        self.v.patch_pos.append(at)
-        self.v.patches += hdr
+        self.patch_pos.append(at)
+        self.patches += hdr
         if file_pos is None:
             self.close()
             self.vpos += HEADER_SIZE
@@ -280,6 +339,112 @@ class _Builder:
     def finish(self) -> None:
         self.close()
         self.v.view_size = self.vpos
+        slow_pos = np.array(self.patch_pos, dtype=np.int64)
+        slow = np.frombuffer(bytes(self.patches), dtype=np.uint8).reshape(-1, HEADER_SIZE)
+        if self.fast_pos is not None:
+            self.v.patch_pos = np.concatenate([self.fast_pos, slow_pos])
+            self.v.patches = np.concatenate([self.fast_patches, slow])
+        else:
+            self.v.patch_pos, self.v.patches = slow_pos, slow
+
+
+_AR61 = np.arange(HEADER_SIZE, dtype=np.int64)
+
+
+def _file_array(src: ByteSource, data: bytes | None) -> tuple[np.ndarray, Any] | None:
+    """The whole file as a uint8 array (its bytes given, or a local file mapped), with what
+    must stay open while it is used; None when the file cannot be mapped."""
+    if data is not None:
+        return np.frombuffer(data, dtype=np.uint8), None
+    fd = getattr(src, "fd", None)
+    if fd is None or fd < 0 or not src.size:
+        return None
+    import mmap
+
+    try:
+        mm = mmap.mmap(fd, src.size, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    return np.frombuffer(mm, dtype=np.uint8), mm
+
+
+def _fast_walk(
+    view: SegmentView, b: _Builder, arr: np.ndarray, term: int, delta: int
+) -> tuple[int, int, int | None]:
+    """The batches from byte 0 walked at once (numpy): every header whose header_crc holds,
+    up to the first one that does not, a zero header, or the end. Returns where the walk one
+    by one goes on, the delta there and the next raft offset."""
+    fpos, pos = chain_positions(arr)
+    if not len(fpos):
+        return 0, delta, None
+    raw_hdr = arr[fpos[:, None] + _AR61]  # (n, 61) copies of the headers
+    flat = raw_hdr.reshape(-1)
+    starts = np.arange(len(fpos), dtype=np.int64) * HEADER_SIZE
+    crcs = np.empty(len(fpos), dtype=np.int64)
+    crc32c_spans(flat, starts + HEADER_CRC_FROM, starts + HEADER_SIZE, crcs)
+    h = flat.view(HEADER_DTYPE)
+    bad = (crcs != h["header_crc"]) | (h["last_offset_delta"] < 0) | (h["base_offset"] < 0)
+    first_bad = int(np.argmax(bad)) if bad.any() else len(fpos)
+    if first_bad < len(fpos):
+        pos = int(fpos[first_bad])
+        fpos, h, raw_hdr = fpos[:first_bad], h[:first_bad], raw_hdr[:first_bad]
+    if not len(fpos):
+        return 0, delta, None
+    types = h["type"].astype(np.int64)
+    sizes = h["size"].astype(np.int64)
+    lod = h["last_offset_delta"].astype(np.int64)
+    base = h["base_offset"].astype(np.int64)
+    data_kind = types == RAFT_DATA
+    dropped = np.isin(types, list(NO_KAFKA_OFFSET))
+    empty = ~data_kind & ~dropped
+    took = np.where(dropped, lod + 1, 0)
+    before = delta + np.cumsum(took) - took  # the delta at each batch
+    kafka_base = np.where(dropped, -1, base - before)
+    vsize = np.where(data_kind, sizes, np.where(empty, HEADER_SIZE, 0))
+    vpos = b.vpos + np.cumsum(vsize) - vsize
+    shown = ~dropped
+    k = np.zeros(int(shown.sum()), dtype=KAFKA_HEADER_DTYPE)
+    hs = h[shown]
+    k["base_offset"] = kafka_base[shown]
+    k["length"] = np.where(data_kind[shown], sizes[shown], HEADER_SIZE) - LOG_OVERHEAD
+    k["leader_epoch"] = term
+    k["magic"] = 2
+    for name in SHARED_FIELDS:
+        k[name] = hs[name]
+    patches = k.view(np.uint8).reshape(-1, HEADER_SIZE).copy()
+    for j, i in enumerate(np.flatnonzero(shown)):  # offset-taking non-data: empty batches
+        if empty[i]:
+            e = kafka_header(raw_hdr[i].tobytes(), 0, int(kafka_base[i]), term,
+                             size=HEADER_SIZE, empty=True)  # fmt: skip
+            patches[j] = np.frombuffer(with_crc(e, crc32c(crc_input_of_header(e))), np.uint8)
+    # the file runs: consecutive raft_data batches are contiguous in the file and the view
+    idx = np.flatnonzero(data_kind)
+    if len(idx):
+        breaks = np.flatnonzero(np.diff(idx) != 1) + 1
+        for chunk in np.split(idx, breaks):
+            i0, i1 = int(chunk[0]), int(chunk[-1])
+            b.close()
+            b.run = [int(vpos[i0]), int(fpos[i0]), int(fpos[i1] + sizes[i1] - fpos[i0])]
+            if i1 != len(fpos) - 1:
+                b.close()
+    b.vpos = int(vpos[-1] + vsize[-1])
+    if not data_kind[-1]:
+        b.close()
+    b.fast_pos = vpos[shown].astype(np.int64)
+    b.fast_patches = patches
+    view.left_out += int(dropped.sum())
+    view.fast = {
+        "file_pos": fpos,
+        "size": sizes,
+        "raft_base": base,
+        "raft_last": base + lod,
+        "type": types,
+        "attrs": h["attrs"].astype(np.int64),
+        "count": h["record_count"].astype(np.int64),
+        "kafka_base": kafka_base,
+        "view_pos": np.where(shown, vpos, -1),
+    }
+    return pos, int(delta + took.sum()), int(base[-1] + lod[-1] + 1)
 
 
 def walk_segment(
@@ -296,12 +461,23 @@ def walk_segment(
     size = src.size
     view = SegmentView(src.uri, size, term, raw, delta_start)
     b = _Builder(view)
-    reader = _Reader(src, data)
     delta = delta_start
     pos = 0
     window = 64 << 10
     next_raft: int | None = None
     kafka_next: int | None = None
+    mapped = None if raw else _file_array(src, data)
+    if mapped is not None:
+        arr, keep = mapped
+        try:
+            pos, delta, next_raft = _fast_walk(view, b, arr, term, delta)
+        finally:
+            mapped = arr = None  # the map's last views, before it closes
+            if keep is not None:
+                keep.close()
+        if next_raft is not None:
+            kafka_next = next_raft - delta
+    reader = _Reader(src, data)
     while pos < size:
         left = size - pos
         hb = reader.read(pos, min(HEADER_SIZE, left), window)
@@ -352,7 +528,7 @@ def walk_segment(
                 f"(stored {h[0]:#010x}, computed {crc32c(hb[4:]):#010x}); "
                 f"{span} bytes up to the next good header are unreadable"
             )
-            view.batches.append(
+            view.slow.append(
                 BatchInfo(pos, span, raft_base, raft_base, btype, attrs, count, base, at, reason)
             )
             view.damaged += 1
@@ -372,13 +548,13 @@ def walk_segment(
                 if old == h[4]:  # the CRC held: it holds for the bits cleared too
                     khdr = with_crc(khdr, crc32c(records, crc32c(crc_input_of_header(khdr))))
             at = b.header(khdr, pos, min(hsize, left))
-            view.batches.append(
+            view.slow.append(
                 BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, raft_base, at)
             )
         elif btype == RAFT_DATA:
             kb = raft_base - delta
             at = b.header(kafka_header(hb, 0, kb, term), pos, min(hsize, left))
-            view.batches.append(
+            view.slow.append(
                 BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, kb, at)
             )
         elif takes_kafka_offset(btype):
@@ -386,11 +562,11 @@ def walk_segment(
             empty = kafka_header(hb, 0, kb, term, size=HEADER_SIZE, empty=True)
             empty = with_crc(empty, crc32c(crc_input_of_header(empty)))
             at = b.header(empty, None, HEADER_SIZE)
-            view.batches.append(
+            view.slow.append(
                 BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, kb, at)
             )
         else:
-            view.batches.append(
+            view.slow.append(
                 BatchInfo(pos, hsize, raft_base, raft_last, btype, attrs, count, None, None)
             )
             view.left_out += 1
@@ -427,16 +603,24 @@ class RedpandaSource(ByteSource):
         self.inner = inner
         self.view = view
         self._data = data
-        self._fetched = 0
         self._run_starts = [r[0] for r in view.runs]
         self._patch_pos = view.patch_pos
-        self._patches = memoryview(bytes(view.patches))
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._patches = view.patches
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, list[int]] | None = None
 
     @property
     def uri(self) -> str:
         """The inner source's location."""
         return self.inner.uri
+
+    def _batch_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        if self._arrays is None:
+            self._arrays = self.view.shown()
+        return self._arrays
+
+    def _batch_at(self, positions: Any) -> np.ndarray:
+        vpos = self._batch_arrays()[0]
+        return np.clip(np.searchsorted(vpos, positions, side="right") - 1, 0, max(len(vpos) - 1, 0))
 
     def file_position(self, pos: int) -> int:
         """The file position of view position ``pos``."""
@@ -445,31 +629,18 @@ class RedpandaSource(ByteSource):
             vs, fs, n = self.view.runs[i]
             if pos < vs + n:
                 return fs + pos - vs
-        j = bisect.bisect_right(self._patch_pos, pos) - 1
-        for bi in self.view.batches:
-            if bi.view_pos is not None and j >= 0 and bi.view_pos == self._patch_pos[j]:
-                return bi.file_pos + (pos - bi.view_pos)
+        vpos, fpos, _, _ = self._batch_arrays()
+        if len(vpos):
+            j = int(self._batch_at(np.array([pos]))[0])
+            if vpos[j] <= pos:
+                return int(fpos[j] + (pos - vpos[j]))
         return pos
-
-    def _batch_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._arrays is None:
-            shown = [b for b in self.view.batches if b.view_pos is not None]
-            self._arrays = (
-                np.array([b.view_pos for b in shown], dtype=np.int64),
-                np.array([b.file_pos for b in shown], dtype=np.int64),
-                np.array([b.type for b in shown], dtype=np.int64),
-            )
-        return self._arrays
-
-    def _batch_at(self, positions: Any) -> np.ndarray:
-        vpos = self._batch_arrays()[0]
-        return np.clip(np.searchsorted(vpos, positions, side="right") - 1, 0, max(len(vpos) - 1, 0))
 
     def file_positions(self, positions: Any) -> Any:
         """See :meth:`ByteSource.file_positions` (a number or an array)."""
         if np.isscalar(positions):
             return self.file_position(int(positions))
-        vpos, fpos, _ = self._batch_arrays()
+        vpos, fpos, _, _ = self._batch_arrays()
         if not len(vpos):
             return positions
         i = self._batch_at(positions)
@@ -477,7 +648,7 @@ class RedpandaSource(ByteSource):
 
     def batch_labels(self, positions: Any) -> Any:
         """The Redpanda batch type of each batch start in ``positions``."""
-        vpos, _, types = self._batch_arrays()
+        vpos, _, types, _ = self._batch_arrays()
         if not len(vpos):
             return np.zeros(len(positions), dtype=np.int64)
         return types[self._batch_at(positions)]
@@ -495,10 +666,10 @@ class RedpandaSource(ByteSource):
         vpos = self._batch_arrays()[0]
         batch = None
         if len(vpos):
-            shown = [b for b in self.view.batches if b.view_pos is not None]
-            batch = shown[int(self._batch_at(np.array([pos]))[0])]
-            if batch.view_pos is not None and batch.view_pos > pos:
-                batch = None
+            j = int(self._batch_at(np.array([pos]))[0])
+            if vpos[j] <= pos:
+                fp = int(self._batch_arrays()[1][j])
+                batch = next((b for b in self.view.batches if b.file_pos == fp), None)
         where = self.file_position(pos)
         if batch is not None and batch.damage is not None:
             reason = batch.damage
@@ -534,24 +705,26 @@ class RedpandaSource(ByteSource):
                     chunk = self._data[at : at + (z - a)]
                     got = len(chunk)
                     out[a - pos : a - pos + got] = chunk
-                    self._fetched += got
                 else:
                     got = self.inner.read_into(at, out[a - pos : z - pos])
                 if got < z - a:
                     return a - pos + got
             i += 1
         pp = self._patch_pos
-        j = max(0, bisect.bisect_right(pp, pos - HEADER_SIZE))
-        patches = self._patches
-        while j < len(pp):
-            p = pp[j]
-            if p >= end:
-                break
-            a, z = max(pos, p), min(end, p + HEADER_SIZE)
-            if a < z:
-                at = j * HEADER_SIZE
-                out[a - pos : z - pos] = patches[at + (a - p) : at + (z - p)]
-            j += 1
+        j0 = int(np.searchsorted(pp, pos - HEADER_SIZE, side="right"))
+        j1 = int(np.searchsorted(pp, end, side="left"))
+        if j1 > j0:
+            sel = pp[j0:j1]
+            whole = (sel >= pos) & (sel + HEADER_SIZE <= end)
+            if whole.any():
+                arr = np.frombuffer(out, dtype=np.uint8)
+                k = np.flatnonzero(whole) + j0
+                arr[(pp[k] - pos)[:, None] + _AR61] = self._patches[k]
+            for j in np.flatnonzero(~whole) + j0:  # a header cut by the range's ends
+                p = int(pp[j])
+                a, z = max(pos, p), min(end, p + HEADER_SIZE)
+                if a < z:
+                    out[a - pos : z - pos] = self._patches[j][a - p : z - p].tobytes()
         return end - pos
 
     def read(self, pos: int, n: int) -> bytes:
@@ -684,6 +857,15 @@ def _keep_bytes(path: str, size: int, data: bytes) -> None:
 def _take_bytes(path: str, size: int) -> bytes | None:
     with _VIEWS_LOCK:
         return _BYTES.get((path, size))
+
+
+def forget() -> None:
+    """Forget the walks, translations and object bytes this process remembers (as a new
+    process: benchmarks, tests)."""
+    with _VIEWS_LOCK:
+        _VIEWS.clear()
+        _BYTES.clear()
+        _DELTAS.clear()
 
 
 class UnknownDeltaError(CorruptDataError):
