@@ -53,7 +53,6 @@ from ..format.redpanda import (
     HEADER_SIZE,
     INTERNAL_NAMESPACES,
     KAFKA_HEADER_DTYPE,
-    KAFKA_NAMESPACE,
     MANIFEST_BIN,
     MANIFEST_JSON,
     MAX_TYPE,
@@ -103,8 +102,9 @@ class RedpandaPath:
 
     @property
     def internal(self) -> bool:
-        """A partition of Redpanda's own state (not namespace ``kafka``)."""
-        return self.namespace is not None and self.namespace != KAFKA_NAMESPACE
+        """A partition of Redpanda's own state (namespace ``kafka_internal`` or ``redpanda``;
+        a partition directory whose grandparent is another directory is a user topic's)."""
+        return self.namespace in INTERNAL_NAMESPACES
 
 
 def _parts(path: str) -> list[str]:
@@ -518,15 +518,25 @@ def walk_segment(
             lod = 0
             if raft_after is not None and next_raft is not None and raft_after > next_raft:
                 lod = raft_after - next_raft - 1
-            fake = kafka_header(hb, 0, base, term, size=span, last_offset_delta=lod)
             rest = reader.read(pos + HEADER_SIZE, span - HEADER_SIZE, span)
+            # the batch CRC covers attrs..record_count: when it holds over these bytes, the
+            # header's last_offset_delta is the batch's (only fields outside it were damaged)
+            trusted = span == hsize and crc32c(rest, crc32c(_attrs_be(hb))) == h[4]
+            if trusted and last_delta >= 0:
+                lod = last_delta
+            fake = kafka_header(hb, 0, base, term, size=span, last_offset_delta=lod)
             good = crc32c(rest, crc32c(crc_input_of_header(fake)))
             fake = with_crc(fake, ~good)  # a CRC that fails: the Kafka layers report damage
             at = b.header(fake, pos, span)
             reason = (
                 f"Redpanda batch header at byte {pos} fails its header_crc "
-                f"(stored {h[0]:#010x}, computed {crc32c(hb[4:]):#010x}); "
-                f"{span} bytes up to the next good header are unreadable"
+                f"(stored {h[0]:#010x}, computed {crc32c(hb[4:]):#010x})"
+                + (
+                    "; its batch CRC holds, so it held offsets as its header says, but its base "
+                    "offset or size cannot be trusted"
+                    if trusted
+                    else f"; {span} bytes up to the next good header are unreadable"
+                )
             )
             view.slow.append(
                 BatchInfo(pos, span, raft_base, raft_base, btype, attrs, count, base, at, reason)
@@ -535,6 +545,9 @@ def walk_segment(
             if raft_after is not None:
                 next_raft = raft_after
                 kafka_next = raft_after - delta
+            elif trusted and next_raft is not None:  # the offsets its header says it held
+                next_raft += lod + 1
+                kafka_next = next_raft - delta
             pos = nxt
             continue
         raft_last = raft_base + last_delta

@@ -114,10 +114,11 @@ class RedpandaFound:
         # hash of its own path, so a partition is (root, ns, topic, p, rev)
         hashed = len(parts) >= 5 and HASH_PREFIX.match(parts[-5]) is not None
         root = "/".join(parts[:-5] if hashed else parts[:-4])
-        if ns != KAFKA_NAMESPACE and self.mode != "raw":
+        internal = ns in INTERNAL_NAMESPACES
+        if internal and self.mode != "raw":
             self.internal.add((ns, topic, pr[0]))
             return True
-        shown_topic = topic if ns == KAFKA_NAMESPACE else f"{ns}/{topic}"
+        shown_topic = f"{ns}/{topic}" if internal else topic
         if not collector.selected(entry.path, shown_topic, pr[0]):
             return True
         o = collector.options
@@ -180,10 +181,7 @@ class RedpandaFound:
                 continue
             try:
                 done = translate_partition(
-                    segs,
-                    opener,
-                    raw or group.namespace != KAFKA_NAMESPACE and group.namespace is not None,
-                    manifest,
+                    segs, opener, raw or group.namespace in INTERNAL_NAMESPACES, manifest
                 )
             except FileNotFoundError as exc:
                 raise CorruptDataError(
