@@ -49,9 +49,7 @@ def to_redpanda(kafka: bytes) -> bytes:
     offset 0, then every batch at raft offset (Kafka offset + 1)."""
     config_tail = (0, 0, 0, 0, -1, -1, -1, 1)
     config_body = b"\x0e\x00\x00\x00\x02\x00\x00\x00"  # one small record (not decoded)
-    config_crc = crc32c.crc32c(
-        config_body, crc32c.crc32c(struct.pack(">hiqqqhii", *config_tail))
-    )
+    config_crc = crc32c.crc32c(config_body, crc32c.crc32c(struct.pack(">hiqqqhii", *config_tail)))
     out = [_redpanda_batch(0, 2, config_crc, config_tail, config_body)]
     pos = 0
     view = memoryview(kafka)

@@ -208,13 +208,13 @@ class LogDump:
                         batchTypeName=type_name(b.type),
                         raftBaseOffset=b.raft_base,
                         raftLastOffset=b.raft_last,
-                        kafkaBaseOffset=b.kafka_base,
+                        kafkaBaseOffset=None if view.raw else b.kafka_base,
                         count=b.record_count,
                         attributes=b.attrs,
                         headerCrcValid=b.damage is None,
                     )
                 else:
-                    line = "redpanda " + describe_batch(b)
+                    line = "redpanda " + describe_batch(b, view.raw)
                     if b.damage is not None:
                         line += " headerCrcValid: false"
                     self.line(line)

@@ -1066,9 +1066,10 @@ def check_namespace_option(value: str) -> str:
     return value
 
 
-def describe_batch(b: BatchInfo) -> str:
-    """One line of ``dump``: type, raft offsets, Kafka offset, position, size, records."""
-    kafka = "-" if b.kafka_base is None else str(b.kafka_base)
+def describe_batch(b: BatchInfo, raw: bool = False) -> str:
+    """One line of ``dump``: type, raft offsets, Kafka offset (``-`` for a batch that takes
+    none, and in a raw view, whose offsets are raft offsets), position, size, records."""
+    kafka = "-" if b.kafka_base is None or raw else str(b.kafka_base)
     return (
         f"type: {b.type} {type_name(b.type)} raftOffset: {b.raft_base}-{b.raft_last} "
         f"kafkaOffset: {kafka} position: {b.file_pos} size: {b.size} records: {b.record_count}"

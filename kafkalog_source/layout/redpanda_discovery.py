@@ -18,6 +18,7 @@ from ..format.redpanda import (
     INTERNAL_NAMESPACES,
     KAFKA_NAMESPACE,
     MANIFEST_BIN,
+    MANIFEST_JSON,
     META_DIR,
     PartitionManifest,
     parse_partition_dir,
@@ -82,6 +83,9 @@ class RedpandaFound:
         """Keep ``entry`` when it is a Redpanda segment or partition manifest; whether it was."""
         if entry.is_dir:
             return False
+        name = entry.name
+        if name not in (MANIFEST_JSON, MANIFEST_BIN) and ("-v" not in name or ".log" not in name):
+            return False  # most files of a Kafka log directory: not looked at further
         parts = _parts(entry.path)
         mp = manifest_prefix(entry.path)
         if mp is not None:
