@@ -60,6 +60,7 @@ from ..format.redpanda import (
     NO_KAFKA_OFFSET,
     RAFT_DATA,
     SHARED_FIELDS,
+    SIZE_AT,
     TYPE_AT,
     ZERO_HEADER,
     PartitionManifest,
@@ -285,13 +286,22 @@ def _next_good(reader: _Reader, start: int, size: int) -> int:
     while q + HEADER_SIZE <= size:
         chunk = reader.read(q, min(_SCAN_CHUNK + HEADER_SIZE, size - q), _SCAN_CHUNK + HEADER_SIZE)
         last = len(chunk) - HEADER_SIZE
-        for i in range(last + 1):
-            # a header's type byte is small: a cheap test first
-            if chunk[i + TYPE_AT] > MAX_TYPE:
-                continue
+        a = np.frombuffer(chunk, dtype=np.uint8)
+        m = last + 1
+        # cheap tests first, at every position at once: a small type byte, and a size field
+        # that frames a batch within the file (or a zero header's zero)
+        sz = a[SIZE_AT : SIZE_AT + m].astype(np.int64)
+        for k in range(1, 4):
+            sz |= a[SIZE_AT + k : SIZE_AT + k + m].astype(np.int64) << (8 * k)
+        room = size - (q + np.arange(m, dtype=np.int64))
+        cand = np.flatnonzero(
+            (a[TYPE_AT : TYPE_AT + m] <= MAX_TYPE)
+            & (((sz >= HEADER_SIZE) & (sz <= room)) | (sz == 0))
+        )
+        for i in cand.tolist():
             hb = chunk[i : i + HEADER_SIZE]
-            h0, sz = HEADER.unpack_from(hb)[:2]
-            if hb == ZERO_HEADER or (sz >= HEADER_SIZE and crc32c(hb[4:]) == h0):
+            h0, n = HEADER.unpack_from(hb)[:2]
+            if hb == ZERO_HEADER or (n >= HEADER_SIZE and crc32c(hb[4:]) == h0):
                 return q + i
         q += last + 1
     return size
