@@ -48,25 +48,23 @@ from ..format.redpanda import (
     BASE_OFFSET_AT,
     HASH_PREFIX,
     HEADER,
-    HEADER_CRC_FROM,
-    HEADER_DTYPE,
     HEADER_SIZE,
     INTERNAL_NAMESPACES,
-    KAFKA_HEADER_DTYPE,
     MANIFEST_BIN,
     MANIFEST_JSON,
     MAX_TYPE,
     META_DIR,
     NO_KAFKA_OFFSET,
     RAFT_DATA,
-    SHARED_FIELDS,
     SIZE_AT,
     TYPE_AT,
     ZERO_HEADER,
     PartitionManifest,
     SegmentName,
     crc_input_of_header,
+    header_columns,
     kafka_header,
+    kafka_headers,
     parse_manifest_json,
     parse_partition_dir,
     parse_segment_name,
@@ -74,8 +72,7 @@ from ..format.redpanda import (
     type_name,
     with_crc,
 )
-from ..kernel.crc32c import crc32c_spans
-from ..kernel.redpanda import chain_positions
+from ..kernel.redpanda import chain_headers, gather_cols, put_rows
 from ..transport.base import ByteSource
 from ..transport.filesystems import is_remote
 
@@ -372,9 +369,14 @@ def _file_array(src: ByteSource, data: bytes | None) -> tuple[np.ndarray, Any] |
     import mmap
 
     try:
-        mm = mmap.mmap(fd, src.size, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
+        # populated at once: one call maps the file's cached pages, not a fault per page
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        mm = mmap.mmap(fd, src.size, flags=flags, prot=mmap.PROT_READ)
+    except (OSError, ValueError, AttributeError):
+        try:
+            mm = mmap.mmap(fd, src.size, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
     return np.frombuffer(mm, dtype=np.uint8), mm
 
 
@@ -384,26 +386,19 @@ def _fast_walk(
     """The batches from byte 0 walked at once (numpy): every header whose header_crc holds,
     up to the first one that does not, a zero header, or the end. Returns where the walk one
     by one goes on, the delta there and the next raft offset."""
-    fpos, pos = chain_positions(arr)
+    fpos, raw_hdr, pos = chain_headers(arr, HEADER_SIZE)
     if not len(fpos):
         return 0, delta, None
-    raw_hdr = arr[fpos[:, None] + _AR61]  # (n, 61) copies of the headers
-    flat = raw_hdr.reshape(-1)
-    starts = np.arange(len(fpos), dtype=np.int64) * HEADER_SIZE
-    crcs = np.empty(len(fpos), dtype=np.int64)
-    crc32c_spans(flat, starts + HEADER_CRC_FROM, starts + HEADER_SIZE, crcs)
-    h = flat.view(HEADER_DTYPE)
-    bad = (crcs != h["header_crc"]) | (h["last_offset_delta"] < 0) | (h["base_offset"] < 0)
-    first_bad = int(np.argmax(bad)) if bad.any() else len(fpos)
-    if first_bad < len(fpos):
+    c = header_columns(raw_hdr)
+    bad = (c["last_offset_delta"] < 0) | (c["base_offset"] < 0)
+    if bad.any():  # framed, its header CRC holds, and yet absurd: walked one by one
+        first_bad = int(np.argmax(bad))
         pos = int(fpos[first_bad])
-        fpos, h, raw_hdr = fpos[:first_bad], h[:first_bad], raw_hdr[:first_bad]
-    if not len(fpos):
-        return 0, delta, None
-    types = h["type"].astype(np.int64)
-    sizes = h["size"].astype(np.int64)
-    lod = h["last_offset_delta"].astype(np.int64)
-    base = h["base_offset"].astype(np.int64)
+        fpos, raw_hdr = fpos[:first_bad], raw_hdr[:first_bad]
+        c = {k: v[:first_bad] for k, v in c.items()}
+        if not len(fpos):
+            return 0, delta, None
+    types, sizes, lod, base = c["type"], c["size"], c["last_offset_delta"], c["base_offset"]
     data_kind = types == RAFT_DATA
     dropped = np.isin(types, list(NO_KAFKA_OFFSET))
     empty = ~data_kind & ~dropped
@@ -413,20 +408,18 @@ def _fast_walk(
     vsize = np.where(data_kind, sizes, np.where(empty, HEADER_SIZE, 0))
     vpos = b.vpos + np.cumsum(vsize) - vsize
     shown = ~dropped
-    k = np.zeros(int(shown.sum()), dtype=KAFKA_HEADER_DTYPE)
-    hs = h[shown]
-    k["base_offset"] = kafka_base[shown]
-    k["length"] = np.where(data_kind[shown], sizes[shown], HEADER_SIZE) - LOG_OVERHEAD
-    k["leader_epoch"] = term
-    k["magic"] = 2
-    for name in SHARED_FIELDS:
-        k[name] = hs[name]
-    patches = k.view(np.uint8).reshape(-1, HEADER_SIZE).copy()
-    for j, i in enumerate(np.flatnonzero(shown)):  # offset-taking non-data: empty batches
-        if empty[i]:
-            e = kafka_header(raw_hdr[i].tobytes(), 0, int(kafka_base[i]), term,
-                             size=HEADER_SIZE, empty=True)  # fmt: skip
-            patches[j] = np.frombuffer(with_crc(e, crc32c(crc_input_of_header(e))), np.uint8)
+    lengths = np.where(data_kind, sizes, HEADER_SIZE) - LOG_OVERHEAD
+    if shown.all():
+        patches = kafka_headers(raw_hdr, kafka_base, lengths, term, gather_cols)
+    else:
+        patches = kafka_headers(
+            raw_hdr[shown], kafka_base[shown], lengths[shown], term, gather_cols
+        )
+    row = np.cumsum(shown) - 1  # each batch's row among the patches
+    for i in np.flatnonzero(empty).tolist():  # offset-taking non-data: empty batches
+        e = kafka_header(raw_hdr[i].tobytes(), 0, int(kafka_base[i]), term,
+                         size=HEADER_SIZE, empty=True)  # fmt: skip
+        patches[int(row[i])] = np.frombuffer(with_crc(e, crc32c(crc_input_of_header(e))), np.uint8)
     # the file runs: consecutive raft_data batches are contiguous in the file and the view
     idx = np.flatnonzero(data_kind)
     if len(idx):
@@ -449,8 +442,8 @@ def _fast_walk(
         "raft_base": base,
         "raft_last": base + lod,
         "type": types,
-        "attrs": h["attrs"].astype(np.int64),
-        "count": h["record_count"].astype(np.int64),
+        "attrs": c["attrs"],
+        "count": c["record_count"],
         "kafka_base": kafka_base,
         "view_pos": np.where(shown, vpos, -1),
     }
@@ -484,7 +477,10 @@ def walk_segment(
         finally:
             mapped = arr = None  # the map's last views, before it closes
             if keep is not None:
-                keep.close()
+                try:
+                    keep.close()
+                except BufferError:  # a view still held (an error's traceback): left to GC
+                    pass
         if next_raft is not None:
             kafka_next = next_raft - delta
     reader = _Reader(src, data)
@@ -739,10 +735,11 @@ class RedpandaSource(ByteSource):
         if j1 > j0:
             sel = pp[j0:j1]
             whole = (sel >= pos) & (sel + HEADER_SIZE <= end)
-            if whole.any():
-                arr = np.frombuffer(out, dtype=np.uint8)
+            if whole.all():  # every header inside the range: one compiled call
+                put_rows(np.frombuffer(out, dtype=np.uint8), pos, sel, self._patches[j0:j1])
+            elif whole.any():
                 k = np.flatnonzero(whole) + j0
-                arr[(pp[k] - pos)[:, None] + _AR61] = self._patches[k]
+                put_rows(np.frombuffer(out, dtype=np.uint8), pos, pp[k], self._patches[k])
             for j in np.flatnonzero(~whole) + j0:  # a header cut by the range's ends
                 p = int(pp[j])
                 a, z = max(pos, p), min(end, p + HEADER_SIZE)
