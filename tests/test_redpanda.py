@@ -361,3 +361,13 @@ def test_hostile_bytes_are_loud_never_a_crash(tmp_path: Path) -> None:
             except kl.KafkaLogError:
                 continue
             assert stats.unaccounted_bytes == 0
+
+
+def test_both_modes_in_one_process(data_dir: Path) -> None:
+    """A raw read and a Kafka read of the same files, interleaved in one process, each as asked."""
+    part = data_dir / "kafka" / "orders" / "0_7"
+    kafka = kl.read_table(part)
+    raw = kl.read_table(part, redpanda="raw")
+    again = kl.read_table(part, threads=2, maxPartitionBytes=200)
+    assert _rows(kafka) == _rows(again) == _expected_rows()
+    assert raw.column("offset").to_pylist()[0] == 0 and len(raw) == 15

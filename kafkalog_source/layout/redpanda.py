@@ -803,9 +803,12 @@ _VIEWS: OrderedDict[tuple, SegmentView] = OrderedDict()
 _VIEWS_LOCK = threading.Lock()
 _VIEWS_MAX = 512
 # the delta at each segment's start, as the plan that found it translated its partition
-_DELTAS: dict[str, tuple[int, bool]] = {}
+_DELTAS: dict[str, tuple[int, bool]] = {}  # the last translation of each path
+_DELTAS_BY_MODE: dict[tuple[str, bool], int] = {}  # each path's, raw and not
 # what a read asks: "kafka" or "raw"
-_MODE: contextvars.ContextVar[str] = contextvars.ContextVar("kafkalog_redpanda", default="kafka")
+_MODE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "kafkalog_redpanda", default=None
+)
 
 
 @contextmanager
@@ -823,13 +826,18 @@ def note_segment_base(path: str, kafka_base: int | None, mode: str | None = None
     offset ``kafka_base`` (the delta before it is its name's raft base minus it), unless this
     process translated it already (the planning process). ``mode``: the read's ``redpanda``
     option (default: the one :func:`redpanda_mode` set)."""
-    if path in _DELTAS:
-        return
     rp = redpanda_path(path)
     if rp is None or kafka_base is None:
         return
-    raw = (mode or _MODE.get()) == "raw" or rp.internal
-    _DELTAS[path] = (0 if raw else rp.name.base - kafka_base, raw)
+    raw = (mode or _MODE.get() or "kafka") == "raw" or rp.internal
+    if (path, raw) in _DELTAS_BY_MODE:
+        return
+    _note(path, 0 if raw else rp.name.base - kafka_base, raw)
+
+
+def _note(path: str, delta: int, raw: bool) -> None:
+    _DELTAS[path] = (delta, raw)
+    _DELTAS_BY_MODE[(path, raw)] = delta
 
 
 def _mtime(src: ByteSource) -> int:
@@ -886,6 +894,7 @@ def forget() -> None:
         _VIEWS.clear()
         _BYTES.clear()
         _DELTAS.clear()
+        _DELTAS_BY_MODE.clear()
 
 
 class UnknownDeltaError(CorruptDataError):
@@ -916,8 +925,14 @@ def open_redpanda(
     partition directory) or its partition manifest."""
     rp = redpanda_path(inner.path)
     assert rp is not None
-    noted = _DELTAS.get(inner.path)
-    raw = _MODE.get() == "raw" or rp.internal
+    mode = _MODE.get()
+    if mode is None:  # no read asked (planning, verify's walk): as the last plan translated it
+        noted = _DELTAS.get(inner.path)
+        raw = rp.internal if noted is None else noted[1]
+    else:
+        raw = mode == "raw" or rp.internal
+        known = _DELTAS_BY_MODE.get((inner.path, raw))
+        noted = None if known is None else (known, raw)
     if noted is not None:
         delta, raw = noted
     elif raw:
@@ -1033,7 +1048,7 @@ def translate_partition(
         with opener(path) as src:
             view = segment_view(src, name.term, delta, raw)
         base = name.base - (0 if raw else delta)
-        _DELTAS[path] = (0 if raw else delta, raw)
+        _note(path, 0 if raw else delta, raw)
         out.append(Translated(path, base, view.view_size, raw, view, hole))
         delta = view.delta_end if not raw else 0
         if view.next_raft is not None:
