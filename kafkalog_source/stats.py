@@ -109,6 +109,9 @@ class ReadStats:
     source_bytes: int = 0
     source_requests: int = 0
     listing_requests: int = 0  # remote listing and metadata calls made by discovery
+    # Redpanda: partitions of Redpanda's own namespaces (kafka_internal, redpanda) found and
+    # not read (redpanda=kafka; redpanda=raw reads them)
+    redpanda_internal_partitions: int = 0
     unlogged_problems: int = 0  # problems counted and kept, but not logged (per-file cap)
     events_dropped: int = 0  # events past MAX_EVENTS: counted, not kept
     # decode=: records of internal topics that did not decode (DROPMALFORMED: dropped;
@@ -273,6 +276,12 @@ class ReadStats:
             parts.append(
                 f"skipped {self.corrupt_files} corrupt files ({self.corrupt_file_bytes} bytes) "
                 f"and {self.missing_files} missing ({self.missing_file_bytes} bytes)"
+            )
+        if self.redpanda_internal_partitions:
+            n = self.redpanda_internal_partitions
+            parts.append(
+                f"skipped {n} partition{'' if n == 1 else 's'} of Redpanda's own namespaces "
+                "(redpanda=raw reads them)"
             )
         if self.missing_ranges:
             parts.append(

@@ -29,6 +29,23 @@ SOURCES: tuple[tuple[str, dict[str, str]], ...] = (
     ("kernel/legacy.py", {}),
     ("codecs/compiled.py", {}),
     ("kernel/avro.py", {"WIDTH": "AVRO_WIDTH", "MAX_MS": "MAX_MS", "E_": "AE_"}),
+    (
+        "format/redpanda.py",
+        {
+            n: "RP_" + n
+            for n in (
+                "HEADER_SIZE",
+                "HEADER_CRC_FROM",
+                "SIZE_AT",
+                "BASE_OFFSET_AT",
+                "TYPE_AT",
+                "CRC_AT",
+                "ATTRS_AT",
+                "RAFT_DATA",
+                "MAX_TYPE",
+            )
+        },
+    ),
 )
 
 

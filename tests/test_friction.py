@@ -160,14 +160,23 @@ def test_a_folder_of_log_directories_suggests_the_paths_and_recursive_lookup(tmp
         kl.read_table(deep)
 
 
-def test_a_redpanda_data_directory_is_named_as_such(tmp_path):
+def test_a_redpanda_data_directory_is_read_and_its_own_namespaces_are_named(tmp_path):
     from kafkalog_source.errors import PathError
 
     partition = tmp_path / "kafka" / "orders" / "0_17"
     partition.mkdir(parents=True)
-    (partition / "0-1-v1.log").write_bytes(b"\0" * 100)
-    with pytest.raises(PathError, match=r"0-1-v1.log are Redpanda segments, a format of its own"):
-        kl.read_table(tmp_path)
+    (partition / "0-1-v1.log").write_bytes(b"\0" * 100)  # a preallocated, empty segment
+    stats = kl.ReadStats()
+    assert kl.read_table(tmp_path, stats=stats).num_rows == 0
+    assert stats.zero_tails == 1
+    # a data directory holding only Redpanda's own state says so, and how to read it
+    own = tmp_path / "own" / "redpanda" / "kvstore" / "0_0"
+    own.mkdir(parents=True)
+    (own / "0-0-v1.log").write_bytes(b"\0" * 100)
+    with pytest.raises(
+        PathError, match=r"1 partition of Redpanda's own namespaces .* redpanda=raw"
+    ):
+        kl.read_table(tmp_path / "own")
 
 
 # ------------------------------------------------------------------ kafkalog dump

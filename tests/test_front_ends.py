@@ -5,7 +5,9 @@ The archives are damaged copies of ``sample_segments/`` (written by kafka-python
 as users damage them: a segment emptied (a failed copy), a segment file missing between two
 others, the last segment cut inside its last batch (a copy taken while the broker wrote) for
 every magic and codec, a flipped bit in a length field, two brokers' copies of one partition, and
-a Redpanda segment named directly. The expected offsets and bytes come from the samples'
+a Redpanda segment named alone without the segments before it (its Kafka offsets cannot be
+known), and Redpanda partitions with a missing middle segment and a cut last batch (a damaged
+Redpanda header: tests/test_redpanda.py). The expected offsets and bytes come from the samples'
 MANIFEST.json (the generator's record of what the clients wrote), not from the reader.
 
 Front ends: the Arrow API (``read_table``, ``iter_batches``, ``open_reader``), Spark (a batch
@@ -165,12 +167,45 @@ def _copies(tmp: Path, m: dict[str, Any]) -> Case:
 
 
 def _redpanda(tmp: Path, m: dict[str, Any]) -> Case:
+    """A Redpanda segment named alone that does not start at raft offset 0, without the
+    segments before it: its Kafka offsets cannot be known, so every front end refuses it."""
     from test_friction import _redpanda_segment
 
     path = tmp / "redpanda" / "0_13" / "2-2-v1.log"
     path.parent.mkdir(parents=True)
     path.write_bytes(_redpanda_segment(2))
     return Case("redpanda", str(path), {}, Truth(1))
+
+
+# Redpanda partitions (tests/test_redpanda.py builds them, with their Kafka offsets by hand):
+# 0-1-v1.log (Kafka 0-5: data 0-2, a tx_fence's 3, data 4-5), 7-2-v1.log (data 6-8),
+# 12-3-v1.log (data 9-10; its zero tail is cut off here: the matrix has no zero-tail case)
+
+
+def _no_zero_tail(part: Path) -> None:
+    last = part / "12-3-v1.log"
+    last.write_bytes(last.read_bytes()[:-1000])  # the 1000-byte zero tail
+
+
+def _rp_missing(tmp: Path, m: dict[str, Any]) -> Case:
+    """The middle segment gone: raft offsets 7-11 missing; the Kafka offsets after it are taken
+    with the delta unchanged (a warning says so), so the loss reads as Kafka offsets 6-10."""
+    from test_redpanda import _partition
+
+    part = _partition(tmp / "rp-missing", skip=("7-2-v1.log",))
+    _no_zero_tail(part)
+    return Case("redpanda-missing", str(part), {}, Truth(0, ((6, 10),)), 7)
+
+
+def _rp_cut(tmp: Path, m: dict[str, Any]) -> Case:
+    """The last segment cut 30 bytes into its data batch's header (its zero tail gone too): a
+    quiet truncated tail, as for Kafka, whose header still names Kafka offsets 9-10."""
+    from test_redpanda import SEGMENTS, _partition
+
+    part = _partition(tmp / "rp-cut")
+    last = part / "12-3-v1.log"
+    last.write_bytes(last.read_bytes()[: len(SEGMENTS["12-3-v1.log"][0]) + 30])
+    return Case("redpanda-cut", str(part), {}, Truth(0, ((9, 10),), (("truncated tail", 30),)), 8)
 
 
 CUT_SAMPLES = [
@@ -192,6 +227,8 @@ def _cases(tmp: Path) -> list[Case]:
         _flipped_length(tmp, m, "PERMISSIVE", 24, 0x10, "damaged-offset-delta"),
         _copies(tmp, m),
         _redpanda(tmp, m),
+        _rp_missing(tmp, m),
+        _rp_cut(tmp, m),
     ]
     for sample in CUT_SAMPLES:
         name = next(k.split("/", 1)[1] for k in m if k.startswith(sample + "/"))
@@ -315,6 +352,8 @@ def _expected(case: Case, got: Truth) -> None:
         "damaged-offset-delta",
         "copies",
         "redpanda",
+        "redpanda-missing",
+        "redpanda-cut",
         *(f"cut-{s}" for s in CUT_SAMPLES),
     ],
 )
@@ -356,7 +395,7 @@ def test_the_failures_are_named_alike(cases, capfd):
         code, said = verify(capfd, case)
         assert code == 1 and words in said, said
     code, out, err = _run(capfd, "dump", cases["redpanda"].path)
-    assert code == 1 and "this looks like a Redpanda segment" in err
+    assert code == 1 and "cannot be known" in err
 
 
 def test_dump_names_the_offsets_of_a_cut_batch(cases, capfd):
@@ -405,7 +444,8 @@ def _spark_stream(
 
 
 SPARK_CASES = ["emptied", "missing-middle", f"cut-{MULTI}", "flipped-dropmalformed",
-               "flipped-failfast", "cut-magic1-gzip-0", "cut-magic0-snappy-0"]  # fmt: skip
+               "flipped-failfast", "cut-magic1-gzip-0", "cut-magic0-snappy-0",
+               "redpanda-missing"]  # fmt: skip
 
 
 @pytest.mark.spark

@@ -45,6 +45,9 @@ METADATA_COLUMNS: tuple[pa.Field, ...] = (
 
 CONTROL_COLUMNS: tuple[pa.Field, ...] = (pa.field("control", CONTROL_STRUCT),)
 
+# redpanda=raw with includeMetadata: each row's Redpanda batch type (raft_data, ...)
+REDPANDA_COLUMNS: tuple[pa.Field, ...] = (pa.field("redpandaBatchType", pa.string()),)
+
 # key and value as the records hold them, control records' too (the `key`/`value` columns are
 # null for control records): what decode= (reader/internal.py) reads; not a user column
 RAW_COLUMNS: tuple[pa.Field, ...] = (
@@ -53,7 +56,8 @@ RAW_COLUMNS: tuple[pa.Field, ...] = (
 )
 
 ALL_COLUMNS: dict[str, pa.Field] = {
-    f.name: f for f in KAFKA_COLUMNS + METADATA_COLUMNS + CONTROL_COLUMNS + RAW_COLUMNS
+    f.name: f
+    for f in KAFKA_COLUMNS + METADATA_COLUMNS + CONTROL_COLUMNS + REDPANDA_COLUMNS + RAW_COLUMNS
 }
 
 _DDL = {
@@ -76,6 +80,7 @@ _DDL = {
     "batchPosition": "bigint",
     "segmentBaseOffset": "bigint",
     "control": "struct<type:string,version:int,coordinatorEpoch:int>",
+    "redpandaBatchType": "string",
     "rawKey": "binary",
     "rawValue": "binary",
 }
@@ -107,6 +112,8 @@ COLUMN_DOCS: dict[str, str] = {
     "(`COMMIT`, `ABORT`, `LEADER_CHANGE`, ..., `UNKNOWN(n)` for an unknown id, `INVALID` for a "
     "key shorter than 4 bytes), `version` (the key version) and `coordinatorEpoch`; null for "
     "data rows",
+    "redpandaBatchType": "`redpanda=raw` with `includeMetadata`: the Redpanda batch's type "
+    "(`raft_data`, `raft_configuration`, `kvstore`, ...); null for Kafka segments",
 }
 
 
@@ -143,7 +150,10 @@ class Projection:
 
 
 def default_projection(
-    include_headers: bool = True, include_metadata: bool = False, include_control: bool = False
+    include_headers: bool = True,
+    include_metadata: bool = False,
+    include_control: bool = False,
+    redpanda_raw: bool = False,
 ) -> Projection:
     """The columns a reader produces for the given options, in Spark Kafka source order."""
     names = [f.name for f in KAFKA_COLUMNS if include_headers or f.name != "headers"]
@@ -151,6 +161,8 @@ def default_projection(
         names += [f.name for f in METADATA_COLUMNS]
     if include_control:
         names += [f.name for f in CONTROL_COLUMNS]
+    if include_metadata and redpanda_raw:
+        names += [f.name for f in REDPANDA_COLUMNS]
     return Projection(tuple(names))
 
 
@@ -165,5 +177,8 @@ def projection_for(names: list[str] | tuple[str, ...]) -> Projection:
 def output_projection(options: ReadOptions) -> Projection:
     """The columns produced for these options when the user gives no schema."""
     return default_projection(
-        options.include_headers, options.include_metadata, options.include_control_records
+        options.include_headers,
+        options.include_metadata,
+        options.include_control_records,
+        options.redpanda == "raw",
     )

@@ -170,6 +170,16 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dump every file; return 0, or 1 for bad data (a file not dumped whole, records not shown)."""
+    from ..layout.redpanda import redpanda_mode
+
+    given = command_options(args.option, "dump", DUMP_OPTIONS)
+    mode = next((str(v) for k, v in given.items() if k.lower() == "redpanda"), "kafka")
+    with redpanda_mode(mode):  # Redpanda segments opened as the read asks (redpanda=raw)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, within :func:`run`."""
 
     args.reader_options = command_options(args.option, "dump", DUMP_OPTIONS)
 

@@ -36,9 +36,11 @@ from typing import Any
 from ..errors import CorruptDataError
 from ..format.batch import PREFIX_SIZE, BatchHeader
 from ..format.names import CONTROL_TYPE_IDS, base_offset_from_name
+from ..format.redpanda import type_name
 from ..framing.headers import Tail
 from ..framing.walk import walk_classified
 from ..layout.files import open_source
+from ..layout.redpanda import RedpandaSource, describe_batch, is_redpanda_segment, redpanda_path
 from ..layout.tiered import is_tiered_log
 from ..transport.source import ByteSource
 from . import segments as seg
@@ -148,6 +150,9 @@ class LogDump:
         kind = "log"
         header_line: str | None = None
         extra: dict[str, Any] = {}
+        if is_redpanda_segment(path):
+            self._dump_redpanda(path)
+            return
         if name.endswith(".log"):
             if base is None:
                 self.warn(f"warning: {path}: no base offset in the file name")
@@ -171,6 +176,53 @@ class LogDump:
             elif header_line is not None:
                 self.line(header_line)
             limit = size if self.max_bytes == INT_MAX else min(size, self.max_bytes)
+            self._dump_batches(src, path, limit)
+
+    def _dump_redpanda(self, path: str) -> None:
+        """A Redpanda segment: one line per Redpanda batch (its type, raft offsets, Kafka
+        offsets, file position, size, records, header CRC), then its Kafka view dumped as a
+        Kafka segment (the batches and records a Kafka client reads)."""
+        with open_source(path) as src:
+            view = src.view if isinstance(src, RedpandaSource) else None
+            if view is None:  # pragma: no cover - open_source opens every Redpanda name so
+                raise CorruptDataError("not a Redpanda segment", path, 0)
+            rp = redpanda_path(path)
+            term = rp.name.term if rp is not None else 0
+            if self.jsonl:
+                self.obj(type="file", file=path, kind="redpanda", raftBaseOffset=rp and
+                         rp.name.base, term=term, rawView=view.raw)  # fmt: skip
+            else:
+                self.line(
+                    f"Redpanda segment: raft base offset {rp.name.base if rp else '?'}, term "
+                    f"{term}; {len(view.batches)} batches "
+                    f"({'raw: every batch at its raft offset' if view.raw else 'Kafka offsets'})"
+                )
+            for b in view.batches:
+                if self.jsonl:
+                    self.obj(
+                        type="redpanda_batch",
+                        file=path,
+                        position=b.file_pos,
+                        size=b.size,
+                        batchType=b.type,
+                        batchTypeName=type_name(b.type),
+                        raftBaseOffset=b.raft_base,
+                        raftLastOffset=b.raft_last,
+                        kafkaBaseOffset=None if view.raw else b.kafka_base,
+                        count=b.record_count,
+                        attributes=b.attrs,
+                        headerCrcValid=b.damage is None,
+                    )
+                else:
+                    line = "redpanda " + describe_batch(b, view.raw)
+                    if b.damage is not None:
+                        line += " headerCrcValid: false"
+                    self.line(line)
+                if b.damage is not None:
+                    self.fail(EXIT_INCOMPLETE, f"{path}: {b.damage}")
+            if not self.jsonl:
+                self.line("As a Kafka client reads it (positions in its Kafka view):")
+            limit = src.size if self.max_bytes == INT_MAX else min(src.size, self.max_bytes)
             self._dump_batches(src, path, limit)
 
     def _dump_batches(self, src: ByteSource, path: str, limit: int) -> None:

@@ -132,6 +132,16 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Verify every segment under the paths; print problems and summaries."""
+    from ..layout.redpanda import redpanda_mode
+
+    given = command_options(args.option, "verify", VERIFY_OPTIONS)
+    mode = next((str(v) for k, v in given.items() if k.lower() == "redpanda"), "kafka")
+    with redpanda_mode(mode):  # Redpanda segments opened as the read asks (redpanda=raw)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, within :func:`run`."""
     import logging
 
     from ..layout.discovery import discover, segment_bases

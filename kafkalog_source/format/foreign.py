@@ -1,6 +1,7 @@
 """Files that are not Kafka segments, told by their first bytes (no I/O): a compressed or
-archived copy of a segment, a Parquet or Avro file, text or JSON, or a Redpanda segment, whose
-on-disk batch header is its own (little-endian, a CRC-32C over its 57 bytes after the CRC). Each
+archived copy of a segment, a Parquet or Avro file, text or JSON, or a Redpanda segment under
+another name than Redpanda's (its batch header is little-endian, a CRC-32C over its 57 bytes
+after the CRC; Redpanda segments named as Redpanda names them are read: ``layout/redpanda.py``). Each
 signature would make a Kafka batch's base offset absurd (above 2**58), or is a CRC over 57 bytes.
 """
 
@@ -46,7 +47,9 @@ def describe_foreign(head: bytes) -> str | None:
     if _is_redpanda(head):
         return _sentence(
             "a Redpanda segment (Redpanda's own format: little-endian batch headers)",
-            "kafkalog reads Kafka's format only; read the topic through Redpanda's Kafka API",
+            "kafkalog reads Redpanda segments by their names: keep Redpanda's "
+            "<base>-<term>-v1.log name (in its <namespace>/<topic>/<partition>_<revision> "
+            "directory for its topic, partition and offsets)",
         )
     text = _text(head)
     if text is not None:

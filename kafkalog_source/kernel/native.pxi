@@ -72,6 +72,10 @@ cdef extern from "csrc/kl_all.h" nogil:
     int64_t kl_zstd_payload(kl_bytes src, int64_t start, int64_t end, kl_u8 dst, int64_t dp,
                             int64_t dlimit)
     int64_t kl_crc32c(kl_bytes a, int64_t start, int64_t end)
+    int64_t kl_rp_chain(kl_bytes buf, kl_i64 out, kl_u8 headers, int64_t *stop)
+    int64_t kl_put_rows(kl_u8 dst, int64_t base, kl_ci64 at, kl_bytes rows, int64_t width)
+    void kl_gather_cols(kl_bytes src, int64_t src_width, kl_ci64 cols, kl_u8 dst,
+                        int64_t dst_width, int64_t at)
     int64_t kl_crc32(kl_bytes a, int64_t start, int64_t end)
     int64_t kl_scan_window(kl_bytes buf, int64_t limit, int64_t file_pos, kl_mat out,
                            int64_t *stop, int64_t *why)
@@ -279,6 +283,49 @@ def crc32c_spans(const uint8_t[::1] src, starts, ends, int64_t[::1] out):
 def crc32_spans(const uint8_t[::1] src, starts, ends, int64_t[::1] out):
     """``out[i]`` = CRC-32 (IEEE, as ``zlib.crc32``) of ``src[starts[i]:ends[i]]``."""
     _crc_spans("crc32_spans", src, starts, ends, out, False)
+
+
+def rp_chain(const uint8_t[::1] buf, int64_t[::1] out, uint8_t[::1] headers):
+    """The Redpanda batches from byte 0 of ``buf``, chained by their size fields while each
+    fits and its header CRC holds (at most ``len(out)``): their positions in ``out``, their
+    61-byte headers in ``headers``; ``(count, where the chain stopped)``."""
+    cdef kl_bytes b = _ro(buf)
+    cdef kl_i64 o = _i64(out)
+    cdef kl_u8 h = _u8(headers)
+    cdef int64_t stop = 0, n
+    with nogil:
+        _start()
+        n = kl_rp_chain(b, o, h, &stop)
+    _checked("rp_chain")
+    return n, stop
+
+
+def put_rows(uint8_t[::1] dst, int64_t base, const int64_t[::1] at, const uint8_t[::1] rows,
+             int64_t width):
+    """``rows`` (``width`` bytes each) copied into ``dst`` at ``at[i] - base``, each where it
+    fits wholly; how many were copied."""
+    cdef kl_u8 d = _u8(dst)
+    cdef kl_ci64 a = _ci64(at)
+    cdef kl_bytes r = _ro(rows)
+    cdef int64_t n
+    with nogil:
+        _start()
+        n = kl_put_rows(d, base, a, r, width)
+    _checked("put_rows")
+    return n
+
+
+def gather_cols(const uint8_t[::1] src, int64_t src_width, const int64_t[::1] cols,
+                uint8_t[::1] dst, int64_t dst_width, int64_t at):
+    """For each row (``src_width`` bytes of ``src``, ``dst_width`` of ``dst``): ``dst`` bytes
+    ``at + j`` = ``src`` byte ``cols[j]``."""
+    cdef kl_bytes s = _ro(src)
+    cdef kl_ci64 c = _ci64(cols)
+    cdef kl_u8 d = _u8(dst)
+    with nogil:
+        _start()
+        kl_gather_cols(s, src_width, c, d, dst_width, at)
+    _checked("gather_cols")
 
 
 def scan_window(const uint8_t[::1] buf, int64_t limit, int64_t file_pos, int64_t[:, ::1] out):

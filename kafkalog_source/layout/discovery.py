@@ -50,7 +50,7 @@ import contextvars
 import fnmatch
 import logging
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..errors import CorruptDataError, OptionError, PathError, StorageError
@@ -83,6 +83,12 @@ from .listing import (
     base_name,
     parent_of,
     parse_partition_dir,
+)
+from .redpanda_discovery import (
+    REDPANDA_DEPTH,
+    RedpandaFound,
+    looks_redpanda_dir,
+    rp_partition_dir,
 )
 from .tiered import is_tiered_log, is_tiered_partition_dir, is_tiered_topic_dir, load_manifest
 
@@ -120,6 +126,7 @@ class Listing:
     subscribe_pattern: str | None = None
     assign: tuple[tuple[str, int], ...] | None = None
     store: StoreOptions | None = None
+    redpanda: str = "kafka"  # Redpanda segments: as Kafka clients see them, or "raw"
 
     @classmethod
     def of(cls, options: Any) -> Listing:
@@ -154,6 +161,9 @@ class Collector:
         self.ignored: list[str] = []  # missing paths skipped under ignoreMissingFiles
         self.directories: list[str] = []  # directories named (or matched) that were scanned
         self.redpanda: str | None = None  # a Redpanda segment file seen, for the error message
+        # Redpanda segments by partition, its manifests, its own namespaces' partitions skipped
+        self.rp = RedpandaFound(options.redpanda)
+        self.notes = DiscoveryNotes()
         self.tiered: list[Entry] = []  # tiered-storage .log objects whose manifests are unread
         # subscribe / subscribePattern / assign: partitions of other topics are never listed or
         # opened (their directories are skipped by name); those left out, for messages
@@ -269,6 +279,9 @@ class Collector:
                 self.add(entry, topic, part, base)
             elif is_tiered_log(entry.path):
                 self.add_tiered(entry)
+            elif self.rp.take(entry, self):
+                if self.redpanda is None:
+                    self.redpanda = entry.path
             elif self.options.include_snapshots and (sid := kraft_snapshot_id(name)) is not None:
                 topic, part = tp if tp is not None else (None, None)
                 self.add(entry, topic, part, None, sid)
@@ -292,6 +305,11 @@ class Collector:
         if is_tiered_topic_dir(name):  # tiered storage: {topic}-{topicId}/{partition}/
             self.scan_tiered_topic(directory)
             return
+        if rp_partition_dir(name) is not None:  # a Redpanda <partition>_<revision> directory
+            self.scan_files(directory, None)
+            return
+        if looks_redpanda_dir(name, 1) and self.scan_redpanda(directory, 1):
+            return  # a Redpanda namespace directory, hash prefix or meta directory
         for sub in self.scan_files(directory, own):
             sub_name = base_name(sub)
             if sub_name.endswith(SKIPPED_DIR_SUFFIXES):
@@ -304,8 +322,23 @@ class Collector:
                 self.scan_files(sub, tp)
             elif is_tiered_topic_dir(sub_name):
                 self.scan_tiered_topic(sub)
-            else:
+            elif not self.scan_redpanda(sub, 1):
                 self.others += 1
+
+    def scan_redpanda(self, directory: str, depth: int) -> bool:
+        """A directory of a Redpanda data directory or tiered-storage bucket (a namespace,
+        topic or ``<partition>_<revision>`` directory, a hash prefix, ``meta``): its Redpanda
+        segments and manifests, at most :data:`REDPANDA_DEPTH` levels down. Whether it was one."""
+        name = base_name(os.path.normpath(directory) if "://" not in directory else directory)
+        if rp_partition_dir(name) is not None:
+            self.scan_files(directory, None)
+            return True
+        if depth > REDPANDA_DEPTH or not looks_redpanda_dir(name, depth):
+            return False
+        found = False
+        for sub in self.scan_files(directory, None):
+            found = self.scan_redpanda(sub, depth + 1) or found
+        return found
 
     def scan_tiered_topic(self, directory: str) -> None:
         """A tiered-storage topic directory: the segments of its ``{partition}`` subdirectories."""
@@ -453,6 +486,8 @@ class Collector:
         if is_tiered_log(path):
             self.add_tiered(entry)
             return
+        if self.rp.take(entry, self, explicit=True):
+            return
         m = EXPLICIT_NAME.match(name)
         base = int(m.group(1)) if m else None
         if name.endswith(TRANSIENT_SUFFIXES):
@@ -510,14 +545,31 @@ def _sort_key(s: SegmentFile) -> tuple:
     )
 
 
+@dataclass
+class DiscoveryNotes:
+    """What discovery found and did not read, for the read's ReadStats: partitions of
+    Redpanda's own namespaces skipped, and warnings (a hole between Redpanda segments, a
+    partition manifest it cannot read)."""
+
+    skipped_partitions: int = 0
+    events: list[ReadEvent] = field(default_factory=list)
+
+
 class Discovered(list):
     """The segment files :func:`discover` found, and what its listings said of the objects below
-    the paths (``known``: sizes, and which files do not exist), for the plan that reads them."""
+    the paths (``known``: sizes, and which files do not exist), for the plan that reads them;
+    ``notes``: what it found and did not read."""
 
-    def __init__(self, segments: list[SegmentFile], known: KnownObjects | None = None) -> None:
+    def __init__(
+        self,
+        segments: list[SegmentFile],
+        known: KnownObjects | None = None,
+        notes: DiscoveryNotes | None = None,
+    ) -> None:
         """``segments``, with the listings' ``known`` objects."""
         super().__init__(segments)
         self.known = known
+        self.notes = notes
 
 
 def discover(
@@ -541,14 +593,20 @@ def discover(
     listing = Listing.of(files)
     if not listing.paths:
         raise OptionError("no path given: set the 'path' option or pass paths to load()")
+    notes = DiscoveryNotes()
     with known_objects() as known:
-        return Discovered(_discover(listing, stats, allow_empty), known)
+        return Discovered(_discover(listing, stats, allow_empty, notes), known, notes)
 
 
 def _discover(
-    options: Listing, stats: ReadStats | None, allow_empty: bool | None
+    options: Listing,
+    stats: ReadStats | None,
+    allow_empty: bool | None,
+    notes: DiscoveryNotes | None = None,
 ) -> list[SegmentFile]:
     collector = Collector(options, stats)
+    if notes is not None:
+        collector.notes = notes
     for raw in options.paths:
         for path in _expand(raw, collector):
             lister = collector.lister(path)
@@ -568,6 +626,7 @@ def _discover(
             else:
                 collector.add_explicit_file(entry)
     collector.resolve_tiered()
+    collector.rp.resolve(collector)
     out = sorted(collector.found.values(), key=_sort_key)
     note_unassigned(options, out, allow_empty)
     if allow_empty is None:
@@ -576,6 +635,8 @@ def _discover(
         raise PathError(nothing_to_read(options, collector))
     if stats is not None:
         stats.listing_requests += collector.listing_requests
+        stats.redpanda_internal_partitions += len(collector.rp.internal)
+    collector.notes.skipped_partitions += len(collector.rp.internal)
     log.debug(
         "discovered %d segment files (%d bytes) under %d paths (%d remote listing requests); "
         "skipped %d .swap files",

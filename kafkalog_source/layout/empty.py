@@ -87,10 +87,13 @@ def nothing_to_read(options: Asked, collector: Findings) -> str:
         deeper = look_deeper(collector)
     if deeper is not None:
         return f"{head}. {deeper}"
-    if collector.redpanda is not None:
+    rp = getattr(collector, "rp", None)
+    if rp is not None and rp.internal:
+        n = len(rp.internal)
         head += (
-            f". Files named like {base_name(collector.redpanda)} are Redpanda segments, a format "
-            "of its own that kafkalog does not read"
+            f". It holds {n} partition{'' if n == 1 else 's'} of Redpanda's own namespaces "
+            "(kafka_internal, redpanda), which are not user topics: read them as raw batches "
+            "with redpanda=raw"
         )
     return f"{head}. Check the path, or set the option allowEmpty=true to read it as empty"
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import PathError
 from ..format.names import kraft_snapshot_id, segment_base_offset
+from ..format.redpanda import MANIFEST_JSON, parse_segment_name
 from ..options import StoreOptions
 from ..redact import redact_uri, scrub
 from ..transport.failures import access_denied, describe, scrubbed, store_errors
@@ -30,7 +31,7 @@ TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 NOT_LOG_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 GLOB_CHARS = re.compile(r"[*?\[]")
-# Redpanda's own segment files, {base offset}-{term}-v{version}.log: another format
+# Redpanda's segment files, {base offset}-{term}-v{version}.log (:mod:`.redpanda`)
 REDPANDA_SEGMENT_NAME = re.compile(r"^[0-9]+-[0-9]+-v[0-9]+\.log$")
 
 
@@ -139,6 +140,8 @@ class LocalLister:
                     segment_base_offset(entry.name) is None
                     and not is_tiered_log(entry.path)
                     and kraft_snapshot_id(entry.name) is None
+                    and parse_segment_name(entry.name) is None  # a Redpanda segment
+                    and entry.name != MANIFEST_JSON
                 ):
                     # not stat-ed: only its name matters
                     out.append(Entry(entry.path, False, 0, 0.0, entry.path))

@@ -11,6 +11,7 @@ from .values import (
     MODES,
     PAYLOAD_AS,
     PAYLOAD_FORMATS,
+    REDPANDA_MODES,
     SUBJECT_STRATEGIES,
     MiB,
     at_least,
@@ -133,6 +134,23 @@ DECODING: tuple[OptionSpec, ...] = (
         "[Kafka's internal topics](../guides/internal-topics.md#kraft-snapshots).",
         applies=(BATCH, ARROW),
         default=False,
+    ),
+    OptionSpec(
+        "redpanda",
+        "redpanda",
+        one_of(REDPANDA_MODES),
+        choices_text(REDPANDA_MODES),
+        "How Redpanda segments read: as Kafka clients see them, or as raw batches.",
+        "`kafka` reads the user topics (namespace `kafka`) of a Redpanda data directory or "
+        "tiered-storage bucket as a Kafka consumer sees them: the records of `raft_data` "
+        "batches at their Kafka offsets (raft offsets translated); Redpanda's own namespaces "
+        "(`kafka_internal`, `redpanda`) are skipped and counted "
+        "(`ReadStats.redpanda_internal_partitions`). `raw` reads every namespace, and every "
+        "batch of every type, at its raft offset, each record a row; the `redpandaBatchType` "
+        "column (with `includeMetadata`) names the batch type. See "
+        "[Redpanda archives](../guides/redpanda.md).",
+        cli=("verify", "dump"),
+        default="kafka",
     ),
     OptionSpec(
         "valueFormat",

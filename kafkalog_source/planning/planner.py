@@ -47,6 +47,7 @@ module groups the segments into logs and ties the steps together.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from ..errors import DataLossError, OptionError
@@ -56,6 +57,7 @@ from ..layout.checkpoints import (
     read_log_dir_checkpoints,
 )
 from ..layout.discovery import SegmentFile, discover, parent_directory, segment_bases
+from ..layout.redpanda import partition_home
 from ..options import DEFAULT_REMOTE_CONCURRENCY, StoreOptions, doc_ref
 from ..transport.fanout import bounded_map, request_limit
 from ..transport.filesystems import is_remote
@@ -86,7 +88,7 @@ def _group_key(seg: SegmentFile) -> tuple:
     and partition when known. The same topic-partition found in two log dirs is two logs. A
     KRaft snapshot is a log of its own (its offsets start at 0 again): no partition bounds, no
     partition evidence, never a replica of the partition's segments."""
-    directory = parent_directory(seg.path)
+    directory = partition_home(seg.path) or parent_directory(seg.path)
     if seg.snapshot is not None:
         return (2, seg.topic or "", -1 if seg.partition is None else seg.partition, seg.path)
     pk = seg.partition_key
@@ -120,11 +122,33 @@ def plan(
         known.active() if known is not None else known_objects(),
         one_warning_per_file(),  # a checkpoint file that is not one: one warning in the plan
     ):
-        splits = _plan(request, segments, pruning)
+        if segments is None:
+            segments = discover(request.files, allow_empty=request.allow_empty)
+        splits = _with_discovery_notes(_plan(request, segments, pruning), segments)
     fetched, requests = (a - b for a, b in zip(remote_totals(), before, strict=True))
     if requests:
         log.info("planning fetched %d bytes in %d requests from remote stores", fetched, requests)
     return splits
+
+
+def _with_discovery_notes(splits: list[Split], segments: list[SegmentFile]) -> list[Split]:
+    """``splits`` with what discovery found and did not read (see
+    :attr:`~.splits.SegmentRange.discovery_notes`) on their first range."""
+    notes = getattr(segments, "notes", None)
+    if notes is None or not (notes.skipped_partitions or notes.events) or not splits:
+        return splits
+    first = splits[0]
+    if not first.ranges:
+        return splits
+    rng = replace(
+        first.ranges[0],
+        skipped_partitions=notes.skipped_partitions,
+        discovery_notes=tuple(
+            (e.kind, e.reason, e.path, e.base_offset, e.last_offset, e.message)
+            for e in notes.events
+        ),
+    )
+    return [replace(first, ranges=(rng, *first.ranges[1:])), *splits[1:]]
 
 
 def _plan(

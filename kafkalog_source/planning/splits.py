@@ -122,6 +122,11 @@ class SegmentRange:
     # itself with no region given), ``(bucket, region)``: a reader in another process (a Spark
     # task) does not look it up again (transport/filesystems.py)
     regions: tuple[tuple[str, str], ...] = ()
+    # What discovery found and did not read, told by the first range of a read: Redpanda's own
+    # namespaces' partitions skipped (a count), and its warnings as (kind, reason, path,
+    # first offset, last offset, message) (a hole between Redpanda segments, a binary manifest)
+    skipped_partitions: int = 0
+    discovery_notes: tuple[tuple[str, str, str | None, int | None, int | None, str], ...] = ()
 
 
 @dataclass(frozen=True)

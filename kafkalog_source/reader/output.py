@@ -13,6 +13,7 @@ from ..arrow.sink import constant_int, constant_string, numeric_array, timestamp
 from ..errors import KafkaLogError
 from ..format.batch import CODEC_MASK, TRANSACTIONAL_BIT
 from ..format.names import CODEC_NAMES, increment_sequence
+from ..format.redpanda import type_name
 from ..framing.scan import H_ATTRS, H_BASE_OFFSET, H_BASE_SEQ, H_EPOCH, H_MAGIC, H_PID, H_PLE, H_POS
 from .control import control_column, is_control
 
@@ -26,6 +27,18 @@ _CODEC_ARRAY = pa.Array.from_buffers(
         None,
         pa.py_buffer(np.cumsum([0] + [len(n) for n in _CODEC_NAMES_8], dtype=np.int32)),
         pa.py_buffer("".join(_CODEC_NAMES_8).encode()),
+    ],
+)
+
+# Redpanda batch type names by type id (int8, as its unsigned byte)
+_REDPANDA_NAMES = [type_name(i if i < 128 else i - 256) for i in range(256)]
+_REDPANDA_TYPES = pa.Array.from_buffers(
+    pa.string(),
+    len(_REDPANDA_NAMES),
+    [
+        None,
+        pa.py_buffer(np.cumsum([0] + [len(n) for n in _REDPANDA_NAMES], dtype=np.int32)),
+        pa.py_buffer("".join(_REDPANDA_NAMES).encode()),
     ],
 )
 
@@ -120,7 +133,15 @@ class ArrowOutput:
         if name == "segmentPath":
             return constant_string(rng.path, n)
         if name == "batchPosition":
-            return numeric_array(meta[:, H_POS], pa.int64())
+            src = self._file_src
+            pos = meta[:, H_POS] if src is None else src.file_positions(meta[:, H_POS])
+            return numeric_array(pos, pa.int64())
+        if name == "redpandaBatchType":
+            src = self._file_src
+            types = None if src is None else src.batch_labels(meta[:, H_POS])
+            if types is None:
+                return pa.nulls(n, pa.string())
+            return _REDPANDA_TYPES.take(numeric_array(types.astype(np.int64) & 0xFF, pa.int64()))
         if name == "segmentBaseOffset":
             return constant_int(rng.segment_base_offset, n, pa.int64())
         if name == "control":

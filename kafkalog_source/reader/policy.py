@@ -55,6 +55,8 @@ class CorruptPolicy:
         see :func:`~..framing.foreign.explain_foreign`)."""
         if exc.position == 0 and self._src is not None:
             exc = explain_foreign(exc, self._src)
+        if self._src is not None:
+            exc = self._src.explain(exc)  # a Redpanda segment: the file's byte, its header CRC
         mode = self.opts.mode
         if mode == "FAILFAST":
             raise exc

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Iterator
 
 from ..layout.files import open_source
+from ..layout.redpanda import note_segment_base
 from ..options import StoreOptions
 from ..planning.splits import SegmentRange
 from ..transport.fanout import Ahead, request_limit
@@ -85,6 +86,7 @@ def range_objects(rng: SegmentRange) -> Iterator[None]:
     :attr:`SegmentRange.objects`), unless a plan's listing is active already; the regions of
     their buckets the plan found are known to this process."""
     note_regions(rng.regions)
+    note_segment_base(rng.path, rng.segment_base_offset)  # a Redpanda segment's translation
     if not rng.objects or current_known() is not None:
         yield
         return

@@ -3,6 +3,7 @@ buffer, ``scan_window`` over it) and handed batch by batch to the format paths."
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 
@@ -27,6 +28,7 @@ from ..framing.scan import (
 from ..framing.walk import STOP_BAD_MAGIC, STOP_BAD_SIZE, STOP_END, STOP_INCOMPLETE
 from ..kernel.bytes import PAD
 from ..layout.files import open_source
+from ..layout.redpanda import redpanda_mode
 from ..options import ReadOptions
 from ..planning.splits import SegmentRange
 from ..stats import ReadEvent, ReadStats
@@ -119,6 +121,7 @@ class RangeReader(
         # damaged length fields (policy.CorruptPolicy._damaged_length): the source, where the
         # range's data ends, the bytes the searches examined, the segment's .index positions
         self._src: ByteSource | None = None
+        self._file_src: ByteSource | None = None
         self._end = 0
         self._resync_spent = 0
         self._index: np.ndarray | None = None
@@ -128,12 +131,20 @@ class RangeReader(
         rng = self.rng
         if rng.missing:
             self._report_missing(rng.missing, logged=True)
+        self.stats.redpanda_internal_partitions += rng.skipped_partitions
+        for kind, reason, path, first, last, message in rng.discovery_notes:
+            self.stats.record(
+                ReadEvent(kind, reason, path, None, first, 0, message, last),
+                logging.WARNING,
+                capped=False,
+            )
         try:
-            if self._opener is not None:
-                src = self._opener(rng)
-            else:
-                with range_objects(rng):
-                    src = open_source(rng.path, self.opts.store)
+            with redpanda_mode(self.opts.redpanda):
+                if self._opener is not None:
+                    src = self._opener(rng)
+                else:
+                    with range_objects(rng):
+                        src = open_source(rng.path, self.opts.store)
         except FileNotFoundError as exc:
             if rng.end <= rng.start:
                 return  # a range that holds nothing (it carries the plan's missing offsets)
@@ -173,6 +184,7 @@ class RangeReader(
         self.stats.bytes_total += self._range_total
         self._accounted0 = self._accounted()
         self._src = src
+        self._file_src = src  # kept after the read for the rows' batchPosition (output.py)
         try:
             yield from self._read_windows(src, windows)
             self._check_gap_after(src)
@@ -323,8 +335,8 @@ class RangeReader(
                     pos,
                     None,
                     n,
-                    f"{rng.path}: zero-filled tail from byte {pos}: {n} bytes "
-                    "(preallocated or crashed segment) not decoded",
+                    f"{rng.path}: zero-filled tail from byte {src.file_positions(pos)}: {n} "
+                    "bytes (preallocated or crashed segment) not decoded",
                 )
             )
             return end

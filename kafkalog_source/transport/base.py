@@ -66,6 +66,22 @@ class ByteSource(ABC):
                 pos + got,
             )
 
+    def file_positions(self, positions: Any) -> Any:
+        """The positions in the stored file of ``positions`` (batch starts, a numpy array) of
+        what this source reads: the same, but for a source that presents another layout's
+        file as a Kafka segment (a Redpanda segment's Kafka view)."""
+        return positions
+
+    def batch_labels(self, positions: Any) -> Any:
+        """Per batch start in ``positions``, a label the stored format gives the batch (a
+        Redpanda batch's type name), or None when the format has none."""
+        return None
+
+    def explain(self, exc: Any) -> Any:
+        """``exc``, an error at a position of this source, as the stored file tells it (the
+        file's byte, what the stored format says of the batch there); ``exc`` itself here."""
+        return exc
+
     def close(self) -> None:
         """Release the file."""
         return None

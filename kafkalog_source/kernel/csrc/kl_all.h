@@ -7,4 +7,5 @@
 #include "kl_legacy.h"
 #include "kl_codecs.h"
 #include "kl_avro.h"
+#include "kl_redpanda.h"
 #endif

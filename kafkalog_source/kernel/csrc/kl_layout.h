@@ -199,6 +199,16 @@
 #define L_CAP 4LL
 #define L_DCAP 5LL
 #define LAYOUT_WIDTH 6LL
+/* kafkalog_source/format/redpanda.py */
+#define RP_HEADER_SIZE 61LL
+#define RP_HEADER_CRC_FROM 4LL
+#define RP_SIZE_AT 4LL
+#define RP_BASE_OFFSET_AT 8LL
+#define RP_TYPE_AT 16LL
+#define RP_CRC_AT 17LL
+#define RP_ATTRS_AT 21LL
+#define RP_RAFT_DATA 1LL
+#define RP_MAX_TYPE 64LL
 #define KL_PAD PAD
 #define KL_SLACK SLACK
 #endif
