@@ -408,6 +408,30 @@ def _local(path: str) -> str:
     return path[len("file://") :] if path.startswith("file://") else path
 
 
+def live_data_files(table: Any, snap: Any) -> list[str] | None:
+    """The paths of the live data files of the Iceberg snapshot ``snap``, from its manifest list
+    and manifests (PyIceberg's public ``Snapshot.manifests`` and
+    ``ManifestFile.fetch_manifest_entry``), without a scan's planning: no filter to evaluate,
+    no thread pool. A manifest whose manifest-list entry counts no added and no existing file
+    holds only DELETED entries and is not read (a compaction's snapshot keeps one until the next
+    commit: 200 entries, 4-5 ms of a query over a maintained table here). None when the snapshot
+    has delete manifests or delete files: which of those apply is the scan's to say
+    (:meth:`~pyiceberg.table.DataScan.plan_files`)."""
+    from pyiceberg.manifest import DataFileContent, ManifestContent
+
+    files: list[str] = []
+    for manifest in snap.manifests(table.io):
+        if manifest.content != ManifestContent.DATA:
+            return None
+        if manifest.added_files_count == 0 and manifest.existing_files_count == 0:
+            continue  # only DELETED entries (a count left out, as v1 may, is not 0: read it)
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            if entry.data_file.content != DataFileContent.DATA:
+                return None
+            files.append(entry.data_file.file_path)
+    return files
+
+
 def iceberg_files(target: TableTarget) -> TableFiles:
     """The data files of the Iceberg table's current snapshot (PyIceberg's scan planning), read
     by field id (see the module's description)."""
@@ -426,9 +450,10 @@ def iceberg_files(target: TableTarget) -> TableFiles:
     table = sink.table
     schema = small_types(table.schema().as_arrow())
     file_schema = small_types(sanitize_column_names(table.schema()).as_arrow())
-    files = []
     snap = table.current_snapshot()
-    if snap is not None:
+    files = live_data_files(table, snap) if snap is not None else []
+    if files is None:  # delete manifests: PyIceberg's scan says which apply
+        files = []
         for task in table.scan().plan_files():
             if task.delete_files:
                 raise TableError(
@@ -593,6 +618,7 @@ __all__ = [
     "delta_files",
     "detect",
     "iceberg_files",
+    "live_data_files",
     "table_files",
     "table_remains",
 ]
