@@ -23,7 +23,7 @@ this module imports nothing of PyIceberg's itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -134,6 +134,31 @@ def nested_renamed(metadata: Any) -> bool:
 
 def _nested(paths: set[str]) -> bool:
     return any("." in p for p in paths)
+
+
+def rebuild(
+    schema: pa.Schema,
+    make: Callable[[pa.Field, str, Callable[[], pa.DataType]], pa.Field],
+) -> pa.Schema:
+    """``schema`` with every field, nested ones included, made anew by ``make(field, path,
+    retype)``: ``path`` is kafkalog's column path (``headers.element.key``, as
+    :func:`field_paths` names them), ``retype()`` the field's type with its children made the
+    same way (called by ``make`` when it keeps the field, so that a refusal names the outermost
+    field)."""
+
+    def field(f: pa.Field, path: str) -> pa.Field:
+        return make(f, path, lambda: typ(f.type, path))
+
+    def typ(t: pa.DataType, path: str) -> pa.DataType:
+        if pa.types.is_struct(t):
+            return pa.struct([field(c, f"{path}.{c.name}") for c in t])
+        if pa.types.is_list(t):
+            return pa.list_(field(t.value_field, f"{path}.element"))
+        if pa.types.is_map(t):
+            return pa.map_(field(t.key_field, f"{path}.key"), field(t.item_field, f"{path}.value"))
+        return t
+
+    return pa.schema([field(f, f.name) for f in schema])
 
 
 class FieldMap:
@@ -247,26 +272,15 @@ class FieldMap:
         kafkalog wrote before and the table no longer has (dropped by another writer) is
         refused, naming it."""
 
-        def field(f: pa.Field, path: str) -> pa.Field:
+        def field(f: pa.Field, path: str, retype: Callable[[], pa.DataType]) -> pa.Field:
             fid = self.ids.get(path)
             if fid is not None and fid not in self.path_of:
                 raise self._refuse(path, f"(field id {fid}) was dropped by another writer")
             cur = self.path_of.get(fid) if fid is not None else None
             name = cur.rsplit(".", 1)[-1] if cur is not None else f.name
-            return pa.field(name, typ(f.type, path), f.nullable, f.metadata)
+            return pa.field(name, retype(), f.nullable, f.metadata)
 
-        def typ(t: pa.DataType, path: str) -> pa.DataType:
-            if pa.types.is_struct(t):
-                return pa.struct([field(c, f"{path}.{c.name}") for c in t])
-            if pa.types.is_list(t):
-                return pa.list_(field(t.value_field, f"{path}.element"))
-            if pa.types.is_map(t):
-                return pa.map_(
-                    field(t.key_field, f"{path}.key"), field(t.item_field, f"{path}.value")
-                )
-            return t
-
-        return pa.schema([field(f, f.name) for f in schema])
+        return rebuild(schema, field)
 
     def written(self, schema: pa.Schema, new_schema: Any) -> dict[str, int]:
         """The map to record after a commit that wrote ``schema`` (kafkalog's names) into a

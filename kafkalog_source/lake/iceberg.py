@@ -44,7 +44,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -53,7 +53,7 @@ from ..redact import redact_uri, scrub
 from . import sink as hooks
 from .catalogs import CATALOG_NAME, ensure_namespace, sqlite_catalog, staging_catalog
 from .compat import data_file
-from .fieldids import FIELDS, FieldMap, kafkalog_ids, to_json
+from .fieldids import FIELDS, FieldMap, kafkalog_ids, rebuild, to_json
 from .schema import relaxed
 from .sink import (
     Committed,
@@ -634,30 +634,19 @@ class _ChunkWriter:
         column path (a field another writer renamed keeps being written; :mod:`.fieldids`),
         under the file's name for it (the current one, sanitized)."""
 
-        def field(f: pa.Field, path: str) -> pa.Field:
+        def field(f: pa.Field, path: str, retype: Callable[[], pa.DataType]) -> pa.Field:
             fid = self.map.id_of(path)
             if fid is None:  # the schema update added every column: not reached
                 raise TableError(f"column {path} has no field in the table's schema")
             name = self.file_schema.find_field(fid).name
             return pa.field(
                 name,
-                typ(f.type, path),
+                retype(),
                 nullable=f.nullable,
                 metadata={b"PARQUET:field_id": str(fid).encode()},
             )
 
-        def typ(t: pa.DataType, path: str) -> pa.DataType:
-            if pa.types.is_struct(t):
-                return pa.struct([field(c, f"{path}.{c.name}") for c in t])
-            if pa.types.is_list(t):
-                return pa.list_(field(t.value_field, f"{path}.element"))
-            if pa.types.is_map(t):
-                return pa.map_(
-                    field(t.key_field, f"{path}.key"), field(t.item_field, f"{path}.value")
-                )
-            return t
-
-        return pa.schema([field(f, f.name) for f in schema])
+        return rebuild(schema, field)
 
     def _write_one(self, key: tuple[Any, ...], parts: list[pa.RecordBatch], task: int) -> Any:
         import pyarrow.parquet as pq
