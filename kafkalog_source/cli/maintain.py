@@ -74,20 +74,13 @@ def run(args: argparse.Namespace) -> int:
     from ..lake.maintain import maintain_table, not_a_table, parse_retention
     from ..lake.spec import TargetError
     from ..redact import redact_uri
-    from .main import STORE_OPTIONS
-    from .tables import import_lake, library_errors, table_target
+    from .tables import import_lake, library_errors, refuse_reader_options, table_target
 
-    reader = [
-        item
-        for item in args.option
-        if not item.lower().startswith("fs.")
-        and item.split("=", 1)[0].strip().lower() not in STORE_OPTIONS
-    ]
-    if reader:
-        raise CommandError(
-            "maintain takes a store's -o fs.* options only (reader options do not apply to a "
-            "table's maintenance)"
-        )
+    refuse_reader_options(
+        args.option,
+        "maintain takes a store's -o fs.* options only (reader options do not apply to a "
+        "table's maintenance)",
+    )
     try:
         retain = parse_retention(args.retain)
     except TargetError as e:

@@ -187,6 +187,21 @@ def detect_table(paths: list[str], args: argparse.Namespace) -> str | None:
     return fmt
 
 
+def refuse_reader_options(items: list[str], message: str) -> None:
+    """A command that works on a table takes a store's ``-o fs.*`` options only: any other
+    ``-o`` (a reader option) is refused with ``message``."""
+    from .main import STORE_OPTIONS
+
+    reader = [
+        item
+        for item in items
+        if not item.lower().startswith("fs.")
+        and item.split("=", 1)[0].strip().lower() not in STORE_OPTIONS
+    ]
+    if reader:
+        raise CommandError(message)
+
+
 def query(args: argparse.Namespace, fmt: str) -> Any:
     """``query TABLE "SQL"``: the SQL over the view ``kafkalog`` of the table's current files;
     the result (at most ``--max-rows`` + 1 rows) as an Arrow table."""
@@ -198,19 +213,11 @@ def query(args: argparse.Namespace, fmt: str) -> Any:
             "--engine spark reads a table through the cluster's Iceberg or Delta connector, not "
             "through kafkalog; query it with the default engine (DuckDB)"
         )
-    from .main import STORE_OPTIONS
-
-    reader = [
-        item
-        for item in args.option
-        if not item.lower().startswith("fs.")
-        and item.split("=", 1)[0].strip().lower() not in STORE_OPTIONS
-    ]
-    if reader:
-        raise CommandError(
-            "reader options (-o) do not apply to a table, which is read as written (only a "
-            "store's -o fs.* options do)"
-        )
+    refuse_reader_options(
+        args.option,
+        "reader options (-o) do not apply to a table, which is read as written (only a "
+        "store's -o fs.* options do)",
+    )
     import_lake(fmt)
     target = table_target(args, fmt, args.paths[0])
     with library_errors(target):
