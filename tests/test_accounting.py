@@ -425,3 +425,49 @@ def test_spark_task_summary_reads_the_accounting(tmp_path: Path, caplog) -> None
     assert line.levelno == logging.WARNING
     assert f"decoded {size - h.size} of {size} bytes" in line.getMessage()
     assert f"skipped 1 malformed batches ({h.size} bytes)" in line.getMessage()
+
+
+@pytest.mark.parametrize("codec", [0, 1])
+def test_a_skipped_batch_counts_as_malformed_only_in_every_path(codec: int, tmp_path: Path) -> None:
+    """A batch whose CRC fails, alone in its file or between good ones: ``batches`` counts the
+    batches decoded (as ``bytes_decoded`` does) and the skipped one is a malformed batch only,
+    whether the read decodes records or counts them from headers (``count(*)``)."""
+    good = [
+        kp_v2_batch([(1000 + i, b"k", b"v%d" % i * 40, [])] * 3, base_offset=3 * i, codec=codec)
+        for i in range(3)
+    ]
+    bad = bytearray(good[1])
+    bad[-2] ^= 0x01  # inside the records: the CRC fails
+    for name, batches, decoded in (("alone", [bad], 0), ("middle", [good[0], bad, good[2]], 2)):
+        part = tmp_path / name / "t-0"
+        part.mkdir(parents=True)
+        (part / "00000000000000000000.log").write_bytes(b"".join(batches))
+        for mode in ("DROPMALFORMED", "PERMISSIVE"):
+            for columns in (None, ["offset"], []):
+                stats = ReadStats()
+                kw = {} if columns is None else {"columns": columns}
+                kl.read_table(part, mode=mode, stats=stats, **kw)
+                where = (name, mode, columns)
+                assert stats.batches == decoded, where
+                assert stats.malformed_batches == 1, where
+                assert stats.malformed_bytes == len(bad), where
+                assert_accounted(stats)
+
+
+@pytest.mark.parametrize("sample", ["magic1-none-0", "magic0-gzip-0"])
+def test_a_skipped_legacy_message_counts_as_malformed_only(sample: str, tmp_path: Path) -> None:
+    """The same for v0/v1 messages: the one whose CRC fails is not among ``batches``."""
+    part = tmp_path / sample
+    shutil.copytree(SAMPLES / sample, part)
+    (log,) = part.glob("*.log")
+    found = headers(log)
+    second = found[1]
+    data = bytearray(log.read_bytes())
+    data[second.position + second.size - 2] ^= 0x01
+    log.write_bytes(bytes(data))
+    for columns in (None, []):
+        stats = ReadStats()
+        kl.read_table(part, mode="PERMISSIVE", stats=stats, **({} if columns is None else
+                                                               {"columns": columns}))  # fmt: skip
+        assert (stats.batches, stats.malformed_batches) == (len(found) - 1, 1), columns
+        assert_accounted(stats)

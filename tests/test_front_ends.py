@@ -6,8 +6,8 @@ as users damage them: a segment emptied (a failed copy), a segment file missing 
 others, the last segment cut inside its last batch (a copy taken while the broker wrote) for
 every magic and codec, a flipped bit in a length field, two brokers' copies of one partition, and
 a Redpanda segment named alone without the segments before it (its Kafka offsets cannot be
-known), and Redpanda partitions with a missing middle segment and a cut last batch (a damaged
-Redpanda header: tests/test_redpanda.py). The expected offsets and bytes come from the samples'
+known), and Redpanda partitions with a missing middle segment, a cut last batch and a damaged
+batch header (its header_crc fails). The expected offsets and bytes come from the samples'
 MANIFEST.json (the generator's record of what the clients wrote), not from the reader.
 
 Front ends: the Arrow API (``read_table``, ``iter_batches``, ``open_reader``), Spark (a batch
@@ -208,6 +208,28 @@ def _rp_cut(tmp: Path, m: dict[str, Any]) -> Case:
     return Case("redpanda-cut", str(part), {}, Truth(0, ((9, 10),), (("truncated tail", 30),)), 8)
 
 
+def _rp_damaged_header(tmp: Path, m: dict[str, Any]) -> Case:
+    """A flipped bit in the base offset of the middle segment's data batch header: its
+    header_crc fails (its batch CRC still holds), so PERMISSIVE skips exactly that batch (Kafka
+    offsets 6-8) as one malformed batch and one row, and reads on."""
+    from test_redpanda import SEGMENTS, _partition
+
+    part = _partition(tmp / "rp-damaged-header")
+    _no_zero_tail(part)
+    seg = part / "7-2-v1.log"
+    batches = SEGMENTS["7-2-v1.log"]
+    data = bytearray(seg.read_bytes())
+    data[len(batches[0]) + len(batches[1]) + 9] ^= 0x01
+    seg.write_bytes(bytes(data))
+    return Case(
+        "redpanda-damaged-header",
+        str(part),
+        {"mode": "PERMISSIVE"},
+        Truth(0, (), (("malformed", len(batches[2])),)),
+        10 - 3 + 1,  # 10 data records; the batch's 3 as one row
+    )
+
+
 CUT_SAMPLES = [
     f"magic{magic}-{codec}-0"
     for magic in (0, 1, 2)
@@ -229,6 +251,7 @@ def _cases(tmp: Path) -> list[Case]:
         _redpanda(tmp, m),
         _rp_missing(tmp, m),
         _rp_cut(tmp, m),
+        _rp_damaged_header(tmp, m),
     ]
     for sample in CUT_SAMPLES:
         name = next(k.split("/", 1)[1] for k in m if k.startswith(sample + "/"))
@@ -354,6 +377,7 @@ def _expected(case: Case, got: Truth) -> None:
         "redpanda",
         "redpanda-missing",
         "redpanda-cut",
+        "redpanda-damaged-header",
         *(f"cut-{s}" for s in CUT_SAMPLES),
     ],
 )

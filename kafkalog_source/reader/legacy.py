@@ -63,7 +63,7 @@ class LegacyMessages:
             runs = list(zip(starts, np.nonzero(edges == -1)[0].tolist(), strict=True))
         for a, b in runs:
             k, m = i + a, i + b
-            malformed0 = self.stats.malformed_bytes
+            malformed0 = (self.stats.malformed_bytes, self.stats.malformed_batches)
             try:
                 yield from self._legacy_messages(buf, table, k, m)
             except CorruptDataError as exc:  # FAILFAST: count what was decoded before it
@@ -77,11 +77,13 @@ class LegacyMessages:
                 raise
             self._legacy_decoded(table[k:m], malformed0)
 
-    def _legacy_decoded(self, rows: np.ndarray, malformed0: int) -> None:
-        """Count top-level legacy messages ``rows`` as decoded, but for those skipped as
-        malformed since the stats said ``malformed0`` bytes."""
-        skipped = self.stats.malformed_bytes - malformed0
+    def _legacy_decoded(self, rows: np.ndarray, malformed0: tuple[int, int]) -> None:
+        """Count top-level legacy messages ``rows`` as decoded (bytes and batches), but for
+        those skipped as malformed since the stats said ``malformed0`` (bytes, batches): a
+        skipped message is a malformed batch only, as for v2."""
+        skipped = self.stats.malformed_bytes - malformed0[0]
         self.stats.bytes_decoded += int(rows[:, H_SIZE].sum()) - skipped
+        self.stats.batches += max(0, len(rows) - (self.stats.malformed_batches - malformed0[1]))
 
     def _legacy_messages(
         self, buf: np.ndarray, table: np.ndarray, k: int, m: int
@@ -89,7 +91,6 @@ class LegacyMessages:
         """Decode the wanted top-level legacy messages ``k..m-1`` of the window."""
         if self.tuning.fast_wrappers and bool((table[k:m, H_ATTRS] & CODEC_MASK).all()):
             yield from self._legacy_wrapped(buf, table, k, m)
-            self.stats.batches += m - k
             return
         start = int(table[k, H_WPOS])
         end = int(table[m - 1, H_WPOS] + table[m - 1, H_SIZE])
@@ -100,7 +101,6 @@ class LegacyMessages:
             p, done = resume
             row += done  # table row of the message to resume at
             resume = self._legacy_run(buf, p, end, self._meta_base + row, 1, 0, table, row)
-        self.stats.batches += m - k
 
     def _legacy_wrapped(
         self, buf: np.ndarray, table: np.ndarray, k: int, m: int

@@ -322,7 +322,6 @@ class V2Batches:
                 sel[:, H_CRC],
             )
             yield from self._decode_v2(buf, bp, sel, False, self.verify)
-            self.stats.batches += int(idx.size)
             yield from self._maybe_flush()
             return
         if (
@@ -382,7 +381,6 @@ class V2Batches:
                 end = int(out_end[k + done - 1])
                 arena[end : end + PAD] = 0
                 yield from self._decode_v2(self._arena_ro, bp, part, True, False)
-                self.stats.batches += done
                 yield from self._maybe_flush()
                 k += done
             if status == 0:
@@ -420,7 +418,6 @@ class V2Batches:
         """Walk one group of batches with a single kernel call, then flush if the sink is full."""
         bp = np.array(bp_rows, np.int64)
         yield from self._decode_v2(src, bp, table[idx], decompressed, False)  # CRCs checked
-        self.stats.batches += len(bp_rows)
         yield from self._maybe_flush()
 
     def _run_decompressed(self, group: _Group, table: np.ndarray) -> Iterator[pa.RecordBatch]:
@@ -490,6 +487,8 @@ class V2Batches:
 
         ``verify``: the kernel checks each batch's CRC-32C (``src`` is the file window). A
         record batch is handed over whenever the sink fills up (at a Kafka batch boundary).
+        ``ReadStats.batches`` counts the batches decoded; one the mode skips counts as a
+        malformed batch only (as the header-only count of :meth:`_count_batches` has it).
         """
         sink = self.sink
         start = 0
@@ -501,10 +500,12 @@ class V2Batches:
             code = decode_v2(src, part, sink.want, verify, rows_cap, bytes_cap, *sink.v2_args())
             if code == OK:
                 self.stats.bytes_decoded += int(sizes[start:].sum())
+                self.stats.batches += bp.shape[0] - start
                 return
             st = sink.state
             b = start + int(st[ERR_ITEM])
             self.stats.bytes_decoded += int(sizes[start:b].sum())  # batches before b are done
+            self.stats.batches += b - start
             if code == FULL:
                 yield from self._flush()
                 start = b
