@@ -52,7 +52,9 @@ def parquet_encodings(schema: pa.Schema) -> dict[str, Any]:
     if not delta:
         return {}
     buf = io.BytesIO()
-    pq.write_table(schema.empty_table(), buf)
+    # no rows, no batches: Schema.empty_table() builds its columns with pa.array, which imports
+    # pandas
+    pq.write_table(pa.Table.from_batches([], schema=schema), buf)
     parquet = pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema
     leaves = [parquet.column(i).path for i in range(len(parquet))]
     return {
