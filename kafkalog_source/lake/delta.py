@@ -670,6 +670,9 @@ def _partitions(
         if n:
             yield {}, table
         return
+    if all(_constant(table.column(c)) for c in columns):  # the usual chunk: one partition
+        yield {c: _partition_value(table.column(c)[0].as_py()) for c in columns}, table
+        return
     keys = [(c, "ascending") for c in columns]
     table = table.take(pc.sort_indices(table, sort_keys=keys))  # nulls last
     starts = np.zeros(n, np.bool_)
@@ -686,6 +689,16 @@ def _partitions(
     for a, b in pairwise(bounds):
         part = table.slice(a, b - a)
         yield {c: _partition_value(part.column(c)[0].as_py()) for c in columns}, part
+
+
+def _constant(col: pa.ChunkedArray) -> bool:
+    """Whether every value of ``col`` is the same (all null counts as the same)."""
+    import pyarrow.compute as pc
+
+    if col.null_count:
+        return col.null_count == len(col)
+    mm = pc.min_max(col)
+    return bool(mm["min"] == mm["max"])
 
 
 def _true(mask: pa.Array) -> Any:
