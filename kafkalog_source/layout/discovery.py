@@ -171,6 +171,9 @@ class Collector:
         self.unselected: set[tuple[str, int]] = set()
         self.local = LocalLister()
         self._remote: RemoteLister | None = None
+        # listings a look for Redpanda's layout made of directories it found were not Redpanda's,
+        # kept for the Kafka scan of the same directories (each directory is listed once)
+        self._listed: dict[str, list[Entry] | None] = {}
 
     def lister(self, path: str) -> LocalLister | RemoteLister:
         """The lister for ``path``'s store."""
@@ -261,9 +264,19 @@ class Collector:
         else:
             log.info(msg)
 
-    def scan_files(self, directory: str, tp: tuple[str, int] | None) -> list[str]:
-        """Add the segment files directly inside ``directory``; return its subdirectories."""
-        entries = self.lister(directory).list_dir(directory)
+    def list_dir(self, directory: str) -> list[Entry] | None:
+        """The entries of ``directory`` (None when it is missing), listed once."""
+        if directory in self._listed:
+            return self._listed.pop(directory)
+        return self.lister(directory).list_dir(directory)
+
+    def scan_files(
+        self, directory: str, tp: tuple[str, int] | None, entries: list[Entry] | None = None
+    ) -> list[str]:
+        """Add the segment files directly inside ``directory`` (its ``entries`` when listed
+        already); return its subdirectories."""
+        if entries is None:
+            entries = self.list_dir(directory)
         if entries is None:
             self.missing(directory, directory)
             return []
@@ -335,10 +348,24 @@ class Collector:
             return True
         if depth > REDPANDA_DEPTH or not looks_redpanda_dir(name, depth):
             return False
+        # A Kafka log directory may be named like a namespace (``/var/lib/kafka``): nothing here
+        # is added until a <partition>_<revision> directory is found below, and a directory that
+        # holds Kafka segments is not looked into further; the listings are kept for the Kafka
+        # scan of the same directories.
+        entries = self.list_dir(directory)
+        if entries is None or any(
+            not e.is_dir and segment_base_offset(e.name) is not None for e in entries
+        ):
+            self._listed[directory] = entries
+            return False
         found = False
-        for sub in self.scan_files(directory, None):
+        for sub in sorted(e.path for e in entries if e.is_dir):
             found = self.scan_redpanda(sub, depth + 1) or found
-        return found
+        if not found:
+            self._listed[directory] = entries
+            return False
+        self.scan_files(directory, None, entries)  # its manifests and other files
+        return True
 
     def scan_tiered_topic(self, directory: str) -> None:
         """A tiered-storage topic directory: the segments of its ``{partition}`` subdirectories."""
