@@ -40,6 +40,7 @@ _OTHER: dict[str, tuple[str, str]] = {
     "keySubject": ("orders-k2", "orders-k2"),
     "valueMessage": ("shop.Order", "shop.Order"),
     "keyMessage": ("shop.Key", "shop.Key"),
+    "redpanda": ("raw", "raw"),
 }
 
 

@@ -78,6 +78,8 @@ IDENTITY: dict[str, str] = {
     "keySubject": "key_subject",
     "valueMessage": "value_message",  # which Protobuf message the payloads decode as
     "keyMessage": "key_message",
+    # added in the third list (tables written before record it took the default, kafka)
+    "redpanda": "redpanda",  # raw: every batch type at its raft offset; kafka: Kafka's view
 }
 # Tables written before the second group was recorded hold the first five only: an option
 # missing from a table's record had, in every kafkalog that wrote such tables, the default it
