@@ -403,3 +403,36 @@ def test_maintain_a_table_in_a_bucket(fmt: str, s3_server: Any, tmp_path: Path) 
     assert code == 0, err
     code, archive, _ = cli("query", str(logs), sql)
     assert back == archive
+
+
+def test_a_second_iceberg_table_at_the_same_out_is_refused_and_maintain_keeps_its_files(
+    tmp_path: Path,
+) -> None:
+    """Two tables of the embedded catalog at one OUT share data/ and metadata/: each one's
+    orphan removal would delete the other's files (committed rows lost). convert refuses the
+    second, naming the first; a catalog that holds two anyway (another tool made the second)
+    is maintained without orphan removal."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    logs, other, out = tmp_path / "logs", tmp_path / "other", tmp_path / "t"
+    runs(logs, out, "iceberg", 0, 2)
+    grow(other, 0)
+    before = snapshot(out)
+    code, _, err = cli("convert", str(other), str(out), "--format", "iceberg", "--table", "x.y")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "holds the Iceberg table kafkalog.t" in err and "--table kafkalog.t" in err, err
+    assert snapshot(out) == before
+    # made by another tool: the catalog now has a second table at OUT
+    catalog = SqlCatalog("kafkalog", uri=f"sqlite:///{out}/catalog.db")
+    second = catalog.create_table("kafkalog.second", schema=read_back(out, "iceberg").schema,
+                                  location=str(out))  # fmt: skip
+    second.append(read_back(out, "iceberg"))
+    theirs = [Path(t.file.file_path.removeprefix("file://")) for t in second.scan().plan_files()]
+    age(list(out.rglob("*.parquet")) + list(out.rglob("*.avro")), 3 * 86400)
+    later = datetime.now(timezone.utc) + timedelta(days=2)
+    actions = maintain_table(TableTarget("iceberg", str(out)), timedelta(days=1), now=later)
+    said = {a.name: a.text for a in actions}
+    assert "kafkalog.second" in said["orphans"] and "skipped" in said["orphans"], said
+    assert theirs and all(f.exists() for f in theirs)
+    assert catalog.load_table("kafkalog.second").scan().to_arrow().num_rows == 2 * 15
+    assert offsets_of(out, "iceberg") == want(2)

@@ -260,6 +260,15 @@ class IcebergSink:
         return FieldMap(self.table.schema(), self.ids, f"table {self.identifier}")
 
     def _check_empty(self) -> None:
+        others = self.others_here() if self.out.has("metadata") else []
+        if others:
+            # a second table at one location: each one's orphan removal (kafkalog maintain,
+            # Iceberg's DeleteOrphanFiles) would delete the other's files
+            raise TargetError(
+                f"{self.where} holds the Iceberg table {others[0]} of {self._catalog_shown()}, "
+                f"not {self.identifier}: convert into it with --table {others[0]}, or into "
+                "another OUT"
+            )
         own = () if self.target.properties or self.target.catalog else (EMBEDDED_CATALOG,)
         what = foreign_table(self.out, "iceberg", own)
         if what is None:
@@ -276,6 +285,25 @@ class IcebergSink:
                     "with PyIceberg's register_table)"
                 )
         raise TargetError(f"{self.where} is {what}")
+
+    def others_here(self) -> list[str]:
+        """The other tables of the catalog whose location is OUT (best effort: a catalog that
+        cannot list them gives none)."""
+        if self.catalog is None:
+            return []
+        found: list[str] = []
+        try:
+            for ns in self.catalog.list_namespaces():
+                for ident in self.catalog.list_tables(ns):
+                    name = ".".join(ident)
+                    if name == self.identifier:
+                        continue
+                    location = self.catalog.load_table(ident).location()
+                    if _same_location(location, self.out.uri):
+                        found.append(name)
+        except Exception as e:
+            log.debug("the tables of %s not listed: %s", self._catalog_shown(), e)
+        return sorted(found)
 
     def _newest_metadata(self) -> str | None:
         """The newest ``metadata/*.metadata.json`` under OUT (shown redacted), if any."""

@@ -26,7 +26,8 @@ than the retention are expired (``table.maintenance.expire_snapshots().older_tha
 keeps branch and tag heads, the current snapshot among them); then every file under the
 table's ``data/`` and ``metadata/`` that no remaining snapshot, manifest list, manifest,
 metadata file (current and logged) or statistics file names, and that is older than the
-retention, is deleted (as Iceberg's ``DeleteOrphanFiles`` with ``olderThan``).
+retention, is deleted (as Iceberg's ``DeleteOrphanFiles`` with ``olderThan``); not when
+another table of the catalog lives at the same location (its files look like orphans).
 
 **Commits in flight.** A convert writes its data files before its commit names them: a file
 younger than the retention is never deleted, so a retention longer than the longest convert
@@ -385,6 +386,15 @@ class _Iceberg:
         from pyarrow.fs import FileSelector, FileType
 
         out = self.sink.out
+        others = self.sink.others_here()
+        if others:  # their files are under data/ and metadata/ too, named by no snapshot here
+            return Action(
+                "orphans",
+                f"skipped: the table{'s' if len(others) > 1 else ''} {', '.join(others)} of "
+                f"{self.sink._catalog_shown()} also live{'' if len(others) > 1 else 's'} at "
+                f"{self.sink.shown}, and their files would be removed; give each table its own "
+                "location",
+            )
         referenced = self._referenced()
         cutoff_ns = int(self.cutoff.timestamp() * 1e9)
         gone: list[tuple[str, int]] = []
