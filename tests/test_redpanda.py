@@ -371,3 +371,44 @@ def test_both_modes_in_one_process(data_dir: Path) -> None:
     again = kl.read_table(part, threads=2, maxPartitionBytes=200)
     assert _rows(kafka) == _rows(again) == _expected_rows()
     assert raw.column("offset").to_pylist()[0] == 0 and len(raw) == 15
+
+
+# ------------------------------------------------------------------ quiet tails, file positions
+
+
+def test_zero_tails_end_a_segment_quietly(data_dir: Path, caplog: Any) -> None:
+    """Redpanda preallocates its segments: a zero tail is where the data ends. Counted (bytes
+    under "zero tail", at the file's byte), never a warning, in the read nor in verify."""
+    import logging
+
+    part = data_dir / "kafka" / "orders" / "0_7"
+    tail_at = sum(len(b) for b in SEGMENTS["12-3-v1.log"][:2])
+    stats = kl.ReadStats()
+    with caplog.at_level(logging.WARNING, logger="kafkalog"):
+        assert _rows(kl.read_table(part, stats=stats)) == _expected_rows()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert (stats.zero_tails, stats.preallocated_tails, stats.zero_tail_bytes) == (1, 1, 1000)
+    assert not stats.skipped and stats.unaccounted_bytes == 0
+    (event,) = stats.events_of("zero tail")
+    assert event.position == tail_at and event.path.endswith("12-3-v1.log")
+    code, out, err = _cli("verify", "--strict", str(part))
+    assert code == 0 and "zero-filled" not in out + err, out + err
+
+
+def test_verify_and_dump_name_the_file_byte(tmp_path: Path) -> None:
+    """verify's own lines (offsets going back), its byte counts and dump's positions are the
+    file's, not the Kafka view's (which leaves the raft_configuration batch out)."""
+    d = tmp_path / "kafka" / "t" / "0_1"
+    d.mkdir(parents=True)
+    batches = [_other(0, 2), _data(1, 3), _data(2, 2)]  # raft 2-3 again: offsets go back
+    seg = d / "0-1-v1.log"
+    seg.write_bytes(b"".join(batches))
+    second = len(batches[0]) + len(batches[1])
+    code, out, err = _cli("verify", str(d))
+    assert code == 1, out + err
+    assert f"error: byte {second}: batch with offsets 1..2 does not follow" in out, out
+    assert f"{seg.stat().st_size} bytes" in out
+    code, out, err = _cli("dump", "--deep", str(seg))
+    kafka = out.split("As a Kafka client reads it", 1)[1]
+    assert f"position: {len(batches[0])} " in kafka and f"position: {second} " in kafka, out
+    assert kafka.count("| offset: ") == 5, out  # every record, found by its file position

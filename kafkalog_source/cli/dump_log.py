@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..errors import CorruptDataError
@@ -221,7 +222,7 @@ class LogDump:
                 if b.damage is not None:
                     self.fail(EXIT_INCOMPLETE, f"{path}: {b.damage}")
             if not self.jsonl:
-                self.line("As a Kafka client reads it (positions in its Kafka view):")
+                self.line("As a Kafka client reads it (its Kafka view; positions in the file):")
             limit = src.size if self.max_bytes == INT_MAX else min(src.size, self.max_bytes)
             self._dump_batches(src, path, limit)
 
@@ -250,11 +251,18 @@ class LogDump:
                 rows = _RecordCursor(
                     seg.read_rows(path, start, end, _RECORD_COLUMNS, options, stats)
                 )
-            for h in pending:
+            shown = pending
+            if src.stored_size != src.size:
+                import numpy as np
+
+                # a Redpanda segment's view: the file's positions
+                at = src.file_positions(np.array([h.position for h in pending], np.int64))
+                shown = [replace(h, position=p) for h, p in zip(pending, at.tolist(), strict=True)]
+            for h, h_shown in zip(pending, shown, strict=True):
                 data = seg.read_batch(src, h)
-                self._batch(path, h, seg.batch_is_valid(data, h))
-                if rows is not None:
-                    self._records(path, h, data, rows.take(h.position), pairs, state)
+                self._batch(path, h_shown, seg.batch_is_valid(data, h))
+                if rows is not None:  # the reader's batchPosition: the file's byte
+                    self._records(path, h_shown, data, rows.take(h_shown.position), pairs, state)
             self.progress.update(start_done + pending[-1].end)
             pending.clear()
 
@@ -276,7 +284,10 @@ class LogDump:
                 # ends), in the reader's words; the dump goes on after it, as the reader does
                 at, resume, detail = skipped
                 pending[:] = [h for h in pending if h.position < at]
-                self.fail(EXIT_INCOMPLETE, f"{path}: {detail}; the dump goes on at byte {resume}")
+                self.fail(
+                    EXIT_INCOMPLETE,
+                    f"{path}: {detail}; the dump goes on at byte {int(src.file_positions(resume))}",
+                )
                 walker = walk_classified(src, path, resume, limit)
                 continue
             if isinstance(item, Tail):
@@ -288,7 +299,10 @@ class LogDump:
                     break
                 at, resume, detail = skipped
                 pending[:] = [h for h in pending if h.position < at]
-                self.fail(EXIT_INCOMPLETE, f"{path}: {detail}; the dump goes on at byte {resume}")
+                self.fail(
+                    EXIT_INCOMPLETE,
+                    f"{path}: {detail}; the dump goes on at byte {int(src.file_positions(resume))}",
+                )
                 walker = walk_classified(src, path, resume, limit)
                 continue
             last_offset = item.last_offset
@@ -315,7 +329,7 @@ class LogDump:
                 self.obj(
                     type="trailingBytes",
                     file=path,
-                    position=tail.position,
+                    position=int(src.file_positions(tail.position)),
                     bytes=tail.skipped_bytes,
                     kind=tail.kind,
                 )
@@ -354,11 +368,12 @@ class LogDump:
                     pass
             except (CorruptDataError, OSError):
                 pass
-            self._spans[key] = [
-                (e.position, e.position + e.bytes, e.detail)
-                for e in stats.events_of("malformed")
-                if e.position is not None
-            ]
+            spans = []
+            for e in stats.events_of("malformed"):
+                if e.position is not None:  # the file's byte: the walk's (the view's) position
+                    at = int(src.view_positions(e.position))
+                    spans.append((at, at + e.bytes, e.detail))
+            self._spans[key] = spans
         return self._spans[key]
 
     def _reader_skip(

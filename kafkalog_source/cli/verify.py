@@ -354,7 +354,7 @@ def verify_segment(
         return report
     try:
         size = src.size
-        report.size = size
+        report.size = src.stored_size  # the stored file's bytes (a Redpanda file's, not its view's)
         headers, walk_end = walk_segment(src, path, size, holes_of(events), report, progress, done)
     finally:
         src.close()

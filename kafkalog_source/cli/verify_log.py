@@ -6,7 +6,7 @@ record offsets. The checks are specified in :mod:`.verify`; the index checks are
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from ..format.batch import BatchHeader
 from ..framing.walk import HeaderWalk
+from ..layout.redpanda import is_redpanda_segment
 from ..stats import ReadEvent
 from ..transport.source import ByteSource
 from .progress import Progress
@@ -66,11 +67,17 @@ def walk_segment(
     reader skipped, whose header fields (its length, its offsets) are not to be trusted: it is
     left out and the walk goes on at the hole's end, as the reader did; so does a walk that
     stops inside a hole. Returns the headers and where the last of them ends. A stop that no
-    hole explains is unreadable framing the reader did not report (an error)."""
+    hole explains is unreadable framing the reader did not report (an error).
+
+    Positions (``holes``, the headers', the errors') are the stored file's: a source that
+    presents another layout's file as a Kafka segment (a Redpanda segment's Kafka view) is
+    walked in its own positions, mapped from and back to the file's."""
     headers: list[BatchHeader] = []
     end = 0
     pos = 0
-    spans = sorted(holes)
+    spans = sorted(
+        (int(src.view_positions(a)), int(src.view_positions(a)) + b - a) for a, b in holes
+    )
 
     def hole_at(at: int) -> tuple[int, int] | None:
         return next(((a, b) for a, b in spans if a <= at < b), None)
@@ -94,13 +101,17 @@ def walk_segment(
             break
         hole = hole_at(stop.position)
         if hole is None:
+            at = int(src.file_positions(stop.position))
             report.error(
                 path,
-                f"byte {stop.position}: unreadable batch framing; the last "
-                f"{size - stop.position} bytes of the file cannot be walked",
+                f"byte {at}: unreadable batch framing; the last "
+                f"{src.stored_size - at} bytes of the file cannot be walked",
             )
             break
         pos = hole[1]
+    if headers and src.stored_size != size:  # another layout's file: its positions
+        at = src.file_positions(np.array([h.position for h in headers], np.int64)).tolist()
+        headers = [replace(h, position=p) for h, p in zip(headers, at, strict=True)]
     return headers, end
 
 
@@ -121,7 +132,8 @@ def report_events(path: str, events: list[ReadEvent], is_last: bool, report: Seg
     """What the reader found in one file, as verify's lines: each malformed batch, a file it
     stopped reading, a file gone, an error; a tail (a truncated final batch, stray bytes, a zero
     fill) is a warning in the last segment of a partition and an error in any other (a rolled
-    segment is never written again, so a damaged tail there means a damaged copy)."""
+    segment is never written again, so a damaged tail there means a damaged copy); a zero fill
+    ends a Redpanda partition's last segment quietly (Redpanda preallocates it)."""
     malformed = [e for e in events if e.kind == "malformed"]
     for e in malformed[:_LISTED_MALFORMED]:
         report.error(path, e.detail)  # the reader's message, less the path
@@ -135,6 +147,8 @@ def report_events(path: str, events: list[ReadEvent], is_last: bool, report: Seg
                 "zero-filled tail": "a zero-filled tail",
                 "stray bytes": "stray bytes too short for a batch header",
             }.get(e.reason, "a truncated final batch")
+            if is_last and e.reason == "zero-filled tail" and is_redpanda_segment(path):
+                continue  # Redpanda preallocates its active segment: zeros end its data
             if is_last:
                 report.warning(
                     path,

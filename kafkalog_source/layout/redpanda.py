@@ -615,6 +615,8 @@ class RedpandaSource(ByteSource):
     """A Redpanda segment's Kafka view (see the module's docstring), read by ranges: the file's
     bytes with the batches' headers rewritten, left-out batches skipped."""
 
+    zero_tail_normal = True  # Redpanda preallocates its segments: zeros end the data
+
     def __init__(self, inner: ByteSource, view: SegmentView, data: bytes | None = None) -> None:
         """The Kafka view ``view`` of ``inner``; ``data``: the file's bytes, when they were
         fetched whole already (a remote object walked), read from memory."""
@@ -664,6 +666,33 @@ class RedpandaSource(ByteSource):
             return positions
         i = self._batch_at(positions)
         return np.where(positions >= vpos[i], fpos[i] + (positions - vpos[i]), positions)
+
+    def view_positions(self, positions: Any) -> Any:
+        """See :meth:`ByteSource.view_positions`: a file byte inside a run of the view (a
+        raft_data batch, a tail) maps into it; any other (a batch left out, the header of a
+        batch shown as an empty one) to the view's first byte at or after it."""
+        scalar = np.isscalar(positions)
+        pos = np.atleast_1d(np.asarray(positions, dtype=np.int64))
+        vpos, fpos, _, _ = self._batch_arrays()
+        runs = np.array(self.view.runs, dtype=np.int64).reshape(-1, 3)
+        # the view's starts of things with a file position: runs, and batches shown
+        starts_f = np.concatenate([runs[:, 1], fpos])
+        starts_v = np.concatenate([runs[:, 0], vpos])
+        order = np.argsort(starts_f, kind="stable")
+        starts_f, starts_v = starts_f[order], starts_v[order]
+        out = np.full(len(pos), self.size, dtype=np.int64)
+        nxt = np.searchsorted(starts_f, pos, side="left")
+        ok = nxt < len(starts_f)
+        out[ok] = starts_v[nxt[ok]]
+        for vs, fs, n in self.view.runs:  # inside a run: its own byte
+            inside = (pos >= fs) & (pos < fs + n)
+            out[inside] = vs + pos[inside] - fs
+        return int(out[0]) if scalar else out
+
+    @property
+    def stored_size(self) -> int:
+        """The Redpanda file's size."""
+        return self.view.file_size
 
     def batch_labels(self, positions: Any) -> Any:
         """The Redpanda batch type of each batch start in ``positions``."""

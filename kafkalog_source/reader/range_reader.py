@@ -324,20 +324,24 @@ class RangeReader(
             self._spend(min(limit, end - pos))
         n = tail.skipped_bytes
         self.stats.tail_bytes += n
+        at = int(src.file_positions(pos))  # events name the stored file's byte
         if tail.kind == "zeros":
             self.stats.zero_tails += 1
             self.stats.zero_tail_bytes += n
+            self.stats.preallocated_tails += src.zero_tail_normal
             self.stats.record(
                 ReadEvent(
                     "zero tail",
                     "zero-filled tail",
                     rng.path,
-                    pos,
+                    at,
                     None,
                     n,
-                    f"{rng.path}: zero-filled tail from byte {src.file_positions(pos)}: {n} "
-                    "bytes (preallocated or crashed segment) not decoded",
-                )
+                    f"{rng.path}: zero-filled tail from byte {at}: {n} bytes (preallocated or "
+                    "crashed segment) not decoded",
+                ),
+                # a format that preallocates its segments (Redpanda): where the data ends
+                level=logging.DEBUG if src.zero_tail_normal else logging.WARNING,
             )
             return end
         if tail.kind == "truncated":
@@ -357,10 +361,10 @@ class RangeReader(
                 "truncated tail",
                 what,
                 rng.path,
-                pos,
+                at,
                 None,
                 n,
-                f"{rng.path}: {what} at byte {pos} of the last segment: {n} bytes not decoded "
+                f"{rng.path}: {what} at byte {at} of the last segment: {n} bytes not decoded "
                 f"({why})",
             )
         )

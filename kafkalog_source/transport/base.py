@@ -15,6 +15,9 @@ class ByteSource(ABC):
 
     path: str
     size: int  # bytes in the file when it was opened
+    # the stored format preallocates its files (Redpanda): a zero-filled tail is where the data
+    # ends, counted in ReadStats but not warned about
+    zero_tail_normal: bool = False
 
     def __init__(self, path: str, size: int) -> None:
         self.path = path
@@ -76,6 +79,16 @@ class ByteSource(ABC):
         """Per batch start in ``positions``, a label the stored format gives the batch (a
         Redpanda batch's type name), or None when the format has none."""
         return None
+
+    def view_positions(self, positions: Any) -> Any:
+        """The inverse of :meth:`file_positions`: for each position in the stored file (a
+        number or a numpy array), the position of what this source reads at or after it."""
+        return positions
+
+    @property
+    def stored_size(self) -> int:
+        """The stored file's size (:attr:`size` but for a source presenting another layout)."""
+        return self.size
 
     def explain(self, exc: Any) -> Any:
         """``exc``, an error at a position of this source, as the stored file tells it (the
