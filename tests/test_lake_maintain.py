@@ -131,6 +131,38 @@ def test_iceberg_state_survives_another_writers_rewrite_and_snapshot_expiry(
     assert offsets_of(out, "iceberg") == want(6)
 
 
+def test_iceberg_state_is_never_taken_from_a_snapshot_outside_the_current_lineage(
+    tmp_path: Path,
+) -> None:
+    """The table properties keep the last run's state for when no kafkalog snapshot is left in
+    the current snapshot's lineage; after a rollback to a snapshot that does not descend from
+    that run's, its offsets are not the table's: refused (the run's rows are not in the table,
+    its offsets would be skipped for good)."""
+    from kafkalog_source.lake.iceberg import IcebergSink
+    from kafkalog_source.lake.spec import TargetError
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    runs(logs, out, "iceberg", 0, 1)
+    sink = IcebergSink(TableTarget("iceberg", str(out)))
+    assert sink.load()
+    table = sink.table
+    table.overwrite(table.scan().to_arrow())  # another writer: no kafkalog summary
+    other = table.current_snapshot().snapshot_id
+    table.maintenance.expire_snapshots().older_than(datetime.now(timezone.utc)).commit()
+    runs(logs, out, "iceberg", 1, 2)  # its snapshot descends from the other writer's
+    table = sink.catalog.load_table(sink.identifier)
+    table.manage_snapshots().rollback_to_snapshot(other).commit()
+    before = snapshot(out)
+    grow(logs, 2)
+    with pytest.raises(TargetError, match="not in the lineage of the current snapshot") as e:
+        convert(logs, out, "iceberg")
+    assert str(other) in str(e.value), e.value
+    assert snapshot(out) == before
+    code, _, err = cli("convert", str(logs), str(out), "--format", "iceberg", "--mode", "overwrite")
+    assert code == 0, err
+    assert offsets_of(out, "iceberg") == want(3)
+
+
 # -- kafkalog maintain -------------------------------------------------------------------------
 
 

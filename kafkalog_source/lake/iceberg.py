@@ -329,6 +329,17 @@ class IcebergSink:
         # its kafkalog snapshots expired: the table properties keep the last state
         state = TableState.from_properties(meta.properties, f"table {self.identifier}")
         if state is not None:
+            own = _snapshot_of_run(self.table, state.run)
+            # still there, and not in the lineage walked above (--mode overwrite: no matter)
+            if own is not None and self.target.mode != "overwrite":
+                current = meta.current_snapshot()
+                raise TargetError(
+                    f"{self.where}: the snapshot of kafkalog's last run ({own.snapshot_id}, run "
+                    f"{state.run}) is not in the lineage of the current snapshot "
+                    f"({current.snapshot_id if current else 'none'}: a rollback?), and no "
+                    "kafkalog snapshot is left in that lineage: which offsets the table holds is "
+                    "not known. Set the current snapshot back, or convert with --mode overwrite"
+                )
             return state
         if meta.current_snapshot() is None and OFFSETS not in meta.properties:
             return TableState()  # created (by kafkalog or not) and never written
