@@ -163,6 +163,35 @@ def test_iceberg_state_is_never_taken_from_a_snapshot_outside_the_current_lineag
     assert offsets_of(out, "iceberg") == want(3)
 
 
+def test_delta_state_undone_by_another_writers_restore_is_refused(tmp_path: Path) -> None:
+    """A RESTORE to a version before kafkalog's last commit removes that commit's rows while
+    the app transactions keep its offsets (delta-rs restores no txn): the next run said "up to
+    date" and the offsets were lost for good; now refused, and --mode overwrite goes on."""
+    from deltalake import DeltaTable
+
+    from kafkalog_source.lake.spec import TargetError
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    runs(logs, out, "delta", 0, 2)
+    dt = DeltaTable(str(out))
+    first, last = sorted(h["version"] for h in dt.history() if "kafkalog.offsets" in h)
+    dt.restore(first)
+    before = snapshot(out)
+    grow(logs, 2)
+    with pytest.raises(
+        TargetError, match=f"to version {first}\\) undid kafkalog's commit at version {last}"
+    ):
+        convert(logs, out, "delta")
+    code, _, err = cli("maintain", str(out))
+    assert code == 2 and "RESTORE" in err and len(err.strip().splitlines()) == 1, err
+    assert snapshot(out) == before
+    code, _, err = cli("convert", str(logs), str(out), "--format", "delta", "--mode", "overwrite")
+    assert code == 0, err
+    assert offsets_of(out, "delta") == want(3)
+    runs(logs, out, "delta", 3, 4)  # the RESTORE is older than the state now
+    assert offsets_of(out, "delta") == want(4)
+
+
 # -- kafkalog maintain -------------------------------------------------------------------------
 
 

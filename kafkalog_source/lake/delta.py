@@ -203,13 +203,18 @@ class DeltaSink:
         version = dt.version()
         where = f"the Delta table at {self.shown}"
         copy: tuple[int, TableState] | None = None  # a maintenance commit's copy, and its source
+        restore: dict[str, Any] | None = None  # the oldest RESTORE newer than the state
         for info in self._history():
             v = _int_or_none(info.get("version"))
             if copy is not None and (v is None or v <= copy[0]):
                 break  # no run committed after the commit the copy was made from
+            if info.get("operation") == "RESTORE":
+                restore = info
+                continue
             state = TableState.from_properties(info, where)
             if state is None:
                 continue
+            self._not_restored_away(restore, v)
             source = _int_or_none(info.get(COPIED_FROM))
             if source is None:  # a run's own commit (newer than any copy of an older one)
                 return self._checked(state)
@@ -226,6 +231,24 @@ class DeltaSink:
             f"{self.where} is a Delta table that kafkalog did not write: no commit info and no "
             "app transaction (kafkalog:<topic>:<partition>) says which offsets it holds; "
             "convert into another table"
+        )
+
+    def _not_restored_away(self, restore: dict[str, Any] | None, version: int | None) -> None:
+        """Refuse a state whose commit (``version``) a later RESTORE (``restore``'s commit
+        info) may have undone: the app transactions keep that commit's offsets, while its rows
+        are gone from the table (they would be skipped for good). ``--mode overwrite`` goes
+        on (it reads everything again)."""
+        if restore is None or self.target.mode == "overwrite":
+            return
+        params = restore.get("operationParameters") or {}
+        to = _int_or_none(params.get("version"))
+        if to is not None and version is not None and version <= to:
+            return  # restored to a version that has this commit
+        raise TargetError(
+            f"{self.where}: a RESTORE (version {restore.get('version')}, to "
+            f"{'version ' + str(to) if to is not None else params or 'an older state'}) undid "
+            f"kafkalog's commit at version {version}: the table no longer holds the rows its "
+            "offsets say were converted. Convert with --mode overwrite (or into another table)"
         )
 
     def _history(self) -> Iterator[dict[str, Any]]:
