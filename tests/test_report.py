@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BROKER_WRITTEN, ROOT, SAMPLES
+from conftest import BROKER_WRITTEN, ROOT, SAMPLES, SHARED
 from report_support import DAMAGES, damaged_archive, disagreeing_copies, manifest
 
 import kafkalog_source as kl
@@ -853,3 +853,60 @@ def test_pages_in_headless_chromium(samples, damaged, tmp_path) -> None:
             assert Path(gp["path"]).name in r.text
         n_charts = html.count('class="chart"')
         assert n_charts >= 5
+
+
+# ------------------------------------------------------------------------------ Redpanda
+
+
+def _redpanda_dirs() -> list[tuple[Path, str]]:
+    """The Redpanda data directories of the shared fixtures, with their prefix in SUMMARY.json
+    (an independent decoder's account of every file)."""
+    root = SHARED / "fixtures" / "redpanda"
+    if not (root / "SUMMARY.json").is_file():
+        pytest.skip(f"shared fixtures not present: {root}")
+    found = [
+        (root / rel, rel)
+        for rel in (
+            "DianFlober-rp-stock-monitor/redpanda-data",
+            "langley232-video_ingestion/redpanda",
+        )
+        if (root / rel / "kafka").is_dir()
+    ]
+    assert found
+    return found
+
+
+def test_redpanda_data_directories(tmp_path, capsys) -> None:
+    """A Redpanda archive says so: ``system`` is redpanda, its counts are verify's (per segment
+    and in total, bytes the files'), its batch types the independent decoder's (SUMMARY.json)
+    for the user topics' segments, and its own namespaces' partitions skipped the reader's."""
+    root = SHARED / "fixtures" / "redpanda"
+    summary = json.loads((root / "SUMMARY.json").read_text())["files"]
+    for i, (d, rel) in enumerate(_redpanda_dirs()):
+        code, data, page = _report(tmp_path, str(d), name=f"rp{i}")
+        vcode, lines = _verify(capsys, str(d))
+        assert code == vcode == 0, (d, lines)  # zero tails are quiet: no warning
+        o = data["overview"]
+        assert data["system"] == o["system"] == "redpanda"
+        assert (o["batches"], o["records"], o["control_records"], o["bytes"]) == _totals(lines[-1])
+        assert lines[-1].startswith(f"total: {o['segments']} segment")
+        per_segment = {x.split(": ", 1)[0]: _totals(x) for x in lines[:-1] if x.endswith(": OK")}
+        assert {
+            s["path"]: (s["batches"], s["records"], s["control_records"], s["bytes"])
+            for s in data["segments"]
+        } == per_segment
+        stats = kl.ReadStats()
+        kl.read_table(str(d), stats=stats)
+        rp = o["redpanda"]
+        assert rp["internal_partitions_skipped"] == stats.redpanda_internal_partitions > 0
+        assert f"note: skipped {stats.redpanda_internal_partitions} partitions" in "\n".join(lines)
+        user = [f for f in summary if f["file"].startswith(f"{rel}/kafka/") and f.get("batches")]
+        want: Counter[str] = Counter()
+        for f in user:
+            for key, n in f["batches_by_type"].items():
+                want[key.split(" ", 1)[1]] += n
+        assert rp["batch_types"] == dict(want)
+        assert o["bytes"] == sum(
+            f["size"] for f in summary if f["file"].startswith(f"{rel}/kafka/")
+        )
+        assert "Redpanda batch types" in page and "raft_data" in page

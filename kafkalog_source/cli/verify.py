@@ -229,6 +229,8 @@ def _run(args: argparse.Namespace) -> int:
                 totals.warnings += report.warnings
     finally:
         progress.close()
+    if stats.redpanda_internal_partitions and not args.quiet:
+        out.write(f"note: {internal_line(stats.redpanda_internal_partitions)}\n")
     if not args.quiet:
         out.write(
             _summary(
@@ -301,6 +303,14 @@ def missing_lines(directory: str, stats: ReadStats) -> list[str]:
     return lines
 
 
+def internal_line(n: int) -> str:
+    """The line saying ``n`` partitions of Redpanda's own namespaces were found and not read."""
+    return (
+        f"skipped {_count(n, 'partition')} of Redpanda's own namespaces (kafka_internal, "
+        "redpanda): not user topics; -o redpanda=raw reads them"
+    )
+
+
 def _count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
@@ -338,10 +348,12 @@ def verify_segment(
     done: int,
     fail_on_data_loss: bool = False,
     on_headers: Callable[[list[BatchHeader]], None] | None = None,
+    on_source: Callable[[Any], None] | None = None,
 ) -> SegmentReport:
     """Check one segment and its index files against what the reader found in it (``rows``,
     ``events``); ``state`` carries the partition's last offsets. ``on_headers`` is given the
-    batch headers the walk found (``kafkalog report`` folds them into its aggregates)."""
+    batch headers the walk found (``kafkalog report`` folds them into its aggregates), and
+    ``on_source`` the segment's open source after the walk (a Redpanda segment's view)."""
     report = SegmentReport(path)
     report_events(path, events, is_last, report)
     try:
@@ -356,6 +368,8 @@ def verify_segment(
         size = src.size
         report.size = src.stored_size  # the stored file's bytes (a Redpanda file's, not its view's)
         headers, walk_end = walk_segment(src, path, size, holes_of(events), report, progress, done)
+        if on_source is not None:
+            on_source(src)
     finally:
         src.close()
     # batches the reader skipped: the index entries that fall on them are not checked again

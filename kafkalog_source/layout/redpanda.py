@@ -217,6 +217,18 @@ class SegmentView:
             self._batches = out + self.slow
         return self._batches
 
+    def type_counts(self) -> dict[int, int]:
+        """How many batches of each Redpanda batch type the segment holds (damaged ones by
+        what their header says)."""
+        out: dict[int, int] = {}
+        f = self.fast
+        if f is not None and len(f["type"]):
+            types, counts = np.unique(f["type"], return_counts=True)
+            out = dict(zip(types.tolist(), counts.tolist(), strict=True))
+        for b in self.slow:
+            out[b.type] = out.get(b.type, 0) + 1
+        return out
+
     def shown(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
         """View positions, file positions and types of the batches in the view (by view
         position), and the indexes in :attr:`batches` of those walked one by one."""

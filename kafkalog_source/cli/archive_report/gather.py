@@ -310,6 +310,26 @@ class Gatherer:
     replicated: set[tuple[str | None, int | None]] = field(default_factory=set)
     copies: dict[tuple[Any, Any], dict[str, list[Any]]] = field(default_factory=dict)
     disagreements: int = 0
+    # Redpanda segments: how many, their batches by type name, batches of types that take no
+    # Kafka offset (left out of the Kafka view), whether read raw (redpanda=raw)
+    redpanda_segments: int = 0
+    redpanda_types: Counter[str] = field(default_factory=Counter)
+    redpanda_left_out: int = 0
+    redpanda_raw: bool = False
+
+    def source(self, src: Any) -> None:
+        """A segment's open source after verify's walk: a Redpanda segment's batch types."""
+        from ...format.redpanda import type_name
+        from ...layout.redpanda import RedpandaSource
+
+        if not isinstance(src, RedpandaSource):
+            return
+        view = src.view
+        self.redpanda_segments += 1
+        self.redpanda_left_out += view.left_out
+        self.redpanda_raw = self.redpanda_raw or view.raw
+        for t, n in view.type_counts().items():
+            self.redpanda_types[type_name(t)] += n
 
     # ---------------------------------------------------------------- the reader's rows
     def tap(
@@ -700,6 +720,7 @@ def gather(
                     (total_bytes + done) // 2,
                     selection.fail_on_data_loss,
                     on_headers=walked,
+                    on_source=g.source,
                 )
                 if not seen:  # not walked (a file that cannot be opened)
                     g.taps.pop(s.path, None)
@@ -792,6 +813,7 @@ def assemble(
 ) -> dict[str, Any]:
     """The report's data from the aggregates: every number the page shows."""
     from ..main import version
+    from ..verify import internal_line
 
     parts = list(g.partitions.values())
     labels = {p.directory: label_of(p.topic, p.partition, p.directory, g.replicated) for p in parts}
@@ -835,6 +857,17 @@ def assemble(
         for c in sorted(g.stored)
     }
     stat_fields = {k: v for k, v in vars(stats).items() if not k.startswith("_") and k != "events"}
+    system = "redpanda" if g.redpanda_segments or stats.redpanda_internal_partitions else "kafka"
+    redpanda = None
+    if system == "redpanda":
+        redpanda = {
+            "internal_partitions_skipped": stats.redpanda_internal_partitions,
+            "batch_types": dict(sorted(g.redpanda_types.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "batches_without_kafka_offsets": g.redpanda_left_out,
+            "mode": "raw" if g.redpanda_raw else "kafka",
+        }
+        if stats.redpanda_internal_partitions:
+            notes.append(internal_line(stats.redpanda_internal_partitions))
     return {
         "format": "kafkalog-report",
         "format_version": 1,
@@ -842,11 +875,11 @@ def assemble(
         "generated_at_ms": int(time.time() * 1000),
         "paths": paths,
         "options": {k: v for k, v in options.items() if not k.lower().startswith("fs.")},
-        # which system wrote the archive; "kafka" until the Redpanda layout is read
-        # (a Redpanda archive will say "redpanda" here, and fill the same fields)
-        "system": "kafka",
+        # which system wrote the archive (a read never mixes them): Redpanda's segments are
+        # read as their Kafka view, so every other field means the same for both
+        "system": system,
         "overview": {
-            "system": "kafka",
+            "system": system,
             "topics": len(topics),
             "topic_names": topics,
             "internal_topics": sorted(t for t in topics if is_internal(t)),
@@ -872,6 +905,9 @@ def assemble(
             "gaps": len(g.gaps) + g.gaps_dropped,
             "errors": len(totals.errors),
             "warnings": len(totals.warnings),
+            # Redpanda's own facts (None for Kafka): its internal namespaces' partitions found
+            # and not read, the batches by Redpanda type, those left out of the Kafka view
+            "redpanda": redpanda,
         },
         "verify": {
             "segments": len(found),

@@ -575,6 +575,29 @@ def script_text(script: str) -> str:
     return re.sub(r"</(script)", r"<\\/\1", script, flags=re.IGNORECASE)
 
 
+def _redpanda_rows(rp: dict[str, Any] | None) -> list[list[str]]:
+    """The overview's rows of a Redpanda archive's own facts (none for Kafka's)."""
+    if not rp:
+        return []
+    types = ", ".join(f"{k} {n:,}" for k, n in rp["batch_types"].items()) or "–"
+    offsets = "raft offsets (redpanda=raw)" if rp["mode"] == "raw" else "Kafka offsets"
+    return [
+        ["Redpanda batch types", _e(types)],
+        [
+            "Redpanda batches without Kafka offsets",
+            _e(f"{rp['batches_without_kafka_offsets']:,} (left out of the Kafka view)"),
+        ],
+        [
+            "Redpanda's own partitions",
+            _e(
+                f"{rp['internal_partitions_skipped']:,} skipped (kafka_internal, redpanda; "
+                "-o redpanda=raw reads them)"
+            ),
+        ],
+        ["offsets shown", _e(offsets)],
+    ]
+
+
 def render_html(data: dict[str, Any], script: str | None = None) -> str:
     """The page for the report's ``data``; ``script`` is the Vega bundle (default: from
     vl-convert-python, :func:`javascript`)."""
@@ -625,6 +648,7 @@ def render_html(data: dict[str, Any], script: str | None = None) -> str:
                 ["message formats (batches)", _e(magics)],
                 ["codecs (data batches)", _e(codecs)],
                 ["internal topics", _e(", ".join(o["internal_topics"]) or "none")],
+                *_redpanda_rows(o.get("redpanda")),
                 [
                     "topics",
                     _e(
