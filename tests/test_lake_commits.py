@@ -389,3 +389,48 @@ def test_an_iceberg_table_created_elsewhere_gets_no_retry_on_top_of_another_run(
     assert run.attempts == 2 and run.committed is None
     assert catalog.load_table("kafkalog.t").properties["commit.retry.num-retries"] == "0"
     assert offsets_of(out, "iceberg") == arc.expected()
+
+
+def test_a_delta_log_store_failure_is_no_definite_rejection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-rs reports its DynamoDB log store's failure (TransactionError::LogStoreError,
+    "Transaction failed: ...") as CommitFailedError, like a conflict; its lock table's entry may
+    have been written and be completed by a later reader: the files are kept, the outcome is
+    unknown. A conflict (another CommitFailedError) is still a definite rejection."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import CommitFailedError
+
+    arc = Archive(tmp_path / "logs").add(3)
+    out = tmp_path / "t"
+    convert(str(arc.root), out, "delta")
+    arc.add(2)
+    before = {p for p in out.rglob("*.parquet")}
+
+    def failing(text: str) -> Any:
+        def commit(*args: Any, **kwargs: Any) -> Any:
+            raise CommitFailedError(text)
+
+        return commit
+
+    monkeypatch.setattr(
+        DeltaTable,
+        "create_write_transaction",
+        failing("Failed to commit transaction: Transaction failed: dynamodb put_item timed out"),
+    )
+    with pytest.raises(CommitUnknownError):
+        convert(str(arc.root), out, "delta")
+    assert {p for p in out.rglob("*.parquet")} - before  # kept
+    kept = {p for p in out.rglob("*.parquet")}
+    monkeypatch.setattr(
+        DeltaTable,
+        "create_write_transaction",
+        failing("Failed to commit transaction: Commit failed"),
+    )
+    with pytest.raises(Exception, match="refused the commit") as e:
+        convert(str(arc.root), out, "delta")
+    assert not isinstance(e.value, CommitUnknownError)
+    assert {p for p in out.rglob("*.parquet")} == kept  # its own files removed
+    monkeypatch.undo()
+    convert(str(arc.root), out, "delta")
+    assert offsets_of(out, "delta") == arc.expected()

@@ -831,12 +831,23 @@ def _rejected(e: BaseException, creating: bool, table_now: bool) -> bool:
     ``TransactionError``: a conflict with another commit, the retries used up, an append-only
     table; its log and store errors come as other types), or, for the commit creating the
     table (version 0 only, no retry), a table that exists now without this run's commit: its
-    version 0 is another's. Anything else (an ``OSError``, a timeout, a ``DeltaError``) may be a
+    version 0 is another's. Not the log store's ``TransactionError::LogStoreError`` (``Transaction
+    failed: ...``, a CommitFailedError too: the DynamoDB lock table's entry may be there and be
+    completed later). Anything else (an ``OSError``, a timeout, a ``DeltaError``) may be a
     commit that landed or lands yet. (deltalake 1.x; delta-rs ``python/src/error.rs`` maps
     ``DeltaTableError::Transaction`` to ``CommitFailedError``.)"""
     from deltalake.exceptions import CommitFailedError
 
+    if isinstance(e, CommitFailedError) and _LOG_STORE_FAILED in str(e):
+        # delta-rs's TransactionError::LogStoreError (the DynamoDB log store's lock table
+        # failing) comes as CommitFailedError too, but its entry may have been written: a later
+        # reader's repair then completes the commit, naming the run's files
+        return False
     return isinstance(e, CommitFailedError) or (creating and table_now)
+
+
+# how delta-rs (1.x, crates/core/src/kernel/transaction/mod.rs) says TransactionError::LogStoreError
+_LOG_STORE_FAILED = "Transaction failed:"
 
 
 def _int_or_none(v: Any) -> int | None:
