@@ -412,3 +412,28 @@ def test_verify_and_dump_name_the_file_byte(tmp_path: Path) -> None:
     kafka = out.split("As a Kafka client reads it", 1)[1]
     assert f"position: {len(batches[0])} " in kafka and f"position: {second} " in kafka, out
     assert kafka.count("| offset: ") == 5, out  # every record, found by its file position
+
+
+def test_raw_remote_reads_open_ahead_in_the_read_s_mode(s3_server, tmp_path: Path) -> None:
+    """redpanda=raw over a bucket: the segments opened ahead on the prefetch's threads (the
+    first ones before any range decodes) are opened raw too, also in a process that translated
+    the same objects the Kafka way first (a Spark executor's worker reused)."""
+    from remote_support import BUCKET
+
+    from kafkalog_source.layout.redpanda import forget
+
+    local = tmp_path / "bucket"
+    _bucket(local, "json")
+    prefix = "rp-raw-ahead"
+    s3_server.upload(local, f"{BUCKET}/{prefix}")
+    uri = f"s3://{BUCKET}/{prefix}"
+    want = kl.read_table(_partition(tmp_path / "local"), redpanda="raw")  # the same batches
+    assert len(want) == 15
+    for kafka_first in (False, True):
+        forget()
+        if kafka_first:
+            assert _rows(kl.read_table(uri, **s3_server.options)) == _expected_rows()
+        got = kl.read_table(uri, redpanda="raw", remoteConcurrency="4", **s3_server.options)
+        assert _rows(got) == _rows(want), kafka_first
+        # and the Kafka way again, after the raw read
+        assert _rows(kl.read_table(uri, **s3_server.options)) == _expected_rows()

@@ -52,7 +52,7 @@ def read_split(
 ) -> Iterator[pa.RecordBatch]:
     """Decode every range of a split, in order; the next remote ranges are fetched while one
     decodes (:mod:`.prefetch`, ``remoteConcurrency`` requests in flight at most)."""
-    ahead = range_prefetch(list(split.ranges), options.store)
+    ahead = range_prefetch(list(split.ranges), options.store, options.redpanda)
     opener = ahead.open if ahead is not None else None
     try:
         for rng in split.ranges:
@@ -147,7 +147,7 @@ def _ordered_batches(
     """Decode ``ranges`` (on ``threads`` threads) in order; the stats summary logged if
     anything was skipped."""
     st = stats if stats is not None else ReadStats()
-    ahead = range_prefetch(ranges, opts.store)
+    ahead = range_prefetch(ranges, opts.store, opts.redpanda)
     opener = ahead.open if ahead is not None else None
 
     def decode(rng: SegmentRange, range_stats: ReadStats) -> Iterator[pa.RecordBatch]:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 
 from ..layout.files import open_source
-from ..layout.redpanda import note_segment_base
+from ..layout.redpanda import note_segment_base, redpanda_mode
 from ..options import StoreOptions
 from ..planning.splits import SegmentRange
 from ..transport.fanout import Ahead, request_limit
@@ -36,9 +36,15 @@ _NEXT_HEADER = 17  # bytes after a range that ends inside its file: the next bat
 class RangePrefetch:
     """Sources for the ranges of one read, opened ahead of the decoder (see the module)."""
 
-    def __init__(self, ranges: list[SegmentRange], store: StoreOptions) -> None:
-        """Start opening the first of ``ranges`` (in the order they will be decoded)."""
+    def __init__(
+        self, ranges: list[SegmentRange], store: StoreOptions, redpanda: str = "kafka"
+    ) -> None:
+        """Start opening the first of ``ranges`` (in the order they will be decoded);
+        ``redpanda``: the read's option, how its Redpanda segments open (the threads opening
+        ahead do not see the decoder's :func:`redpanda_mode`: the first ranges are submitted
+        before any is decoded)."""
         self._store = store
+        self._redpanda = redpanda
         self._limit = threading.BoundedSemaphore(store.concurrency)
         self._where = {id(r): i for i, r in enumerate(ranges)}
         self._ahead: Ahead[SegmentRange, ByteSource] = Ahead(
@@ -57,7 +63,7 @@ class RangePrefetch:
         return max(0, min(rng.end - rng.start + extra, self._store.read_ahead_bytes))
 
     def _open(self, rng: SegmentRange) -> ByteSource:
-        with request_limit(self._limit), range_objects(rng):
+        with redpanda_mode(self._redpanda), request_limit(self._limit), range_objects(rng):
             src = open_source(rng.path, self._store)
             try:
                 src.prefetch(rng.start, self._wanted(rng))
@@ -94,14 +100,16 @@ def range_objects(rng: SegmentRange) -> Iterator[None]:
         yield
 
 
-def range_prefetch(ranges: list[SegmentRange], store: StoreOptions | None) -> RangePrefetch | None:
+def range_prefetch(
+    ranges: list[SegmentRange], store: StoreOptions | None, redpanda: str = "kafka"
+) -> RangePrefetch | None:
     """A :class:`RangePrefetch` for ``ranges`` when some are remote (with ``remoteConcurrency``
     1, one range is fetched ahead and one request is in flight at a time); else None (each range
-    opens its file itself)."""
+    opens its file itself). ``redpanda``: the read's ``redpanda`` option."""
     store = store or StoreOptions()
     if not any(is_remote(r.path) for r in ranges):
         return None
-    return RangePrefetch(ranges, store)
+    return RangePrefetch(ranges, store, redpanda)
 
 
 __all__ = ["RangePrefetch", "range_objects", "range_prefetch"]
