@@ -348,6 +348,11 @@ def test_overwrite_with_nothing_to_read_empties_the_table(
     assert done.returncode == 0, done.stderr
     assert "is up to date" not in done.stderr and "0 new rows" in done.stderr, done.stderr
     assert offsets_of(out, fmt) == []
+    # said as a replacement, not a creation, in one line: the table was there (PyIceberg's
+    # warning of a delete that matched nothing, the table being empty, is not shown)
+    done = cli(capsys, "convert", str(empty), str(out), "--format", fmt, "--mode", "overwrite")
+    assert done.returncode == 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"(replaced {fmt} table" in done.stderr and "created" not in done.stderr, done.stderr
     # the table's offsets are the empty archive's: a run from it finds nothing new
     assert convert(str(empty), out, fmt).committed is None
 

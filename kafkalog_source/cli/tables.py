@@ -129,7 +129,7 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
             c = run.committed
             n = run.partitions
             parts = [
-                f"{'created ' if run.created else ''}{what}",
+                f"{'replaced ' if run.replaced else 'created ' if run.created else ''}{what}",
                 f"{'snapshot' if args.format == 'iceberg' else 'version'} {c.commit}",
                 f"{c.rows} new rows in {c.files} data file{'' if c.files == 1 else 's'} from "
                 f"{n} topic-partition{'' if n == 1 else 's'}",

@@ -44,6 +44,7 @@ import logging
 import os
 import re
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -401,7 +402,9 @@ class IcebergSink:
         if replace == "rows" and self.table.current_snapshot() is not None:
             from pyiceberg.expressions import AlwaysTrue
 
-            tx.delete(AlwaysTrue())  # whole files: no data file is rewritten
+            with warnings.catch_warnings():  # "did not match any records": an empty table
+                warnings.simplefilter("ignore", UserWarning)
+                tx.delete(AlwaysTrue())  # whole files: no data file is rewritten
         props = state.to_properties()
         ids = self.ids if self.table is not None else {}  # "table": a new table's own
         writer = _ChunkWriter(tx.table_metadata, io, ids)

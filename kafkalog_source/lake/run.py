@@ -94,14 +94,16 @@ _DECODING = (
 @dataclass(frozen=True)
 class TableRun:
     """What a run did: the commit (None when nothing was new), the rows and topic-partitions it
-    added, the table's offsets after it, whether it created (or replaced) the table or
-    changed its schema, and the run's id (``kafkalog.run`` in its commit)."""
+    added, the table's offsets after it, whether it created (or replaced) the table,
+    whether it replaced one (``--mode overwrite`` of a table that was there) or changed its
+    schema, and the run's id (``kafkalog.run`` in its commit)."""
 
     committed: Committed | None
     rows: int = 0
     partitions: int = 0
     offsets: Offsets = field(default_factory=dict)
     created: bool = False
+    replaced: bool = False
     schema_changed: bool = False
     attempts: int = 1
     run: str = ""
@@ -286,6 +288,7 @@ def _attempt(
         partitions=len(new),
         offsets=offsets,
         created=created or replace is not None,
+        replaced=replace is not None,
         schema_changed=table_schema is not None and not table_schema.equals(schema),
         attempts=attempt,
         run=run_id,
