@@ -497,3 +497,28 @@ def test_a_second_iceberg_table_at_the_same_out_is_refused_and_maintain_keeps_it
     assert theirs and all(f.exists() for f in theirs)
     assert catalog.load_table("kafkalog.second").scan().to_arrow().num_rows == 2 * 15
     assert offsets_of(out, "iceberg") == want(2)
+
+
+@pytest.mark.parametrize("command", ["maintain", "convert"])
+def test_a_store_that_refuses_is_said_so_naming_out(command: str, tmp_path: Path) -> None:
+    """An endpoint that refuses connections: one line naming OUT and the cause (maintain said
+    "is empty: no table there"; convert gave the store's words alone, naming a bucket key)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = [
+        "-o", f"fs.s3.endpoint_override=http://127.0.0.1:{port}", "-o", "fs.s3.region=us-east-1",
+        "-o", "fs.s3.access_key=AKIDEXAMPLE", "-o", "fs.s3.secret_key=SECRETSECRET",
+    ]  # fmt: skip
+    if command == "maintain":
+        code, _, err = cli("maintain", "s3://lake/t", *store)
+        want = "OUT s3://lake/t cannot be reached (OSError: "
+    else:
+        logs = tmp_path / "logs"
+        grow(logs, 0)
+        code, _, err = cli("convert", str(logs), "s3://lake/t", "--format", "delta", *store)
+        want = "cannot reach s3://lake/t: OSError: "
+    assert code in (1, 2) and len(err.strip().splitlines()) == 1, err
+    assert want in err and "SECRETSECRET" not in err, err

@@ -152,7 +152,7 @@ def library_errors(target: Any) -> Iterator[None]:
     between them when stderr is not a terminal, :func:`~.report.for_stream`)."""
     from ..errors import KafkaLogError
     from ..lake.spec import TableError, TargetError
-    from ..redact import scrub
+    from ..redact import redact_uri, scrub
 
     try:
         yield
@@ -162,7 +162,10 @@ def library_errors(target: Any) -> Iterator[None]:
         raise
     except Exception as e:
         said = " ".join(str(e).split())
-        raise TableError(f"{type(e).__name__}: {scrub(said, target.secrets())}") from None
+        # the table named: an error of the store says a bucket's key, not which table
+        where = redact_uri(target.location)
+        where = f"cannot reach {where}" if isinstance(e, OSError) else where
+        raise TableError(f"{where}: {type(e).__name__}: {scrub(said, target.secrets())}") from None
 
 
 def _identifier(target: Any) -> str:

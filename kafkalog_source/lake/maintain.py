@@ -586,8 +586,9 @@ def not_a_table(location: str) -> str:
     try:
         out = out_location(location)
         gone = out.fs.get_file_info(out.path).type == FileType.NotFound
-    except Exception:  # unreachable: said as empty
-        gone = False
+    except Exception as e:  # a store that cannot be reached is not an empty one
+        said = " ".join(str(e).split())[:300] or type(e).__name__
+        return f"cannot be reached ({type(e).__name__}: {said})"
     return "does not exist" if gone else "is empty: no table there"
 
 
