@@ -104,6 +104,36 @@ def test_delta_state_survives_optimize_checkpoint_log_cleanup_and_vacuum(tmp_pat
     assert offsets_of(out, "delta") == want(6)
 
 
+def test_delta_app_transactions_skip_a_multi_part_checkpoint_missing_a_part(
+    tmp_path: Path,
+) -> None:
+    """A writer that stopped while writing a multi-part checkpoint leaves some of its parts: the
+    app transactions are read from the newest complete checkpoint and the commits after it (from
+    the partial one, a partition whose txn is in a missing part was taken as new: read again
+    from its start, its rows doubled)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    from kafkalog_source.lake.delta import DeltaSink
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    runs(logs, out, "delta", 0, 2)
+    DeltaTable(str(out)).create_checkpoint()
+    runs(logs, out, "delta", 2, 3)
+    log_dir = out / "_delta_log"
+    full = next(log_dir.glob("*.checkpoint.parquet"))
+    rows = pq.read_table(full)
+    app = pc.struct_field(rows.column("txn"), "appId")
+    version = DeltaTable(str(out)).version()
+    part = rows.filter(pc.equal(app, "kafkalog:t:0"))  # part 1 of 2; part 2 never written
+    pq.write_table(part, log_dir / f"{version:020d}.checkpoint.0000000001.0000000002.parquet")
+    sink = DeltaSink(TableTarget("delta", str(out)))
+    assert sink.load()
+    assert sink._app_ids() == {"kafkalog:t:0", "kafkalog:t:1", "kafkalog:u:0"}
+    assert sink._from_transactions().offsets == {("t", 0): 15, ("t", 1): 15, ("u", 0): 15}
+
+
 def test_iceberg_state_survives_another_writers_rewrite_and_snapshot_expiry(
     tmp_path: Path,
 ) -> None:

@@ -327,7 +327,7 @@ class DeltaSink:
         names = [
             i.base_name for i in self.out.fs.get_file_info(FileSelector(base, allow_not_found=True))
         ]
-        checkpoints = [n for n in names if ".checkpoint." in n and n[:20].isdigit()]
+        checkpoints = _complete_checkpoints(names)
         since = max((int(n[:20]) for n in checkpoints), default=-1)
         ids: set[str] = set()
         for name in sorted(names):
@@ -823,6 +823,24 @@ def _json_value(v: Any) -> Any:
     if hasattr(v, "isoformat"):
         return v.isoformat()
     return v
+
+
+def _complete_checkpoints(names: list[str]) -> list[str]:
+    """The checkpoint files among the ``_delta_log`` entries ``names``, but for a multi-part
+    checkpoint (``<version>.checkpoint.<part>.<parts>.parquet``) missing a part (a writer that
+    stopped while writing it): its app transactions are not all there, and a partition whose
+    offset is missing would be converted again from its start."""
+    parts: dict[tuple[int, int], set[int]] = {}
+    out = []
+    for n in names:
+        if ".checkpoint." not in n or not n[:20].isdigit():
+            continue
+        bits = n.split(".")
+        if len(bits) == 5 and bits[2].isdigit() and bits[3].isdigit():  # multi-part
+            parts.setdefault((int(n[:20]), int(bits[3])), set()).add(int(bits[2]))
+        out.append(n)
+    partial = {v for (v, total), have in parts.items() if have != set(range(1, total + 1))}
+    return [n for n in out if int(n[:20]) not in partial]
 
 
 def _rejected(e: BaseException, creating: bool, table_now: bool) -> bool:
