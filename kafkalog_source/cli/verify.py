@@ -87,6 +87,7 @@ from .verify_log import (
     holes_of,
     report_events,
     walk_segment,
+    with_next_bases,
 )
 
 EXIT_OK = 0
@@ -193,15 +194,10 @@ def _run(args: argparse.Namespace) -> int:
             for line in missing_lines(directory, stats):
                 totals.errors.append(line)
                 out.write(line + "\n")
-            later = segment_bases(directory, selection.store)
             state = PartitionState()
-            for i, s in enumerate(segs):
-                if s.base_offset is not None:
-                    nxt = [b for b in later if b > s.base_offset]
-                    next_base = min(nxt) if nxt else None
-                    is_last = not nxt
-                else:
-                    next_base, is_last = None, i == len(segs) - 1
+            for s, next_base, is_last in with_next_bases(
+                segs, segment_bases(directory, selection.store)
+            ):
                 report = verify_segment(
                     s.path,
                     s.base_offset,

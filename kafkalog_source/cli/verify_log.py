@@ -284,6 +284,19 @@ class RowFacts:
 ROW_COLUMNS = ("offset", "timestamp", "batchPosition", "control", "segmentPath")
 
 
+def with_next_bases(segs: list[Any], later: list[int]) -> Iterator[tuple[Any, int | None, bool]]:
+    """Each of a partition's segments (in order) with the base offset of the segment after it
+    in its directory (``later``: every base offset there, :func:`segment_bases`; None when none
+    follows) and whether it is the partition's last (a segment without a base offset in its name
+    is last when it is the last of ``segs``)."""
+    for i, s in enumerate(segs):
+        if s.base_offset is not None:
+            nxt = [b for b in later if b > s.base_offset]
+            yield s, (min(nxt) if nxt else None), not nxt
+        else:
+            yield s, None, i == len(segs) - 1
+
+
 def _int64s(column: Any) -> np.ndarray:
     """The values of an int64 (or timestamp) column, a view of its buffer: pyarrow's
     ``to_numpy``, ``fill_null`` with a Python scalar and ``pa.array`` import pandas (0.3 s of the

@@ -622,7 +622,13 @@ def gather(
         read_everything,
         verify_segment,
     )
-    from ..verify_log import ROW_COLUMNS, PartitionState, RowFacts, SegmentReport
+    from ..verify_log import (
+        ROW_COLUMNS,
+        PartitionState,
+        RowFacts,
+        SegmentReport,
+        with_next_bases,
+    )
 
     started = time.monotonic()
     for item in options:
@@ -688,15 +694,10 @@ def gather(
                         e.base_offset,
                         e.last_offset if e.last_offset is not None else e.base_offset,
                     )
-            later = segment_bases(directory, selection.store)
             state = PartitionState()
-            for i, s in enumerate(segs):
-                if s.base_offset is not None:
-                    nxt = [b for b in later if b > s.base_offset]
-                    next_base = min(nxt) if nxt else None
-                    is_last = not nxt
-                else:
-                    next_base, is_last = None, i == len(segs) - 1
+            for s, next_base, is_last in with_next_bases(
+                segs, segment_bases(directory, selection.store)
+            ):
                 events = by_path.get(s.path, [])
                 rows = facts.get(s.path, RowFacts())
                 seen: list[bool] = []
