@@ -34,7 +34,7 @@ Measured, in one run (ratios between numbers of the same run):
 
 Usage (the machine is shared: nice, one run)::
 
-    nice .venv/bin/python bench/lake.py            # 512 MiB: about 5 minutes on 2 busy cores
+    nice .venv/bin/python bench/lake.py            # 512 MiB: about 3 minutes on 2 busy cores
     nice .venv/bin/python bench/lake.py --mb 64    # a quick look
     nice .venv/bin/python bench/lake.py --mb 128 --no-lz4 --hourly 200 --hourly-mb 32
 
