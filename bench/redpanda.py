@@ -11,9 +11,9 @@ medians is printed.
 
     .venv/bin/python bench/redpanda.py --mib 64 --codec none --rounds 5
 
-The Redpanda read's extra work is the walk of its headers (one per batch: both CRCs' first,
-the header CRC, in Python) and the rewrite of each header in the byte view; the records cost
-the same (the same kernels decode the same bytes).
+The Redpanda read's extra work is the walk of its headers (one per batch: the header CRC
+checked by a compiled chain), the Kafka headers made from them and laid over the file's bytes
+as they are read; the records cost the same (the same kernels decode the same bytes).
 """
 
 from __future__ import annotations

@@ -54,7 +54,6 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -292,61 +291,36 @@ def with_crc(kafka_hdr: bytes, crc: int) -> bytes:
     return kafka_hdr[:V2_CRC_AT] + struct.pack(">I", crc & 0xFFFFFFFF) + kafka_hdr[V2_CRC_FROM:]
 
 
-def _field_column(raw: np.ndarray, name: str) -> np.ndarray:
-    """One field of every header row of ``raw`` ((n, 61) uint8), as int64."""
-    dt, at = HEADER_DTYPE.fields[name][:2]
-    return np.ascontiguousarray(raw[:, at : at + dt.itemsize]).view(dt).reshape(-1).astype(np.int64)
+def _records(raw: np.ndarray) -> np.ndarray:
+    """Header rows ``raw`` ((n, 61) uint8) as packed records of :data:`HEADER_DTYPE` (a view)."""
+    return np.ascontiguousarray(raw).reshape(-1).view(HEADER_DTYPE)
 
 
 def header_columns(raw: np.ndarray) -> dict[str, np.ndarray]:
     """The fields the walk needs of every header row of ``raw`` ((n, 61) uint8), int64 each."""
+    rec = _records(raw)
     return {
-        name: _field_column(raw, name)
+        name: rec[name].astype(np.int64)
         for name in ("size", "base_offset", "type", "last_offset_delta", "attrs", "record_count")
     }
 
 
-def _kafka_permutation() -> np.ndarray:
-    """For Kafka header bytes from the CRC on: the Redpanda header byte each one is (the same
-    fields, each byte-reversed)."""
-    out = []
-    for name in SHARED_FIELDS:
-        dt, at = HEADER_DTYPE.fields[name][:2]
-        out.extend(range(at + dt.itemsize - 1, at - 1, -1))
-    return np.array(out, dtype=np.int64)
-
-
-_KAFKA_FROM_CRC = _kafka_permutation()
-_KAFKA_CRC_AT = KAFKA_HEADER_DTYPE.fields["crc"][1]
-
-
 def kafka_headers(
-    raw: np.ndarray,
-    kafka_base: np.ndarray,
-    lengths: np.ndarray,
-    term: int,
-    gather: Callable[[np.ndarray, np.ndarray, np.ndarray, int], None] | None = None,
+    raw: np.ndarray, kafka_base: np.ndarray, lengths: np.ndarray, term: int
 ) -> np.ndarray:
     """The Kafka v2 headers ((n, 61) uint8) of the Redpanda header rows ``raw``: base offsets
     ``kafka_base``, batchLength ``lengths``, leader epoch ``term``, magic 2, and the CRC and
-    attrs..record_count carried over (byte-reversed: Kafka's are big-endian). ``gather(src,
-    cols, dst, at)`` sets ``dst[:, at + j] = src[:, cols[j]]`` (a compiled one; numpy's
-    indexing by default)."""
-    n = raw.shape[0]
-    out = np.empty((n, HEADER_SIZE), dtype=np.uint8)
-    if not n:
-        return out
-    head = np.empty(n, dtype=KAFKA_HEADER_DTYPE[["base_offset", "length", "leader_epoch", "magic"]])
-    head["base_offset"] = kafka_base
-    head["length"] = lengths
-    head["leader_epoch"] = term
-    head["magic"] = 2
-    out[:, :_KAFKA_CRC_AT] = head.view(np.uint8).reshape(n, -1)[:, :_KAFKA_CRC_AT]
-    if gather is None:
-        out[:, _KAFKA_CRC_AT:] = raw[:, _KAFKA_FROM_CRC]
-    else:
-        gather(np.ascontiguousarray(raw), _KAFKA_FROM_CRC, out, _KAFKA_CRC_AT)
-    return out
+    attrs..record_count carried over (:data:`SHARED_FIELDS`, big-endian as Kafka has them: numpy
+    swaps the bytes field by field, from one packed record layout to the other)."""
+    rec = _records(raw)
+    out = np.empty(len(rec), dtype=KAFKA_HEADER_DTYPE)
+    out["base_offset"] = kafka_base
+    out["length"] = lengths
+    out["leader_epoch"] = term
+    out["magic"] = 2
+    for name in SHARED_FIELDS:
+        out[name] = rec[name]
+    return out.view(np.uint8).reshape(len(rec), HEADER_SIZE)
 
 
 # ---- names ----------------------------------------------------------------------------------

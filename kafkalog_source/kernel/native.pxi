@@ -74,8 +74,6 @@ cdef extern from "csrc/kl_all.h" nogil:
     int64_t kl_crc32c(kl_bytes a, int64_t start, int64_t end)
     int64_t kl_rp_chain(kl_bytes buf, kl_i64 out, kl_u8 headers, int64_t *stop)
     int64_t kl_put_rows(kl_u8 dst, int64_t base, kl_ci64 at, kl_bytes rows, int64_t width)
-    void kl_gather_cols(kl_bytes src, int64_t src_width, kl_ci64 cols, kl_u8 dst,
-                        int64_t dst_width, int64_t at)
     int64_t kl_crc32(kl_bytes a, int64_t start, int64_t end)
     int64_t kl_scan_window(kl_bytes buf, int64_t limit, int64_t file_pos, kl_mat out,
                            int64_t *stop, int64_t *why)
@@ -313,19 +311,6 @@ def put_rows(uint8_t[::1] dst, int64_t base, const int64_t[::1] at, const uint8_
         n = kl_put_rows(d, base, a, r, width)
     _checked("put_rows")
     return n
-
-
-def gather_cols(const uint8_t[::1] src, int64_t src_width, const int64_t[::1] cols,
-                uint8_t[::1] dst, int64_t dst_width, int64_t at):
-    """For each row (``src_width`` bytes of ``src``, ``dst_width`` of ``dst``): ``dst`` bytes
-    ``at + j`` = ``src`` byte ``cols[j]``."""
-    cdef kl_bytes s = _ro(src)
-    cdef kl_ci64 c = _ci64(cols)
-    cdef kl_u8 d = _u8(dst)
-    with nogil:
-        _start()
-        kl_gather_cols(s, src_width, c, d, dst_width, at)
-    _checked("gather_cols")
 
 
 def scan_window(const uint8_t[::1] buf, int64_t limit, int64_t file_pos, int64_t[:, ::1] out):

@@ -37,10 +37,4 @@ def put_rows(dst: np.ndarray, base: int, at: np.ndarray, rows: np.ndarray) -> in
     return native.put_rows(dst, base, at, rows.reshape(-1), width)
 
 
-def gather_cols(src: np.ndarray, cols: np.ndarray, dst: np.ndarray, at: int) -> None:
-    """For each row of ``src`` and ``dst`` ((n, width) uint8 each): ``dst[:, at + j] =
-    src[:, cols[j]]``."""
-    native.gather_cols(src.reshape(-1), src.shape[1], cols, dst.reshape(-1), dst.shape[1], at)
-
-
-__all__ = ["chain_headers", "gather_cols", "put_rows"]
+__all__ = ["chain_headers", "put_rows"]

@@ -72,7 +72,7 @@ from ..format.redpanda import (
     type_name,
     with_crc,
 )
-from ..kernel.redpanda import chain_headers, gather_cols, put_rows
+from ..kernel.redpanda import chain_headers, put_rows
 from ..transport.base import ByteSource
 from ..transport.filesystems import is_remote
 
@@ -422,11 +422,9 @@ def _fast_walk(
     shown = ~dropped
     lengths = np.where(data_kind, sizes, HEADER_SIZE) - LOG_OVERHEAD
     if shown.all():
-        patches = kafka_headers(raw_hdr, kafka_base, lengths, term, gather_cols)
+        patches = kafka_headers(raw_hdr, kafka_base, lengths, term)
     else:
-        patches = kafka_headers(
-            raw_hdr[shown], kafka_base[shown], lengths[shown], term, gather_cols
-        )
+        patches = kafka_headers(raw_hdr[shown], kafka_base[shown], lengths[shown], term)
     row = np.cumsum(shown) - 1  # each batch's row among the patches
     for i in np.flatnonzero(empty).tolist():  # offset-taking non-data: empty batches
         e = kafka_header(raw_hdr[i].tobytes(), 0, int(kafka_base[i]), term,
