@@ -345,3 +345,19 @@ def test_an_abandoned_attempt_is_not_in_the_run_summary(
     assert stats[won].records == results[won].rows == 3 * 500
     assert stats[lost].records == 0, stats[lost].summary()
     assert_exactly_once(out, fmt, ends)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_archive_given_as_out_is_said_so_changing_nothing(fmt: str, tmp_path: Path) -> None:
+    """OUT an archive (segment files at its top, or in partition directories): one line saying
+    it is an archive (it said "not empty and holds no Delta table (orders-0)")."""
+    import shutil
+
+    src = SAMPLES / "orders-0"
+    for out in (tmp_path / "flat", tmp_path / "nested"):
+        shutil.copytree(src, out if out.name == "flat" else out / "orders-0")
+        before = sorted((str(p), p.stat().st_mtime_ns) for p in out.rglob("*"))
+        code, err = _cli("convert", str(src), str(out), "--format", fmt)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "is an archive (it holds Kafka segment files), not a table" in err, err
+        assert sorted((str(p), p.stat().st_mtime_ns) for p in out.rglob("*")) == before

@@ -196,8 +196,24 @@ def foreign_table(out: Out, fmt: str, own: tuple[str, ...] = ()) -> str | None:
         )
     if _leftovers(out, fmt, bool(own) and any(out.has(n) for n in own)):
         return None
+    if _holds_segments(out):
+        return (
+            "an archive (it holds Kafka segment files), not a table: give convert a new OUT for "
+            "the table, and the archive as PATH"
+        )
     shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
     return f"not empty and holds no {fmt.capitalize()} table ({shown})"
+
+
+def _holds_segments(out: Out) -> bool:
+    """Whether OUT holds Kafka segment files (an archive), at its top or below."""
+    from pyarrow.fs import FileSelector
+
+    try:
+        found = out.fs.get_file_info(FileSelector(out.path, recursive=True, allow_not_found=True))
+    except OSError:
+        return False
+    return any(i.base_name.endswith((".log", ".index", ".timeindex")) for i in found)
 
 
 def _leftovers(out: Out, fmt: str, catalog_here: bool) -> bool:
