@@ -400,6 +400,8 @@ def test_maintain_refuses_bad_input_in_one_line_changing_nothing(fmt: str, tmp_p
     for args, code, words in [
         (["--retain", "2h"], 2, "shorter than 1d"),
         (["--retain", "soon"], 2, "give a number and a unit"),
+        (["--retain", "99999999999d"], 2, "at most 36500d (100 years)"),
+        (["--retain", "5000000d"], 2, "at most 36500d (100 years)"),
     ]:
         got, said, err = cli("maintain", str(out), *args)
         assert got == code and words in err and len(err.strip().splitlines()) == 1, err

@@ -53,6 +53,7 @@ from .spec import TableError, TableTarget, TargetError
 log = logging.getLogger("kafkalog")
 
 MIN_RETAIN = timedelta(days=1)
+MAX_RETAIN = timedelta(days=36500)  # the cutoff stays a date (now - retain)
 DEFAULT_RETAIN = "7d"
 TARGET_FILE_BYTES = 128 << 20  # a compacted data file's size, about
 SMALL = 0.75  # a data file below this share of the target size is compacted
@@ -67,7 +68,10 @@ def parse_retention(text: str) -> timedelta:
         raise TargetError(
             f"--retain {text!r}: give a number and a unit (s, m, h, d or w), e.g. 7d or 36h"
         )
-    return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2).lower()])
+    seconds = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if seconds > MAX_RETAIN.total_seconds():
+        raise TargetError(f"--retain {text!r}: at most {_duration(MAX_RETAIN)} (100 years)")
+    return timedelta(seconds=seconds)
 
 
 def check_retention(retain: timedelta, force: bool) -> None:
