@@ -533,3 +533,22 @@ def test_a_query_over_a_failed_tables_files_says_there_is_no_table_and_what_is_t
     assert main(["query", str(killed), "SELECT count(*) FROM kafkalog"]) != 0
     err = capsys.readouterr().err
     assert said in err and "OUT" not in err, err
+
+
+def test_a_local_out_with_a_percent_sign(tmp_path: Path) -> None:
+    """Iceberg: the embedded catalog's SQLite file is opened where it is (SQLAlchemy decodes
+    %XX in its URL: OUT 'a%41' opened a catalog under 'aA'). Delta: refused in one line before
+    anything is written (delta-rs decodes %XX in a local path: its commit landed in OUT, then it
+    looked for its log under 'aA' and the run ended 'commit outcome unknown')."""
+    from kafkalog_source.cli.main import main
+
+    src = str(SAMPLES / "orders-0")
+    out = tmp_path / "a%41" / "t"
+    assert main(["convert", src, str(out), "--format", "iceberg", "-q"]) == 0
+    assert (out / "catalog.db").exists() and not (tmp_path / "aA").exists()
+    assert offsets_of(out, "iceberg") == [("orders", 0, o) for o in range(30)]
+    assert main(["convert", src, str(out), "--format", "iceberg", "-q"]) == 0  # up to date
+    assert offsets_of(out, "iceberg") == [("orders", 0, o) for o in range(30)]
+    with pytest.raises(Exception, match="a local path with '%' in it"):
+        convert(src, tmp_path / "a%41" / "d", "delta")
+    assert not (tmp_path / "a%41" / "d").exists()

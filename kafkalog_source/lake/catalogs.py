@@ -18,7 +18,9 @@ def sqlite_catalog(path: str, props: dict[str, str]) -> Any:
 
     for attempt in range(3):
         try:
-            return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{path}", **props)
+            # SQLAlchemy decodes %XX in the URL's path: a '%' of the file's path is sent as %25
+            uri = f"sqlite:///{path.replace('%', '%25')}"
+            return SqlCatalog(CATALOG_NAME, uri=uri, **props)
         except Exception as e:
             if attempt == 2 or not ("already exists" in str(e) or "locked" in str(e)):
                 raise

@@ -146,6 +146,14 @@ class DeltaSink:
         self.out = out_location(target.location)
         self.shown = self.out.shown
         self.where = f"{role} {self.shown}" if role else self.shown
+        if not self.out.remote and "%" in self.out.path:
+            # delta-rs decodes %XX in a local path (%41 as A), even in a file:// URI with %25:
+            # its commit lands in the directory given, and it then looks for its log elsewhere
+            raise TargetError(
+                f"{self.where}: a local path with '%' in it, which deltalake reads as a "
+                "percent-encoding (and then cannot find the table's log): give the Delta table "
+                "a directory without '%'"
+            )
         read = delta_storage_options(target.location)  # the store settings of the read
         self.storage = {**read, **target.properties}
         self.table: Any = None
