@@ -135,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
     """Verify every segment under the paths; print problems and summaries."""
     from ..layout.redpanda import redpanda_mode
 
+    for item in args.option:  # before the options' check: a fixed one is said so
+        key = item.partition("=")[0].strip()
+        if key.lower() in FIXED_OPTIONS:
+            raise CommandError(f"verify: option {key!r} is fixed by the command")
     given = command_options(args.option, "verify", VERIFY_OPTIONS)
     mode = next((str(v) for k, v in given.items() if k.lower() == "redpanda"), "kafka")
     with redpanda_mode(mode):  # Redpanda segments opened as the read asks (redpanda=raw)
@@ -149,10 +153,6 @@ def _run(args: argparse.Namespace) -> int:
     from ..options import parse_options
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
-    for item in args.option:
-        key = item.partition("=")[0].strip()
-        if key.lower() in FIXED_OPTIONS:
-            raise CommandError(f"verify: option {key!r} is fixed by the command")
     extra = command_options(args.option, "verify", VERIFY_OPTIONS)
     selection = parse_options(extra, paths=list(args.paths))
     if selection.replicas == "merge":
