@@ -355,6 +355,11 @@ def test_overwrite_with_nothing_to_read_empties_the_table(
     assert f"(replaced {fmt} table" in done.stderr and "created" not in done.stderr, done.stderr
     # the table's offsets are the empty archive's: a run from it finds nothing new
     assert convert(str(empty), out, fmt).committed is None
+    # into a new OUT, nothing to write makes no table, and is said so (not "is up to date")
+    done = cli(capsys, "convert", str(empty), str(tmp_path / "new"), "--format", fmt)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(f"kafkalog: nothing to convert in {empty} (no record"), done
+    assert f"no {fmt} table" in done.stderr and not (tmp_path / "new").exists(), done.stderr
 
 
 def test_an_iceberg_table_created_elsewhere_gets_no_retry_on_top_of_another_run(

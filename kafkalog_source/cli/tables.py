@@ -123,7 +123,12 @@ def convert(args: argparse.Namespace, options: dict[str, str]) -> int:
         what = f"{args.format} table" + (
             f" {target.table or _identifier(target)}" if args.format == "iceberg" else ""
         )
-        if run.committed is None:
+        if run.committed is None and run.created:
+            line = (
+                f"kafkalog: nothing to convert in {redact_uri(str(args.path))} (no record from "
+                f"the starting offsets on): no {what} was created at {shown}"
+            )
+        elif run.committed is None:
             line = f"kafkalog: {shown} is up to date ({what}: nothing new since its last commit)"
         else:
             c = run.committed

@@ -94,7 +94,8 @@ _DECODING = (
 @dataclass(frozen=True)
 class TableRun:
     """What a run did: the commit (None when nothing was new), the rows and topic-partitions it
-    added, the table's offsets after it, whether it created (or replaced) the table,
+    added, the table's offsets after it, whether it created (or replaced) the table (with no
+    commit: there was no table, and the run made none, having nothing to write),
     whether it replaced one (``--mode overwrite`` of a table that was there) or changed its
     schema, and the run's id (``kafkalog.run`` in its commit)."""
 
@@ -250,8 +251,8 @@ def _attempt(
     begin = {k: max(start.get(k, logs[k].earliest), logs[k].earliest) for k in end if k in logs}
     new = {k: (begin[k], end[k]) for k in begin if end[k] > begin[k]}
     offsets = {**state.offsets, **end}
-    if not new and not replace:
-        return TableRun(None, offsets=offsets, attempts=attempt, run=run_id)
+    if not new and not replace:  # created: no table was there, and none is made
+        return TableRun(None, offsets=offsets, created=created, attempts=attempt, run=run_id)
 
     read_options = {k: v for k, v in options.items() if k.lower() not in _STARTING}
     read_options["startingOffsets"] = offsets_to_json(begin)
