@@ -437,3 +437,18 @@ def test_raw_remote_reads_open_ahead_in_the_read_s_mode(s3_server, tmp_path: Pat
         assert _rows(got) == _rows(want), kafka_first
         # and the Kafka way again, after the raw read
         assert _rows(kl.read_table(uri, **s3_server.options)) == _expected_rows()
+    # a Spark executor: the splits planned elsewhere, read in a process that translated nothing
+    from kafkalog_source.arrow.schema import output_projection
+    from kafkalog_source.options import parse_options
+    from kafkalog_source.planning.planner import plan
+    from kafkalog_source.planning.request import batch_request
+    from kafkalog_source.reader import read_split
+
+    o = parse_options({**s3_server.options, "redpanda": "raw", "remoteConcurrency": "4"}, paths=uri)
+    splits = plan(batch_request(o))
+    forget()
+    rows = []
+    for split in splits:
+        for b in read_split(split, o, output_projection(o)):
+            rows += zip(*(b.column(c).to_pylist() for c in ("offset", "value")), strict=True)
+    assert sorted(rows) == sorted(_rows(want))
