@@ -72,7 +72,7 @@ class ReadStats:
 
     segments: int = 0  # files read, each counted once (by the read of its first piece)
     pieces: int = 0  # ranges read of files that another range counts (a file cut into pieces)
-    batches: int = 0
+    batches: int = 0  # batches decoded (one the mode skips counts as a malformed batch only)
     # data records read (returned as rows); control records (transaction markers, KRaft
     # records) are never counted here: returned rows = records + control_records
     records: int = 0
