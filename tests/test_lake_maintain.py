@@ -385,6 +385,71 @@ def test_maintain_during_a_convert_keeps_its_files_and_every_offset_once(
     assert offsets_of(out, fmt) == want(6)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_maintain_during_another_maintain_doubles_no_row(
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another maintain compacts after this one read the table: deltalake 1.6's optimize then
+    committed this one's compaction on top of the other's (both removing the same small files,
+    each adding their rows again: every row twice, seen with two `kafkalog maintain` processes
+    at once). Delta: a maintain compacts holding a lease, taken by a commit that conflicts with
+    another's taken since the table was read; Iceberg: on the snapshot it planned from or not
+    at all."""
+    from kafkalog_source.lake.delta import DeltaSink
+    from kafkalog_source.lake.iceberg import IcebergSink
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    runs(logs, out, fmt, 0, 4)
+    sink_type = DeltaSink if fmt == "delta" else IcebergSink
+    real = sink_type._state
+
+    def state_then_another_maintain(self: Any) -> Any:
+        state = real(self)
+        monkeypatch.setattr(sink_type, "_state", real)
+        done = maintain_table(TableTarget(fmt, str(out)), timedelta(days=1))
+        assert "rewritten as" in done[0].text, done
+        return state
+
+    monkeypatch.setattr(sink_type, "_state", state_then_another_maintain)
+    actions = maintain_table(TableTarget(fmt, str(out)), timedelta(days=1))
+    assert actions[0].text.startswith(
+        "skipped: another maintain began" if fmt == "delta" else "skipped: another writer"
+    ), actions
+    assert offsets_of(out, fmt) == want(4)
+    runs(logs, out, fmt, 4, 5)
+    assert offsets_of(out, fmt) == want(5)
+
+
+def test_a_delta_compaction_lease_held_skips_compaction_until_it_ends(tmp_path: Path) -> None:
+    from deltalake import CommitProperties, DeltaTable, Transaction
+
+    from kafkalog_source.lake.maintain import LEASE_APP, LEASE_TTL
+
+    logs, out = tmp_path / "logs", tmp_path / "t"
+    runs(logs, out, "delta", 0, 3)
+    dt = DeltaTable(str(out))
+    taken = datetime.now(timezone.utc)
+    dt.create_write_transaction(
+        [], mode="append", schema=dt.schema(), partition_by=dt.metadata().partition_columns,
+        commit_properties=CommitProperties(
+            app_transactions=[Transaction(LEASE_APP, int(taken.timestamp() * 1000))]
+        ),
+    )  # fmt: skip
+    files = current_files(out, "delta")
+    target = TableTarget("delta", str(out))
+    actions = maintain_table(target, timedelta(days=1), now=taken + timedelta(hours=1))
+    assert actions[0].text.startswith("skipped: another maintain has been compacting since ")
+    assert "its lease ends 12h after that" in actions[0].text, actions
+    assert current_files(out, "delta") == files
+    # a lease older than LEASE_TTL (its maintain killed): taken over, given back after
+    later = taken + LEASE_TTL + timedelta(minutes=1)
+    actions = maintain_table(target, timedelta(days=1), now=later)
+    assert "rewritten as" in actions[0].text, actions
+    assert current_files(out, "delta") < files
+    assert DeltaTable(str(out)).transaction_version(LEASE_APP) == 0
+    assert offsets_of(out, "delta") == want(3)
+
+
 # -- bad input: one line, nothing changed ---------------------------------------------------------
 
 

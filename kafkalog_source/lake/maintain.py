@@ -29,6 +29,14 @@ metadata file (current and logged) or statistics file names, and that is older t
 retention, is deleted (as Iceberg's ``DeleteOrphanFiles`` with ``olderThan``); not when
 another table of the catalog lives at the same location (its files look like orphans).
 
+**Two maintains at once** (Delta): deltalake 1.6 commits an optimize on top of another one
+that removed the same files (delta-io/delta-rs#3982 lets removes without data change pass the
+conflict check; optimize takes no commit properties), keeping both rewrites: every row twice.
+So a maintain compacts holding a lease (an app transaction, :data:`LEASE_APP`, committed with
+no file; two taken from the same version conflict), on the table as it is once taken; a lease
+younger than :data:`LEASE_TTL` skips the compaction. Another tool's OPTIMIZE at the same time
+is not covered. (Iceberg: the compaction commits on the snapshot it planned from or not at all.)
+
 **Commits in flight.** A convert writes its data files before its commit names them: a file
 younger than the retention is never deleted, so a retention longer than the longest convert
 (and any other writer's commit) keeps them. A retention below :data:`MIN_RETAIN` (a day, as
@@ -54,6 +62,9 @@ log = logging.getLogger("kafkalog")
 
 MIN_RETAIN = timedelta(days=1)
 MAX_RETAIN = timedelta(days=36500)  # the cutoff stays a date (now - retain)
+# Delta: one compaction at a time (maintain's lease, :meth:`_Delta._lease`)
+LEASE_APP = "kafkalog-maintain"
+LEASE_TTL = timedelta(hours=12)
 DEFAULT_RETAIN = "7d"
 TARGET_FILE_BYTES = 128 << 20  # a compacted data file's size, about
 SMALL = 0.75  # a data file below this share of the target size is compacted
@@ -160,6 +171,7 @@ class _Delta:
 
     def run(self) -> list[Action]:
         from deltalake import CommitProperties, WriterProperties
+        from deltalake.exceptions import CommitFailedError
 
         from .delta import COPIED_FROM, configuration_of
         from .state import RUN
@@ -170,28 +182,22 @@ class _Delta:
         read_at = sink.table.version()
         state = sink._state()  # refuses a table kafkalog did not write, before any change
         out: list[Action] = []
-        m = sink.table.optimize.compact(
-            target_size=self.size,
-            writer_properties=WriterProperties(compression="ZSTD", compression_level=1),
-        )
-        removed, added = m.get("filesRemoved") or {}, m.get("filesAdded") or {}
-        if isinstance(removed, str):
-            import json
-
-            removed, added = json.loads(removed), json.loads(added or "{}")
-        n_removed, n_added = int(m.get("numFilesRemoved") or 0), int(m.get("numFilesAdded") or 0)
-        if n_removed:
-            out.append(
-                Action(
-                    "compact",
-                    f"{_files(n_removed)} in {m.get('partitionsOptimized', 0)} partition(s) "
-                    f"rewritten as {n_added} ({_size(int(removed.get('totalSize') or 0))} -> "
-                    f"{_size(int(added.get('totalSize') or 0))}), version "
-                    f"{sink.table.version()}",
-                )
-            )
+        busy = self._lease(int(self.now.timestamp() * 1000))
+        if busy is not None:
+            sink.load()
+            out.append(Action("compact", busy))
         else:
-            out.append(Action("compact", "no partition has small files to rewrite"))
+            m: dict[str, Any] | None = None
+            try:
+                m = sink.table.optimize.compact(
+                    target_size=self.size,
+                    writer_properties=WriterProperties(compression="ZSTD", compression_level=1),
+                )
+            except CommitFailedError:  # refused (another commit changed the table's metadata)
+                pass
+            finally:
+                self._release()
+            out.append(self._compacted(m))
         hours = math.ceil(self.retain.total_seconds() / 3600)
         listed = sink.table.vacuum(
             retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=True
@@ -216,11 +222,20 @@ class _Delta:
             "delta.logRetentionDuration": interval,
             "delta.deletedFileRetentionDuration": interval,
         }
-        sink.table.alter.set_table_properties(
-            props,
-            raise_if_not_exists=False,
-            commit_properties=CommitProperties(custom_metadata={**copy, COPIED_FROM: str(read_at)}),
-        )
+        for attempt in range(2):  # on the table as it is now (another maintain's may be newer)
+            sink.load()
+            try:
+                sink.table.alter.set_table_properties(
+                    props,
+                    raise_if_not_exists=False,
+                    commit_properties=CommitProperties(
+                        custom_metadata={**copy, COPIED_FROM: str(read_at)}
+                    ),
+                )
+                break
+            except CommitFailedError:  # another commit changed the metadata first: again
+                if attempt:
+                    raise
         sink.load()
         before = self._log_files()
         sink.table.create_checkpoint()
@@ -236,6 +251,89 @@ class _Delta:
             )
         )
         return out
+
+    def _lease(self, now_ms: int) -> str | None:
+        """Take the compaction lease: an app transaction :data:`LEASE_APP` whose version is
+        the time it was taken (ms), committed with no file; two taken at once conflict in
+        delta-rs, the later refused. None when taken (the table reloaded), else why the
+        compaction is skipped: another maintain holds it (taken less than :data:`LEASE_TTL`
+        ago), or took it at the same time. deltalake 1.6's optimize commits on top of another
+        optimize that removed the same files (delta-rs lets removes without data change pass
+        its conflict check, delta-io/delta-rs#3982; optimize takes no commit properties): two
+        compactions at once would keep both rewrites, every row of them twice."""
+        from deltalake import CommitProperties, Transaction
+        from deltalake.exceptions import CommitFailedError
+
+        sink = self.sink
+        held = sink.table.transaction_version(LEASE_APP)
+        if held and 0 <= now_ms - int(held) < LEASE_TTL.total_seconds() * 1000:
+            since = datetime.fromtimestamp(int(held) / 1000, timezone.utc)
+            return (
+                f"skipped: another maintain has been compacting since "
+                f"{since.strftime('%Y-%m-%d %H:%M:%S UTC')} (if it was killed, its lease ends "
+                f"{_duration(LEASE_TTL)} after that)"
+            )
+        try:
+            sink.table.create_write_transaction(
+                [],
+                mode="append",
+                schema=sink.table.schema(),
+                partition_by=list(sink.table.metadata().partition_columns) or None,
+                commit_properties=CommitProperties(
+                    app_transactions=[Transaction(LEASE_APP, now_ms)]
+                ),
+            )
+        except CommitFailedError:
+            return "skipped: another maintain began compacting at the same time"
+        sink.load()  # compacted as it is now, with the lease
+        return None
+
+    def _release(self) -> None:
+        """Give the lease back (version 0); failing, it ends after :data:`LEASE_TTL`."""
+        from deltalake import CommitProperties, Transaction
+
+        sink = self.sink
+        try:
+            sink.load()
+            sink.table.create_write_transaction(
+                [],
+                mode="append",
+                schema=sink.table.schema(),
+                partition_by=list(sink.table.metadata().partition_columns) or None,
+                commit_properties=CommitProperties(app_transactions=[Transaction(LEASE_APP, 0)]),
+            )
+        except Exception as e:
+            log.warning(
+                "%s: the compaction lease was not given back (%s); it ends %s after it was taken",
+                sink.where,
+                " ".join(str(e).split())[:200],
+                _duration(LEASE_TTL),
+            )
+        sink.load()
+
+    def _compacted(self, m: dict[str, Any] | None) -> Action:
+        """The compaction's line from deltalake's metrics ``m`` (None: its commit refused)."""
+        if m is None:
+            return Action(
+                "compact",
+                "skipped: another writer's commit refused it (the rewritten files are no part "
+                "of the table: vacuum removes them once older than the retention); run maintain "
+                "again",
+            )
+        removed, added = m.get("filesRemoved") or {}, m.get("filesAdded") or {}
+        if isinstance(removed, str):
+            import json
+
+            removed, added = json.loads(removed), json.loads(added or "{}")
+        n_removed, n_added = int(m.get("numFilesRemoved") or 0), int(m.get("numFilesAdded") or 0)
+        if not n_removed:
+            return Action("compact", "no partition has small files to rewrite")
+        return Action(
+            "compact",
+            f"{_files(n_removed)} in {m.get('partitionsOptimized', 0)} partition(s) "
+            f"rewritten as {n_added} ({_size(int(removed.get('totalSize') or 0))} -> "
+            f"{_size(int(added.get('totalSize') or 0))}), version {self.sink.table.version()}",
+        )
 
     def _sizes(self, paths: list[str]) -> dict[str, int]:
         out = self.sink.out
