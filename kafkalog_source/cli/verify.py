@@ -64,6 +64,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KafkaLogError, StorageError
@@ -149,29 +150,12 @@ def _run(args: argparse.Namespace) -> int:
     """The command, within :func:`run`."""
     import logging
 
-    from ..layout.discovery import discover, segment_bases
-    from ..options import parse_options
+    from ..layout.discovery import segment_bases
 
     logging.getLogger("kafkalog").addHandler(logging.NullHandler())
-    extra = command_options(args.option, "verify", VERIFY_OPTIONS)
-    selection = parse_options(extra, paths=list(args.paths))
-    if selection.replicas == "merge":
-        raise CommandError(
-            "verify: replicas=merge reads one copy of each offset; verify checks every copy: "
-            "use replicas=separate"
-        )
-    found_stats = ReadStats()
-    # A missing path, or a path with no segment file, fails here (exit 1) unless
-    # ignoreMissingFiles / allowEmpty; the missing paths skipped become warnings.
-    found = discover(selection, found_stats)
-    skipped = [
-        f"{e.path}: warning: path does not exist (skipped: ignoreMissingFiles)"
-        for e in found_stats.events_of("missing path")
-    ]
-    groups: dict[str, list[Any]] = {}
-    for s in found:
-        groups.setdefault(parent_directory(s.path), []).append(s)
-    total_bytes = sum(s.size for s in found)
+    plan = plan_verify("verify", args.option, args.paths, "verify checks every copy")
+    extra, selection, found, groups = plan.extra, plan.selection, plan.found, plan.groups
+    skipped, total_bytes = plan.skipped, plan.total_bytes
     progress = Progress("verify", total_bytes, wanted(args.quiet))
     out = sys.stdout
     totals = SegmentReport("total")
@@ -239,6 +223,47 @@ def _run(args: argparse.Namespace) -> int:
     out.flush()
     bad = totals.errors or (args.strict and totals.warnings)
     return EXIT_PROBLEMS if bad else EXIT_OK
+
+
+@dataclass
+class VerifyPlan:
+    """What verify's pass reads (and ``kafkalog report``'s, the same pass): the options as
+    given (``extra``) and parsed, the segment files found, by partition directory, the warnings
+    for missing paths skipped under ignoreMissingFiles, and the bytes to read."""
+
+    extra: dict[str, str]
+    selection: Any
+    found: list[Any]
+    groups: dict[str, list[Any]]
+    skipped: list[str]
+    total_bytes: int
+
+
+def plan_verify(command: str, items: list[str], paths: list[str], every_copy: str) -> VerifyPlan:
+    """Parse ``-o`` ``items`` as verify's options for ``command`` (replicas=merge refused:
+    ``every_copy`` says why) and find the segment files under ``paths``. A missing path, or a
+    path with no segment file, fails here (exit 1) unless ignoreMissingFiles / allowEmpty; the
+    missing paths skipped become warnings."""
+    from ..layout.discovery import discover
+    from ..options import parse_options
+
+    extra = command_options(items, command, VERIFY_OPTIONS)
+    selection = parse_options(extra, paths=list(paths))
+    if selection.replicas == "merge":
+        raise CommandError(
+            f"{command}: replicas=merge reads one copy of each offset; {every_copy}: "
+            "use replicas=separate"
+        )
+    found_stats = ReadStats()
+    found = discover(selection, found_stats)
+    skipped = [
+        f"{e.path}: warning: path does not exist (skipped: ignoreMissingFiles)"
+        for e in found_stats.events_of("missing path")
+    ]
+    groups: dict[str, list[Any]] = {}
+    for s in found:
+        groups.setdefault(parent_directory(s.path), []).append(s)
+    return VerifyPlan(extra, selection, found, groups, skipped, sum(s.size for s in found))
 
 
 def read_everything(

@@ -611,14 +611,13 @@ def gather(
 ) -> Gathered:
     """Read everything under ``paths`` once, as ``kafkalog verify`` does, and fold it into the
     report's data. ``options`` are ``-o KEY=VALUE`` items (verify's options)."""
-    from ...layout.discovery import discover, parent_directory, segment_bases
-    from ...options import parse_options
-    from ..common import CommandError, command_options
+    from ...layout.discovery import parent_directory, segment_bases
+    from ..common import CommandError
     from ..progress import Progress, wanted
     from ..verify import (
         FIXED_OPTIONS,
-        VERIFY_OPTIONS,
         missing_lines,
+        plan_verify,
         read_everything,
         verify_segment,
     )
@@ -635,27 +634,16 @@ def gather(
         key = item.partition("=")[0].strip()
         if key.lower() in FIXED_OPTIONS:
             raise CommandError(f"report: option {key!r} is fixed by the command")
-    extra = command_options(options, "report", VERIFY_OPTIONS)
-    selection = parse_options(extra, paths=list(paths))
-    if selection.replicas == "merge":
-        raise CommandError(
-            "report: replicas=merge reads one copy of each offset; the report shows every "
-            "copy, as verify checks every copy: use replicas=separate"
-        )
-    found_stats = ReadStats()
-    found = discover(selection, found_stats)
-    groups: dict[str, list[Any]] = {}
-    for s in found:
-        groups.setdefault(parent_directory(s.path), []).append(s)
-    total_bytes = sum(s.size for s in found)
+    plan = plan_verify(
+        "report", options, paths, "the report shows every copy, as verify checks every copy"
+    )
+    extra, selection, found, groups = plan.extra, plan.selection, plan.found, plan.groups
+    total_bytes = plan.total_bytes
     progress = Progress("report", total_bytes, wanted(quiet))
     g = Gatherer(topic_of={s.path: (s.topic, s.partition) for s in found})
     keys = Counter((segs[0].topic, segs[0].partition) for segs in groups.values())
     g.replicated = {k for k, n in keys.items() if n > 1 and k[0] is not None}
-    problems: list[str] = [
-        f"{e.path}: warning: path does not exist (skipped: ignoreMissingFiles)"
-        for e in found_stats.events_of("missing path")
-    ]
+    problems: list[str] = list(plan.skipped)
     totals = SegmentReport("total")
     totals.warnings += problems
     stats = ReadStats()
