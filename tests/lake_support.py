@@ -119,3 +119,19 @@ def write_segment(
 def offsets_of(out: Path, fmt: str) -> list[tuple[str, int, int]]:
     t = read_back(out, fmt, 'SELECT topic, partition, "offset" FROM kafkalog ORDER BY 1, 2, 3')
     return list(zip(*(t.column(i).to_pylist() for i in range(3)), strict=True))
+
+
+class Done:
+    """A ``kafkalog`` command's exit code and output, as subprocess.run's result has them."""
+
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.returncode, self.stdout, self.stderr = code, out, err
+
+
+def cli(capsys: Any, *args: str) -> Done:
+    """``kafkalog ARGS`` in this process (no interpreter start per command)."""
+    from kafkalog_source.cli.main import main
+
+    code = main(list(args))
+    out = capsys.readouterr()
+    return Done(code, out.out, out.err)

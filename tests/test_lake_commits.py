@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lake_support import convert, offsets_of, write_segment
+from lake_support import cli, convert, offsets_of, write_segment
 
 pytest.importorskip("pyiceberg")
 pytest.importorskip("deltalake")
@@ -26,19 +26,6 @@ SQL = (
     'SELECT partition, count(*) AS n, count(DISTINCT "offset") AS d, min("offset") AS lo, '
     'max("offset") AS hi FROM kafkalog GROUP BY 1 ORDER BY 1'
 )
-
-
-class Done:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.returncode, self.stdout, self.stderr = code, out, err
-
-
-def cli(capsys: pytest.CaptureFixture, *args: str) -> Done:
-    from kafkalog_source.cli.main import main
-
-    code = main(list(args))
-    out = capsys.readouterr()
-    return Done(code, out.out, out.err)
 
 
 class Archive:

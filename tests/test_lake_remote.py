@@ -13,24 +13,12 @@ from conftest import SAMPLES
 pytest.importorskip("pyiceberg")
 pytest.importorskip("deltalake")
 
+from lake_support import cli  # noqa: E402
+
 SECRET = "testing-secret-value"  # moto's secret key in S3Server.options
 SQL = (
     "SELECT partition, count(*) AS n, min(offset) AS lo, max(offset) AS hi FROM kafkalog GROUP BY 1"
 )
-
-
-class Done:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.returncode, self.stdout, self.stderr = code, out, err
-
-
-def cli(capsys: pytest.CaptureFixture, *args: str) -> Done:
-    """``kafkalog ARGS`` in this process (no interpreter start per command)."""
-    from kafkalog_source.cli.main import main
-
-    code = main(list(args))
-    out = capsys.readouterr()
-    return Done(code, out.out, out.err)
 
 
 @pytest.mark.parametrize("fmt", ["iceberg", "delta"])
