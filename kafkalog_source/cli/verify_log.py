@@ -128,6 +128,17 @@ def holes_of(events: list[ReadEvent]) -> list[tuple[int, int]]:
     ]
 
 
+def data_end(path: str, e: ReadEvent, is_last: bool) -> bool:
+    """Whether the reader's event ``e`` in ``path`` is where the data ends, not a loss: a zero
+    fill ending a Redpanda partition's last segment (Redpanda preallocates its active segment)."""
+    return (
+        is_last
+        and e.kind == "zero tail"
+        and e.reason == "zero-filled tail"
+        and is_redpanda_segment(path)
+    )
+
+
 def report_events(path: str, events: list[ReadEvent], is_last: bool, report: SegmentReport) -> None:
     """What the reader found in one file, as verify's lines: each malformed batch, a file it
     stopped reading, a file gone, an error; a tail (a truncated final batch, stray bytes, a zero
@@ -147,8 +158,8 @@ def report_events(path: str, events: list[ReadEvent], is_last: bool, report: Seg
                 "zero-filled tail": "a zero-filled tail",
                 "stray bytes": "stray bytes too short for a batch header",
             }.get(e.reason, "a truncated final batch")
-            if is_last and e.reason == "zero-filled tail" and is_redpanda_segment(path):
-                continue  # Redpanda preallocates its active segment: zeros end its data
+            if data_end(path, e, is_last):
+                continue
             if is_last:
                 report.warning(
                     path,

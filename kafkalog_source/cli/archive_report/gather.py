@@ -626,6 +626,7 @@ def gather(
         PartitionState,
         RowFacts,
         SegmentReport,
+        data_end,
         with_next_bases,
     )
 
@@ -687,11 +688,13 @@ def gather(
                 segs, segment_bases(directory, selection.store)
             ):
                 events = by_path.get(s.path, [])
+                # the gaps: the reader's events verify counts as losses (not a data end)
+                lost = [e for e in events if not data_end(s.path, e, is_last)]
                 rows = facts.get(s.path, RowFacts())
                 seen: list[bool] = []
 
                 def walked(
-                    hs: list[BatchHeader], p=part, s=s, ev=events, rows=rows, seen=seen
+                    hs: list[BatchHeader], p=part, s=s, ev=lost, rows=rows, seen=seen
                 ) -> None:
                     seen.append(True)
                     first = rows.first[1] if rows.first is not None else None
@@ -713,7 +716,7 @@ def gather(
                 )
                 if not seen:  # not walked (a file that cannot be opened)
                     g.taps.pop(s.path, None)
-                    g._gaps_of(part, s.path, [], events)
+                    g._gaps_of(part, s.path, [], lost)
                 facts.pop(s.path, None)
                 done += s.size
                 problems.extend(report.errors + report.warnings)
